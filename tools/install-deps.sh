@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs mmpack's build and run dependencies from Debian 12's archive (as root or via sudo).
+# Idempotent: packages already present are skipped without touching the network.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libhdf5-dev hdf5-tools libzstd-dev libxxhash-dev nlohmann-json3-dev
+  libvips-dev libsentencepiece-dev sentencepiece libtbb-dev libcli11-dev
+  libarchive-dev libssl-dev libfmt-dev libturbojpeg0-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev libgloo-dev openmpi-bin libopenmpi-dev
+  python3-h5py python3-numpy python3-pil python3-torch python3-torchvision python3-sentencepiece
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

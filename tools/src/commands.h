@@ -1,0 +1,66 @@
+// commands.h: entry points of the mmpack subcommands. main.cc parses the command line (CLI11)
+// into these option structs and calls one of these; each returns a Status that main prints as
+// one line ("mmpack build: NotFound: ...") with a non-zero exit.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "mm/status.h"
+
+namespace mm::pack {
+
+/// `mmpack build RAW -o OUT` (ingest.cc, image_pipeline.cc, tokenizer.cc, build.cc).
+struct BuildOptions {
+  std::string input;                        // RAW: folder, manifest file or tar
+  std::string output;                       // OUT directory
+  std::string input_format = "auto";        // auto|files|jsonl|csv|tsv|coco|wds
+  bool overwrite = false;
+  int image_width = 224;                    // pixels
+  int image_height = 224;                   // pixels
+  std::string resize_mode = "center-crop";  // center-crop|pad|stretch
+  std::string background = "white";         // alpha and pad colour: name, #rrggbb or r,g,b
+  int64_t max_pixels = 89478485;            // width*height limit read from the header (PIL's)
+  std::string tokenizer;                    // .model file; empty: train one on the captions
+  int vocab_size = 8000;                    // when training a tokenizer
+  int max_tokens = 77;                      // per caption, bos/eos included
+  int64_t shard_size = int64_t{1} << 30;    // bytes of a shard before it closes
+  int64_t samples_per_shard = 0;            // 0: no limit
+  std::string compression = "zstd";         // zstd|none
+  int compression_level = 3;
+  int threads = 0;                          // 0: all cores
+  bool quiet = false;
+};
+Status RunBuild(const BuildOptions& options);
+
+/// `mmpack info OUT`: samples, shards, bytes per sample, image size, tokenizer, dropped.
+Status RunInfo(const std::string& dir, std::ostream& out);
+
+/// `mmpack verify OUT`: checksums, structure against the schema, every chunk decoded, counts
+/// against the index. OK only when all is well; else the first bad shard and sample.
+Status RunVerify(const std::string& dir, std::ostream& out);
+
+/// `mmpack env`: shell lines that set HDF5_PLUGIN_PATH to this build's plugin folder.
+std::string EnvScript();
+
+/// `mmpack bench OUT`: reader throughput.
+struct BenchOptions {
+  std::string dir;
+  int threads = 2;
+  int batch_size = 32;
+  double seconds = 5.0;
+  bool json = false;  // one JSON object: samples_per_s, mb_per_s, cpu_ms_per_sample, peak_anon_rss_mb
+};
+Status RunBench(const BenchOptions& options, std::ostream& out);
+
+/// `mmpack show OUT N -o sample.png`: sample N through the reader, as PNG, with key, captions
+/// and token ids printed.
+struct ShowOptions {
+  std::string dir;
+  int64_t index = 0;
+  std::string output_png;
+};
+Status RunShow(const ShowOptions& options, std::ostream& out);
+
+}  // namespace mm::pack

@@ -1,0 +1,176 @@
+// mmpack: compile image-text pairs into HDF5 shards, and inspect, verify, read them.
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <cstdint>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+// "224" -> 224x224; "320x240" -> width 320, height 240.
+bool ParseImageSize(const std::string& text, int* width, int* height) {
+  auto x = text.find_first_of("xX");
+  try {
+    size_t used = 0;
+    if (x == std::string::npos) {
+      *width = *height = std::stoi(text, &used);
+      return used == text.size() && *width > 0;
+    }
+    *width = std::stoi(text.substr(0, x), &used);
+    if (used != x) return false;
+    std::string rest = text.substr(x + 1);
+    *height = std::stoi(rest, &used);
+    return used == rest.size() && *width > 0 && *height > 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// "1GiB", "256MB", "500M", "4096" -> bytes. Binary and decimal suffixes as the field uses them.
+bool ParseBytes(const std::string& text, int64_t* bytes) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    ++i;
+  }
+  if (i == 0) return false;
+  double number = 0;
+  try {
+    number = std::stod(text.substr(0, i));
+  } catch (const std::exception&) {
+    return false;
+  }
+  std::string unit = text.substr(i);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 1;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kib") scale = 1024.0;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "gb") scale = 1e9;
+  else return false;
+  *bytes = static_cast<int64_t>(number * scale);
+  return *bytes > 0;
+}
+
+int Report(const char* command, const mm::Status& status) {
+  if (status.ok()) return 0;
+  std::cerr << "mmpack " << command << ": " << status.ToString() << std::endl;
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    CLI::App app{"mmpack: compile image-text pairs into zstd-compressed HDF5 shards, and read them"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "mmpack 0.1.0 (shard format v1)");
+
+    // build
+    mm::pack::BuildOptions build;
+    std::string image_size = "224", shard_size = "1GiB";
+    auto* b = app.add_subcommand("build", "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
+    b->add_option("input", build.input, "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json) or .tar")
+        ->required();
+    b->add_option("-o,--output", build.output, "Output directory for shards")->required();
+    b->add_option("--input-format", build.input_format, "Input format (auto: detect)")
+        ->check(CLI::IsMember({"auto", "files", "jsonl", "csv", "tsv", "coco", "wds"}))
+        ->capture_default_str();
+    b->add_flag("--overwrite", build.overwrite, "Replace an existing output directory");
+    b->add_option("--image-size", image_size, "Output size: N (NxN) or WxH, pixels")
+        ->capture_default_str();
+    b->add_option("--resize-mode", build.resize_mode, "How to fit the image to the size")
+        ->check(CLI::IsMember({"center-crop", "pad", "stretch"}))
+        ->capture_default_str();
+    b->add_option("--background", build.background,
+                  "Colour behind alpha and padding: white, black, gray, #rrggbb or r,g,b")
+        ->capture_default_str();
+    b->add_option("--max-pixels", build.max_pixels,
+                  "Skip images with more pixels than this (read from the header)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    b->add_option("--tokenizer", build.tokenizer,
+                  "SentencePiece .model (default: train one on the captions)")
+        ->check(CLI::ExistingFile);
+    b->add_option("--vocab-size", build.vocab_size, "Vocabulary size when training a tokenizer")
+        ->check(CLI::Range(16, 1 << 20))
+        ->capture_default_str();
+    b->add_option("--max-tokens", build.max_tokens, "Tokens per caption, bos/eos included")
+        ->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
+    b->add_option("--shard-size", shard_size, "Close a shard at this size (e.g. 1GiB, 256MB)")
+        ->capture_default_str();
+    b->add_option("--samples-per-shard", build.samples_per_shard,
+                  "Close a shard after this many samples (0: no limit)")
+        ->check(CLI::NonNegativeNumber);
+    b->add_option("--compression", build.compression, "Image chunk codec")
+        ->check(CLI::IsMember({"zstd", "none"}))
+        ->capture_default_str();
+    b->add_option("--compression-level", build.compression_level, "zstd level")
+        ->check(CLI::Range(1, 22))
+        ->capture_default_str();
+    b->add_option("-j,--threads", build.threads, "Worker threads (0: all cores)")
+        ->check(CLI::NonNegativeNumber);
+    b->add_flag("-q,--quiet", build.quiet, "Print only errors and the summary");
+
+    std::string dir;
+    auto* info = app.add_subcommand("info", "Summarise a shard set");
+    info->add_option("dir", dir, "Shard set directory")->required();
+    auto* verify = app.add_subcommand("verify", "Check a shard set end to end; exit 0 only if sound");
+    verify->add_option("dir", dir, "Shard set directory")->required();
+    auto* env = app.add_subcommand("env", "Print shell lines for h5dump/h5py: eval \"$(mmpack env)\"");
+
+    mm::pack::BenchOptions bench;
+    auto* be = app.add_subcommand("bench", "Measure reader throughput on a shard set");
+    be->add_option("dir", bench.dir, "Shard set directory")->required();
+    be->add_option("--threads", bench.threads, "Decode threads")->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    be->add_option("--batch-size", bench.batch_size, "Batch size")->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    be->add_option("--seconds", bench.seconds, "How long to read")->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    be->add_flag("--json", bench.json, "Print one JSON object");
+
+    mm::pack::ShowOptions show;
+    auto* sh = app.add_subcommand("show", "Write sample N as PNG and print its captions and tokens");
+    sh->add_option("dir", show.dir, "Shard set directory")->required();
+    sh->add_option("index", show.index, "Global sample index")->required()
+        ->check(CLI::NonNegativeNumber);
+    sh->add_option("-o,--output", show.output_png, "PNG file to write")->required();
+
+    CLI11_PARSE(app, argc, argv);
+
+    if (*b) {
+      if (!ParseImageSize(image_size, &build.image_width, &build.image_height)) {
+        std::cerr << "mmpack build: --image-size must be N or WxH (pixels), got '" << image_size
+                  << "'" << std::endl;
+        return 2;
+      }
+      if (!ParseBytes(shard_size, &build.shard_size)) {
+        std::cerr << "mmpack build: --shard-size must be bytes with an optional unit "
+                     "(e.g. 1GiB, 256MB), got '"
+                  << shard_size << "'" << std::endl;
+        return 2;
+      }
+      return Report("build", mm::pack::RunBuild(build));
+    }
+    if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout));
+    if (*verify) return Report("verify", mm::pack::RunVerify(dir, std::cout));
+    if (*env) {
+      std::cout << mm::pack::EnvScript();
+      return 0;
+    }
+    if (*be) return Report("bench", mm::pack::RunBench(bench, std::cout));
+    if (*sh) return Report("show", mm::pack::RunShow(show, std::cout));
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "mmpack: " << e.what() << std::endl;
+    return 1;
+  }
+}

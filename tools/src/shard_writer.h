@@ -1,0 +1,68 @@
+// shard_writer.h: the one HDF5 writer stage of `mmpack build` (format v1, schemas/FORMAT.md).
+//
+// Samples arrive in input order, already resized and with their image chunk already
+// compressed (CompressImage, called in the worker threads). The writer appends each chunk with
+// HDF5's direct chunk write, buffers the shard's small tables (keys, offsets, tokens,
+// captions) in memory, and on closing a shard writes the tables, flushes, closes and renames
+// "shard-000007.h5.tmp" to "shard-000007.h5". A shard closes when its bytes reach
+// shard_size or its samples reach samples_per_shard. HDF5 object timestamps are off, so the
+// same samples in the same order give byte-identical files.
+//
+// Not thread-safe: one thread calls Add and Finish.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mm/reader.h"
+#include "mm/status.h"
+
+namespace mm::pack {
+
+/// A sample ready to write: what the worker threads produce.
+struct EncodedSample {
+  std::string key;                           // unique in the set, UTF-8
+  std::string source;                        // image path as the input gave it, UTF-8
+  std::vector<uint8_t> image_chunk;          // CompressImage output ([H, W, 3] uint8 inside)
+  int32_t original_width = 0;                // pixels, after EXIF orientation
+  int32_t original_height = 0;
+  int32_t valid_box[4] = {0, 0, 0, 0};       // x, y, width, height in pixels
+  std::vector<std::string> captions;         // >= 1, UTF-8, as in the input
+  std::vector<std::vector<int32_t>> tokens;  // one row per caption
+};
+
+struct WriterOptions {
+  std::string output_dir;                    // exists and is writable
+  int image_width = 224;                     // pixels
+  int image_height = 224;
+  std::string resize_mode = "center-crop";
+  std::string compression = "zstd";          // "zstd" (filter 32015) or "none"
+  int compression_level = 3;
+  int64_t shard_size = int64_t{1} << 30;     // bytes
+  int64_t samples_per_shard = 0;             // 0: no limit
+  std::string tokenizer_sha256;
+};
+
+/// Compresses one [H, W, 3] uint8 image into the bytes of its HDF5 chunk: a zstd frame at
+/// `level` for "zstd", the raw bytes for "none". Thread-safe (per-thread context).
+Result<std::vector<uint8_t>> CompressImage(const uint8_t* pixels, size_t bytes,
+                                           const std::string& compression, int level);
+
+class ShardWriter {
+ public:
+  /// Errors: InvalidArgument (bad options), IOError (output_dir not writable).
+  static Result<std::unique_ptr<ShardWriter>> Create(const WriterOptions& options);
+  virtual ~ShardWriter() = default;
+
+  /// Appends one sample to the open shard (opening one if none), closing it when full.
+  /// Errors: IOError, Internal (HDF5 failures, with HDF5's message).
+  virtual Status Add(EncodedSample&& sample) = 0;
+
+  /// Closes the last shard. Returns every shard written, as index.json lists them (file,
+  /// samples, captions, tokens, bytes, xxh3_64).
+  virtual Result<std::vector<mm::reader::ShardEntry>> Finish() = 0;
+};
+
+}  // namespace mm::pack

@@ -1,0 +1,1 @@
+// placeholder: see tools/CMakeLists.txt for the owner
