@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""End-to-end: `mmpack build` as a command: failures (one clear line, non-zero exit, nothing
+half-written), --overwrite, progress output, determinism across --threads, resize modes and
+sizes, --compression none, and `mmpack verify` catching a damaged set."""
+
+import filecmp
+import json
+import os
+import shutil
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as u  # noqa: E402
+
+COCO = os.path.join(u.DATA_DIR, "coco-cc", "captions.jsonl")
+SKIMAGE = os.path.join(u.DATA_DIR, "skimage-micro", "captions.jsonl")
+
+
+def output_lines(run):
+    return [l for l in (run.stdout + "\n" + run.stderr).splitlines() if l.strip()]
+
+
+class Failures(u.TempDirTest):
+    """Bad invocations fail at once with one clear line and leave nothing behind."""
+
+    def assertFailsCleanly(self, run, *words):
+        self.assertNotEqual(run.rc, 0, str(run))
+        lines = output_lines(run)
+        self.assertEqual(len(lines), 1, "want one clear line:\n" + str(run))
+        self.assertTrue(lines[0].startswith("mmpack build"), lines[0])
+        for w in words:
+            self.assertIn(w, lines[0])
+
+    def test_missing_raw(self):
+        out = os.path.join(self.tmp, "out_missing")
+        raw = os.path.join(self.tmp, "no_such_input")
+        run = u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT)
+        self.assertFailsCleanly(run, "no_such_input")
+        self.assertFalse(os.path.exists(out))
+
+    def test_empty_raw_folder(self):
+        raw = os.path.join(self.tmp, "empty_dir")
+        os.makedirs(raw)
+        out = os.path.join(self.tmp, "out_empty_dir")
+        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT))
+        self.assertFalse(os.path.exists(out))
+
+    def test_empty_manifest(self):
+        raw = os.path.join(self.tmp, "empty.jsonl")
+        open(raw, "w").close()
+        out = os.path.join(self.tmp, "out_empty_manifest")
+        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT))
+        self.assertFalse(os.path.exists(out))
+
+    def test_unwritable_output(self):
+        # Tests may run as root, so a chmod'ed folder would still be writable: put OUT under
+        # a regular file instead.
+        blocker = os.path.join(self.tmp, "a_file")
+        with open(blocker, "w") as f:
+            f.write("x")
+        out = os.path.join(blocker, "sub")
+        self.assertFailsCleanly(u.mmpack("build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT))
+        self.assertEqual(open(blocker).read(), "x")
+
+    def test_existing_output_needs_overwrite(self):
+        out = os.path.join(self.tmp, "out_existing")
+        u.build(SKIMAGE, out, "--samples-per-shard", "2")
+        before = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+        self.assertEqual(len([f for f in before if f.endswith(".h5")]), 3)
+        run = u.mmpack("build", COCO, "-o", out, "--tokenizer", u.ALBERT)
+        self.assertFailsCleanly(run, "--overwrite")
+        after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+        self.assertEqual(before, after, "a refused build changed OUT")
+        # --overwrite replaces the whole set: no shard of the old one is left
+        u.build(COCO, out, "--overwrite")
+        self.assertEqual(sorted(f for f in os.listdir(out) if f.endswith(".h5")),
+                         ["shard-000000.h5"])
+        self.assertEqual(u.ShardSet(out).index["totals"]["samples"], 51)
+        self.assertEqual(u.mmpack("verify", out).rc, 0)
+
+    def test_bad_option_values(self):
+        out = os.path.join(self.tmp, "out_bad_opts")
+        for opts in (["--image-size", "0"], ["--image-size", "12x"], ["--shard-size", "lots"],
+                     ["--resize-mode", "zoom"], ["--tokenizer", os.path.join(self.tmp, "nope.model")]):
+            run = u.mmpack("build", SKIMAGE, "-o", out, *opts)
+            self.assertNotEqual(run.rc, 0, str(run))
+            self.assertFalse(os.path.exists(out), opts)
+
+
+class Progress(u.TempDirTest):
+    """Not a terminal: plain lines, no carriage returns or escapes; --quiet: the summary only."""
+
+    def test_plain_lines_when_not_a_terminal(self):
+        run = u.build(SKIMAGE, os.path.join(self.tmp, "plain"))
+        text = run.stdout + run.stderr
+        self.assertNotIn("\r", text)
+        self.assertNotIn("\x1b", text)
+        self.assertGreaterEqual(len(output_lines(run)), 1)
+
+    def test_quiet_prints_only_the_summary(self):
+        loud = u.build(SKIMAGE, os.path.join(self.tmp, "loud"))
+        quiet = u.build(SKIMAGE, os.path.join(self.tmp, "quiet"), "--quiet")
+        text = quiet.stdout + quiet.stderr
+        self.assertNotIn("\r", text)
+        self.assertNotIn("\x1b", text)
+        self.assertLessEqual(len(output_lines(quiet)), 3, text)
+        self.assertLessEqual(len(output_lines(quiet)), len(output_lines(loud)))
+        self.assertRegex(text, r"\b6\b", "the summary should give the sample count")
+
+
+class Determinism(u.TempDirTest):
+    """The same input and options give byte-identical shards and index whatever --threads is."""
+
+    def test_threads_1_and_2_give_identical_files(self):
+        a, b = os.path.join(self.tmp, "t1"), os.path.join(self.tmp, "t2")
+        u.build(COCO, a, "--samples-per-shard", "20", threads=1)
+        u.build(COCO, b, "--samples-per-shard", "20", threads=2)
+        shards = sorted(f for f in os.listdir(a) if f.endswith(".h5"))
+        self.assertEqual(shards, ["shard-000000.h5", "shard-000001.h5", "shard-000002.h5"])
+        self.assertEqual(shards, sorted(f for f in os.listdir(b) if f.endswith(".h5")))
+        for f in shards + ["index.json", "tokenizer.model"]:
+            self.assertTrue(filecmp.cmp(os.path.join(a, f), os.path.join(b, f), shallow=False), f)
+        idx = u.ShardSet(a).index
+        self.assertEqual([s["samples"] for s in idx["shards"]], [20, 20, 11])
+
+    def test_shard_size_closes_shards(self):
+        out = os.path.join(self.tmp, "small_shards")
+        u.build(COCO, out, "--shard-size", "2MB")
+        s = u.ShardSet(out)
+        self.assertGreater(len(s.index["shards"]), 1)
+        self.assertEqual(s.index["totals"]["samples"], 51)
+        # every shard but the last reached the limit; none is far past it (one sample ~ 130 KB)
+        for e in s.index["shards"][:-1]:
+            self.assertGreaterEqual(e["bytes"] + 200_000, 2_000_000, e)
+            self.assertLess(e["bytes"], 2_000_000 + 400_000, e)
+        self.assertEqual(u.mmpack("verify", out).rc, 0)
+
+
+class ResizeModes(u.TempDirTest):
+    """pad (letterbox, valid_box, --background), stretch, WxH sizes, --compression none."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.set_dir = os.path.dirname(SKIMAGE)
+
+    def path(self, sample):
+        return os.path.join(self.set_dir, sample["source"].decode("utf-8"))
+
+    def test_pad_keeps_aspect_and_fills_background(self):
+        out = os.path.join(self.tmp, "pad")
+        u.build(SKIMAGE, out, "--resize-mode", "pad", "--image-size", "160x96",
+                "--background", "black")
+        s = u.ShardSet(out)
+        self.assertEqual(s.index["image"]["width"], 160)
+        self.assertEqual(s.index["image"]["height"], 96)
+        self.assertEqual(s.index["image"]["resize_mode"], "pad")
+        self.assertEqual((int(s.attrs[0]["image_width"]), int(s.attrs[0]["image_height"])), (160, 96))
+        for sample in s.samples:
+            img = s.image(sample)
+            self.assertEqual(img.shape, (96, 160, 3))
+            w, h = sample["original_size"]
+            x, y, bw, bh = sample["valid_box"]
+            scale = min(160 / w, 96 / h)
+            self.assertLessEqual(abs(bw - w * scale), 1.01, sample)
+            self.assertLessEqual(abs(bh - h * scale), 1.01, sample)
+            self.assertLessEqual(abs(x - (160 - bw) / 2), 1, sample)
+            self.assertLessEqual(abs(y - (96 - bh) / 2), 1, sample)
+            mask = np.ones((96, 160), bool)
+            mask[y:y + bh, x:x + bw] = False
+            self.assertTrue(np.all(img[mask] == 0), "background not black outside valid_box")
+            ref = u.reference_image(self.path(sample), 160, 96, "pad", background=(0, 0, 0))
+            self.assertLess(u.mean_abs_diff(img[y:y + bh, x:x + bw], ref[y:y + bh, x:x + bw]), 12,
+                            sample["source"])
+
+    def test_stretch_matches_pil_resize(self):
+        out = os.path.join(self.tmp, "stretch")
+        u.build(SKIMAGE, out, "--resize-mode", "stretch", "--image-size", "128")
+        s = u.ShardSet(out)
+        for sample in s.samples:
+            img = s.image(sample)
+            self.assertEqual(img.shape, (128, 128, 3))
+            self.assertEqual(sample["valid_box"], (0, 0, 128, 128))
+            ref = u.reference_image(self.path(sample), 128, 128, "stretch")
+            self.assertLess(u.mean_abs_diff(img, ref), 6, sample["source"])
+
+    def test_uncompressed_shards_hold_the_same_pixels(self):
+        a, b = os.path.join(self.tmp, "zstd"), os.path.join(self.tmp, "none")
+        u.build(SKIMAGE, a)
+        u.build(SKIMAGE, b, "--compression", "none")
+        sa, sb = u.ShardSet(a), u.ShardSet(b)
+        self.assertEqual(sb.index["compression"]["codec"], "none")
+        for x, y in zip(sa.samples, sb.samples):
+            self.assertTrue(np.array_equal(sa.image(x), sb.image(y)), x["source"])
+        self.assertEqual(u.mmpack("verify", b).rc, 0)
+
+
+class VerifyCatchesDamage(u.TempDirTest):
+    """`mmpack verify` exits non-zero and names the shard when a set is damaged."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.good = os.path.join(cls.tmp, "good")
+        u.build(COCO, cls.good, "--samples-per-shard", "20")
+
+    def damaged_copy(self, name):
+        out = os.path.join(self.tmp, name)
+        shutil.copytree(self.good, out)
+        return out
+
+    def test_flipped_byte_in_an_image_chunk(self):
+        out = self.damaged_copy("flip")
+        path = os.path.join(out, "shard-000001.h5")
+        size = os.path.getsize(path)
+        with open(path, "r+b") as f:
+            f.seek(size // 2)
+            b = f.read(1)
+            f.seek(size // 2)
+            f.write(bytes([b[0] ^ 0xFF]))
+        run = u.mmpack("verify", out)
+        self.assertNotEqual(run.rc, 0, str(run))
+        self.assertIn("shard-000001", run.stdout + run.stderr)
+
+    def test_truncated_shard(self):
+        out = self.damaged_copy("cut")
+        path = os.path.join(out, "shard-000002.h5")
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+        run = u.mmpack("verify", out)
+        self.assertNotEqual(run.rc, 0, str(run))
+        self.assertIn("shard-000002", run.stdout + run.stderr)
+
+    def test_index_count_disagrees(self):
+        out = self.damaged_copy("count")
+        idx_path = os.path.join(out, "index.json")
+        idx = json.load(open(idx_path))
+        idx["shards"][0]["samples"] += 1
+        idx["totals"]["samples"] += 1
+        with open(idx_path, "w") as f:
+            json.dump(idx, f)
+        run = u.mmpack("verify", out)
+        self.assertNotEqual(run.rc, 0, str(run))
+
+    def test_missing_shard(self):
+        out = self.damaged_copy("gone")
+        os.remove(os.path.join(out, "shard-000000.h5"))
+        run = u.mmpack("verify", out)
+        self.assertNotEqual(run.rc, 0, str(run))
+        self.assertIn("shard-000000", run.stdout + run.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""End-to-end: every input format `mmpack build` reads gives the same samples.
+
+Eight real coco-cc photos with one or two captions each (commas, quotes, tabs-free text,
+non-ASCII) laid out as: a folder of pairs (nested dirs), JSONL, CSV, TSV, COCO captions JSON
+and a WebDataset .tar; detected automatically, and once forced with --input-format."""
+
+import csv
+import io
+import json
+import os
+import shutil
+import sys
+import tarfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as u  # noqa: E402
+
+COCO = os.path.join(u.DATA_DIR, "coco-cc", "images")
+CAPTIONS = [
+    ["a man riding a wave, on top of a surfboard"],
+    ['a "quoted" word and a comma, here'],
+    ["Ein Hund läuft über die Wiese"],
+    ["一只狗在草地上跑"],
+    ["plain caption number five"],
+    ["emoji 🐶 caption"],
+    ["apostrophe's and semicolon; fine"],
+    ["last one"],
+]
+
+
+class InputFormats(u.TempDirTest):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        photos = sorted(os.listdir(COCO))[:len(CAPTIONS)]
+        cls.stems = [os.path.splitext(p)[0] for p in photos]
+        cls.want = {stem: [c.encode("utf-8") for c in caps] for stem, caps in zip(cls.stems, CAPTIONS)}
+        t = cls.tmp
+        # manifests beside an images/ folder; paths relative to the manifest's folder
+        man = os.path.join(t, "manifests")
+        os.makedirs(os.path.join(man, "images"))
+        for p in photos:
+            shutil.copy(os.path.join(COCO, p), os.path.join(man, "images", p))
+        rows = [("images/" + p, c) for p, caps in zip(photos, CAPTIONS) for c in caps]
+        with open(os.path.join(man, "pairs.jsonl"), "w", encoding="utf-8") as f:
+            for p, c in rows:
+                f.write(json.dumps({"image_path": p, "caption": c, "extra": 1}, ensure_ascii=False) + "\n")
+        with open(os.path.join(man, "pairs.csv"), "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["image", "text", "license"])
+            for p, c in rows:
+                w.writerow([p, c, "CC-BY"])
+        with open(os.path.join(man, "pairs.tsv"), "w", encoding="utf-8", newline="") as f:
+            f.write("file_name\tcaption\n")
+            for p, c in rows:
+                assert "\t" not in c and "\n" not in c
+                f.write("%s\t%s\n" % (p, c))
+        images = [{"id": 100 + i, "file_name": "images/" + p, "width": 0, "height": 0}
+                  for i, p in enumerate(photos)]
+        anns = [{"id": k, "image_id": 100 + i, "caption": c}
+                for k, (i, c) in enumerate((i, c) for i, caps in enumerate(CAPTIONS) for c in caps)]
+        with open(os.path.join(man, "captions.json"), "w", encoding="utf-8") as f:
+            json.dump({"images": images, "annotations": anns}, f, ensure_ascii=False)
+        # folder of pairs, nested
+        files = os.path.join(t, "files")
+        for i, (p, caps) in enumerate(zip(photos, CAPTIONS)):
+            d = os.path.join(files, "part%d" % (i % 3), "x" if i % 2 else "")
+            os.makedirs(d, exist_ok=True)
+            stem = os.path.splitext(p)[0]
+            shutil.copy(os.path.join(COCO, p), os.path.join(d, p))
+            with open(os.path.join(d, stem + ".txt"), "wb") as f:
+                f.write(caps[0].encode("utf-8"))
+        # WebDataset tar: key.jpg + key.txt members
+        cls.tar = os.path.join(t, "shard-0000.tar")
+        with tarfile.open(cls.tar, "w") as tar:
+            for p, caps in zip(photos, CAPTIONS):
+                stem = os.path.splitext(p)[0]
+                tar.add(os.path.join(COCO, p), arcname="wds/" + stem + ".jpg")
+                data = caps[0].encode("utf-8")
+                info = tarfile.TarInfo("wds/" + stem + ".txt")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        cls.inputs = {"jsonl": os.path.join(man, "pairs.jsonl"), "csv": os.path.join(man, "pairs.csv"),
+                      "tsv": os.path.join(man, "pairs.tsv"), "coco": os.path.join(man, "captions.json"),
+                      "files": files, "wds": cls.tar}
+        cls.built = {}
+        for name, raw in cls.inputs.items():
+            out = os.path.join(t, "out_" + name)
+            u.build(raw, out)
+            cls.built[name] = u.ShardSet(out)
+
+    def by_stem(self, shards):
+        out = {}
+        for s in shards.samples:
+            stem = os.path.splitext(os.path.basename(s["source"].decode("utf-8")))[0]
+            out[stem] = s
+        return out
+
+    def check_same_samples(self, name):
+        shards = self.built[name]
+        got = self.by_stem(shards)
+        self.assertEqual(set(got), set(self.want), name)
+        ref = self.by_stem(self.built["jsonl"])
+        for stem, caps in self.want.items():
+            self.assertEqual(got[stem]["captions"], caps, (name, stem))
+            self.assertEqual(got[stem]["tokens"], ref[stem]["tokens"], (name, stem))
+            self.assertTrue(np.array_equal(shards.image(got[stem]), self.built["jsonl"].image(ref[stem])),
+                            (name, stem))
+        self.assertEqual(shards.index["build_options"]["input_format"], name)
+        self.assertEqual(u.mmpack("verify", shards.out).rc, 0)
+
+    def test_jsonl(self):
+        self.check_same_samples("jsonl")
+        self.assertEqual([s["source"] for s in self.built["jsonl"].samples],
+                         [("images/%s.jpg" % s).encode() for s in self.stems])
+
+    def test_csv(self):
+        self.check_same_samples("csv")
+
+    def test_tsv(self):
+        self.check_same_samples("tsv")
+
+    def test_coco_json(self):
+        self.check_same_samples("coco")
+
+    def test_folder_of_pairs(self):
+        self.check_same_samples("files")
+
+    def test_webdataset_tar(self):
+        self.check_same_samples("wds")
+
+    def test_forced_input_format(self):
+        out = os.path.join(self.tmp, "forced")
+        # a .txt manifest name hides the format: only --input-format says it is JSONL
+        raw = os.path.join(os.path.dirname(self.inputs["jsonl"]), "list.txt")
+        shutil.copy(self.inputs["jsonl"], raw)
+        u.build(raw, out, "--input-format", "jsonl")
+        got = self.by_stem(u.ShardSet(out))
+        self.assertEqual({k: v["captions"] for k, v in got.items()}, self.want)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
