@@ -1,0 +1,366 @@
+// The Loader: this rank's batches, decoded by worker threads into a bounded pool of reusable
+// buffers, delivered in order.
+//
+// Split over ranks: with G = world_size * batch_size, the run's global batch g covers global
+// positions [start + g*G, start + (g+1)*G) and rank r takes [start + g*G + r*B, ... + B).
+// `start` is 0 at StartEpoch and LoaderState::consumed after Restore, so a restored loader
+// continues the same global order under any world size. drop_last: the tail shorter than G is
+// dropped; otherwise positions past the end wrap to the epoch's first items (pos mod n), as
+// torch's DistributedSampler pads, and every rank gets the same number of full batches.
+//
+// Memory: at most prefetch_batches batches are being decoded or wait for the consumer; buffers
+// the consumer releases go back to a free list of at most prefetch_batches. Batches the
+// consumer holds are its own: holding them never blocks the loader (no hang), it only costs
+// their memory.
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "mm/reader.h"
+#include "sampler.h"
+
+namespace mm::reader {
+namespace {
+
+struct Slot {
+  std::unique_ptr<Batch> batch;
+  Status status;
+};
+
+// Everything the worker threads and the batch deleters share with the loader. Owned by a
+// shared_ptr so that a BatchPtr outliving its loader still returns (or frees) its buffer safely.
+struct Shared {
+  std::mutex mu;
+  std::condition_variable work_cv;   // workers: work or a slot is available, or stop
+  std::condition_variable ready_cv;  // consumer: a batch is ready, or stop
+  bool stop = false;
+  size_t capacity = 4;  // batches in flight or ready, at most
+  std::vector<std::unique_ptr<Batch>> free;
+  // The current run (an epoch from `start`), replaced by StartEpoch/Restore (gen changes).
+  uint64_t gen = 0;
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+  int64_t start = 0;
+  int64_t total = 0;       // batches in the run
+  int64_t next_claim = 0;  // next batch a worker takes
+  int64_t in_flight = 0;
+  std::map<int64_t, Slot> ready;
+
+  // Caller holds mu.
+  void RecycleLocked(std::unique_ptr<Batch> b) {
+    if (!stop && free.size() < capacity) free.push_back(std::move(b));
+  }
+  void Recycle(std::unique_ptr<Batch> b) {
+    std::lock_guard<std::mutex> lock(mu);
+    RecycleLocked(std::move(b));
+  }
+};
+
+class LoaderImpl final : public Loader {
+ public:
+  LoaderImpl(std::shared_ptr<const ShardSet> set, const LoaderOptions& options)
+      : set_(std::move(set)),
+        options_(options),
+        items_(internal::ItemsPerEpoch(*set_, options)),
+        global_batch_(static_cast<int64_t>(options.world_size) * options.batch_size),
+        shared_(std::make_shared<Shared>()) {
+    shared_->capacity = static_cast<size_t>(options.prefetch_batches);
+    shared_->seed = options.seed;
+    for (int t = 0; t < options.num_threads; ++t) threads_.emplace_back([this] { Work(); });
+  }
+
+  ~LoaderImpl() override {
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      shared_->stop = true;
+      shared_->ready.clear();
+      shared_->free.clear();
+    }
+    shared_->work_cv.notify_all();
+    shared_->ready_cv.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  int64_t items_per_epoch() const override { return items_; }
+  int64_t batches_per_epoch() const override { return BatchesFrom(0); }
+
+  void StartEpoch(int64_t epoch) override { Reset(epoch, 0, shared_seed()); }
+
+  Result<BatchPtr> Next() override {
+    if (!started_) StartEpoch(0);
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    if (next_deliver_ >= shared_->total) return BatchPtr();
+    const int64_t k = next_deliver_;
+    shared_->ready_cv.wait(lock, [&] { return shared_->stop || shared_->ready.count(k) > 0; });
+    if (shared_->stop) return Status::Internal("loader is shutting down");
+    Slot slot = std::move(shared_->ready[k]);
+    shared_->ready.erase(k);
+    ++next_deliver_;
+    lock.unlock();
+    shared_->work_cv.notify_all();  // a slot is free for the next batch
+    if (!slot.status.ok()) {
+      shared_->Recycle(std::move(slot.batch));
+      return slot.status;
+    }
+    std::shared_ptr<Shared> owner = shared_;
+    return BatchPtr(slot.batch.release(), [owner](const Batch* b) {
+      owner->Recycle(std::unique_ptr<Batch>(const_cast<Batch*>(b)));
+    });
+  }
+
+  LoaderState state() const override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    LoaderState s;
+    s.seed = shared_->seed;
+    s.epoch = shared_->epoch;
+    s.consumed = started_ ? std::min(items_, shared_->start + next_deliver_ * global_batch_) : 0;
+    s.world_size = options_.world_size;
+    s.batch_size = options_.batch_size;
+    return s;
+  }
+
+  Status Restore(const LoaderState& state) override {
+    if (state.consumed < 0 || state.consumed > items_) {
+      return Status::InvalidArgument("loader state consumed=" + std::to_string(state.consumed) +
+                                     " outside the epoch's " + std::to_string(items_) + " items");
+    }
+    if (state.epoch < 0) return Status::InvalidArgument("loader state epoch < 0");
+    Reset(state.epoch, state.consumed, state.seed);
+    return Status::OK();
+  }
+
+ private:
+  uint64_t shared_seed() const {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    return shared_->seed;
+  }
+
+  int64_t BatchesFrom(int64_t start) const {
+    int64_t left = items_ - start;
+    if (left <= 0) return 0;
+    return options_.drop_last ? left / global_batch_ : (left + global_batch_ - 1) / global_batch_;
+  }
+
+  void Reset(int64_t epoch, int64_t start, uint64_t seed) {
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      ++shared_->gen;
+      shared_->seed = seed;
+      shared_->epoch = epoch;
+      shared_->start = start;
+      shared_->total = BatchesFrom(start);
+      shared_->next_claim = 0;
+      for (auto& [k, slot] : shared_->ready) shared_->RecycleLocked(std::move(slot.batch));
+      shared_->ready.clear();
+    }
+    next_deliver_ = 0;
+    started_ = true;
+    shared_->work_cv.notify_all();
+  }
+
+  void Work() {
+    Shared& sh = *shared_;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(sh.mu);
+      sh.work_cv.wait(lock, [&] {
+        return sh.stop || (sh.next_claim < sh.total &&
+                           static_cast<size_t>(sh.in_flight) + sh.ready.size() < sh.capacity);
+      });
+      if (sh.stop) return;
+      const int64_t k = sh.next_claim++;
+      const uint64_t gen = sh.gen;
+      LoaderOptions run = options_;
+      run.seed = sh.seed;
+      const int64_t epoch = sh.epoch, start = sh.start;
+      ++sh.in_flight;
+      std::unique_ptr<Batch> batch;
+      if (!sh.free.empty()) {
+        batch = std::move(sh.free.back());
+        sh.free.pop_back();
+      }
+      lock.unlock();
+
+      Status status;
+      try {
+        if (!batch) batch = std::make_unique<Batch>();
+        status = Fill(*batch, run, epoch, start, k);
+      } catch (const std::exception& e) {
+        status = Status::Internal(std::string("loader worker: ") + e.what());
+      }
+
+      lock.lock();
+      --sh.in_flight;
+      if (gen == sh.gen && !sh.stop) {
+        sh.ready[k] = Slot{std::move(batch), status};
+        sh.ready_cv.notify_all();
+      } else {
+        if (batch) sh.RecycleLocked(std::move(batch));
+        sh.work_cv.notify_all();  // the slot it held is free again
+      }
+    }
+  }
+
+  // Decodes batch k of the run (epoch, start) into b.
+  Status Fill(Batch& b, const LoaderOptions& run, int64_t epoch, int64_t start, int64_t k) const {
+    const ShardSet& set = *set_;
+    const int B = run.batch_size;
+    const size_t image_bytes = set.image_bytes();
+    b.size = B;
+    b.height = set.info().image_height;
+    b.width = set.info().image_width;
+    b.images.resize(image_bytes * B);
+    b.lengths.resize(B);
+    b.indices.resize(B);
+    b.caption.resize(B);
+    b.keys.resize(B);
+    b.epoch = epoch;
+    b.step_in_epoch = start / global_batch_ + k;
+    const bool augment = run.random_crop_scale > 0.0f || run.horizontal_flip;
+    thread_local std::vector<uint8_t> scratch;
+    if (augment) scratch.resize(image_bytes);
+
+    const int64_t base = start + k * global_batch_ + static_cast<int64_t>(run.rank) * B;
+    int max_len = 1;
+    std::vector<std::basic_string_view<int32_t>>& toks = TokenViews();
+    toks.resize(B);
+    for (int j = 0; j < B; ++j) {
+      int64_t pos = base + j;
+      if (pos >= items_) pos %= items_;  // padding wraps to the epoch's first items
+      Item item = GlobalItem(set, run, epoch, pos);
+      uint8_t* dst = b.images.data() + image_bytes * j;
+      Status st = set.ReadImage(item.sample, augment ? scratch.data() : dst);
+      if (!st.ok()) return st;
+      if (augment) Augment(run, epoch, item.sample, scratch.data(), dst);
+      b.indices[j] = item.sample;
+      b.caption[j] = item.caption;
+      b.keys[j].assign(set.Key(item.sample));
+      toks[j] = set.Tokens(item.sample, item.caption);
+      b.lengths[j] = static_cast<int32_t>(toks[j].size());
+      max_len = std::max(max_len, b.lengths[j]);
+    }
+    b.max_length = max_len;
+    b.tokens.assign(static_cast<size_t>(B) * max_len, set.info().pad_id);
+    for (int j = 0; j < B; ++j) {
+      if (!toks[j].empty()) {
+        std::memcpy(b.tokens.data() + static_cast<size_t>(j) * max_len, toks[j].data(),
+                    toks[j].size() * sizeof(int32_t));
+      }
+    }
+    return Status::OK();
+  }
+
+  static std::vector<std::basic_string_view<int32_t>>& TokenViews() {
+    thread_local std::vector<std::basic_string_view<int32_t>> v;
+    return v;
+  }
+
+  // Random crop (nearest-neighbour back to full size) and horizontal flip, seeded per
+  // (seed, epoch, sample). src and dst: [H, W, 3] uint8.
+  void Augment(const LoaderOptions& run, int64_t epoch, int64_t sample, const uint8_t* src,
+               uint8_t* dst) const {
+    const int H = set_->info().image_height, W = set_->info().image_width;
+    int cw = W, ch = H, x0 = 0, y0 = 0;
+    if (run.random_crop_scale > 0.0f) {
+      uint64_t h = internal::SampleHash(run.seed, epoch, sample, internal::kCropSalt);
+      double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+      double scale = 1.0 - std::min(1.0, static_cast<double>(run.random_crop_scale)) * u;
+      cw = std::clamp(static_cast<int>(std::lround(W * scale)), 1, W);
+      ch = std::clamp(static_cast<int>(std::lround(H * scale)), 1, H);
+      uint64_t h2 = internal::Mix64(h);
+      x0 = static_cast<int>((h2 & 0xffffffffu) % static_cast<uint64_t>(W - cw + 1));
+      y0 = static_cast<int>((h2 >> 32) % static_cast<uint64_t>(H - ch + 1));
+    }
+    const bool flip = run.horizontal_flip &&
+                      (internal::SampleHash(run.seed, epoch, sample, internal::kFlipSalt) & 1);
+    for (int y = 0; y < H; ++y) {
+      const uint8_t* srow =
+          src + static_cast<size_t>(y0 + (static_cast<int64_t>(y) * ch) / H) * W * 3;
+      uint8_t* drow = dst + static_cast<size_t>(y) * W * 3;
+      for (int x = 0; x < W; ++x) {
+        int xs = flip ? W - 1 - x : x;
+        int sx = x0 + static_cast<int>((static_cast<int64_t>(xs) * cw) / W);
+        std::memcpy(drow + x * 3, srow + sx * 3, 3);
+      }
+    }
+  }
+
+  std::shared_ptr<const ShardSet> set_;
+  const LoaderOptions options_;
+  const int64_t items_;
+  const int64_t global_batch_;
+  std::shared_ptr<Shared> shared_;
+  std::vector<std::thread> threads_;
+  bool started_ = false;      // consumer thread only
+  int64_t next_deliver_ = 0;  // consumer thread only
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> set,
+                                               const LoaderOptions& options) {
+  if (!set) return Status::InvalidArgument("Loader::Create: no shard set");
+  if (options.batch_size < 1) return Status::InvalidArgument("batch_size must be >= 1");
+  if (options.world_size < 1) return Status::InvalidArgument("world_size must be >= 1");
+  if (options.rank < 0 || options.rank >= options.world_size) {
+    return Status::InvalidArgument("rank " + std::to_string(options.rank) + " outside [0, " +
+                                   std::to_string(options.world_size) + ")");
+  }
+  if (options.num_threads < 1) return Status::InvalidArgument("num_threads must be >= 1");
+  if (options.prefetch_batches < 1) {
+    return Status::InvalidArgument("prefetch_batches must be >= 1");
+  }
+  if (!(options.random_crop_scale >= 0.0f && options.random_crop_scale < 1.0f)) {
+    return Status::InvalidArgument("random_crop_scale must be in [0, 1)");
+  }
+  const int64_t items = internal::ItemsPerEpoch(*set, options);
+  if (items == 0) return Status::InvalidArgument("the shard set is empty");
+  const int64_t global = static_cast<int64_t>(options.world_size) * options.batch_size;
+  if (options.drop_last && items < global) {
+    return Status::InvalidArgument("drop_last with " + std::to_string(items) +
+                                   " items leaves no batch of world_size * "
+                                   "batch_size = " +
+                                   std::to_string(global));
+  }
+  return std::unique_ptr<Loader>(new LoaderImpl(std::move(set), options));
+}
+
+std::string LoaderState::ToJson() const {
+  nlohmann::json j;
+  j["seed"] = seed;
+  j["epoch"] = epoch;
+  j["consumed"] = consumed;
+  j["world_size"] = world_size;
+  j["batch_size"] = batch_size;
+  return j.dump();
+}
+
+Result<LoaderState> LoaderState::FromJson(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument("loader state: not a JSON object");
+  }
+  LoaderState s;
+  try {
+    if (!j.contains("epoch") || !j.contains("consumed") || !j.contains("seed")) {
+      return Status::InvalidArgument("loader state: needs seed, epoch and consumed");
+    }
+    s.seed = j.at("seed").get<uint64_t>();
+    s.epoch = j.at("epoch").get<int64_t>();
+    s.consumed = j.at("consumed").get<int64_t>();
+    s.world_size = j.value("world_size", 1);
+    s.batch_size = j.value("batch_size", 0);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("loader state: ") + e.what());
+  }
+  if (s.epoch < 0 || s.consumed < 0) {
+    return Status::InvalidArgument("loader state: epoch and consumed must be >= 0");
+  }
+  return s;
+}
+
+}  // namespace mm::reader

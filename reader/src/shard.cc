@@ -1,0 +1,452 @@
+#include "shard.h"
+
+#include <hdf5.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <mutex>
+
+#include "h5_handle.h"
+#include "mm/format.h"
+
+namespace mm::reader::internal {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the reader reads little-endian tables in place");
+
+// HDF5 is called only from Open; one Open at a time keeps a non-thread-safe HDF5 build safe
+// against concurrent ShardSet::Open calls.
+std::mutex& H5Mutex() {
+  static std::mutex m;
+  return m;
+}
+
+struct DCtxDeleter {
+  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+};
+
+// The one place where zstd's error convention becomes a Status.
+Status ZstdDecode(const uint8_t* src, size_t size, uint8_t* dst, size_t expected,
+                  const std::string& where) {
+  thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
+  if (!dctx) return Status::Internal(where + ": ZSTD_createDCtx failed");
+  unsigned long long content = ZSTD_getFrameContentSize(src, size);
+  if (content == ZSTD_CONTENTSIZE_ERROR) {
+    return Status::Corruption(where + ": image chunk is not a zstd frame");
+  }
+  if (content == ZSTD_CONTENTSIZE_UNKNOWN || content != expected) {
+    return Status::Corruption(where + ": zstd frame holds " +
+                              (content == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("an unknown")
+                                                                   : std::to_string(content)) +
+                              " bytes, expected " + std::to_string(expected));
+  }
+  size_t got = ZSTD_decompressDCtx(dctx.get(), dst, expected, src, size);
+  if (ZSTD_isError(got)) {
+    return Status::Corruption(where + ": zstd: " + ZSTD_getErrorName(got));
+  }
+  if (got != expected) {
+    return Status::Corruption(where + ": zstd decoded " + std::to_string(got) +
+                              " bytes, expected " + std::to_string(expected));
+  }
+  return Status::OK();
+}
+
+std::string Hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
+  return buf;
+}
+
+// Where a table lies: in the file (contiguous) or read into memory.
+struct TablePlace {
+  haddr_t offset = HADDR_UNDEF;
+  uint64_t bytes = 0;  // elements * element size
+  bool in_memory = false;
+};
+
+enum class Kind { kInt64, kInt32, kFixedString };
+
+// Checks dataset `name`'s type and 1-D shape [expected_len], and finds where its bytes lie.
+// A non-contiguous table is read into *memory.
+Status LocateTable(hid_t file, const char* name, Kind kind, int64_t expected_len,
+                   const std::string& shard, TablePlace* place, size_t* elem_size,
+                   std::vector<uint8_t>* memory) {
+  std::string where = shard + ": dataset '" + std::string(name) + "'";
+  H5Dataset d(H5Dopen2(file, name, H5P_DEFAULT));
+  if (!d.valid()) return H5Error(StatusCode::kCorruption, where + " missing");
+  H5Type t(H5Dget_type(d.get()));
+  if (!t.valid()) return H5Error(StatusCode::kCorruption, where + ": no type");
+  H5T_class_t cls = H5Tget_class(t.get());
+  size_t size = H5Tget_size(t.get());
+  switch (kind) {
+    case Kind::kInt64:
+    case Kind::kInt32: {
+      size_t want = kind == Kind::kInt64 ? 8 : 4;
+      if (cls != H5T_INTEGER || size != want || H5Tget_order(t.get()) != H5T_ORDER_LE ||
+          H5Tget_sign(t.get()) != H5T_SGN_2) {
+        return Status::Corruption(where + " is not int" + std::to_string(want * 8) +
+                                  " little-endian");
+      }
+      break;
+    }
+    case Kind::kFixedString:
+      if (cls != H5T_STRING || H5Tis_variable_str(t.get()) != 0 || size == 0) {
+        return Status::Corruption(where + " is not a fixed-length string");
+      }
+      break;
+  }
+  *elem_size = size;
+  H5Space s(H5Dget_space(d.get()));
+  if (!s.valid()) return H5Error(StatusCode::kCorruption, where + ": no dataspace");
+  int rank = H5Sget_simple_extent_ndims(s.get());
+  hsize_t dims[1] = {0};
+  if (rank != 1 || H5Sget_simple_extent_dims(s.get(), dims, nullptr) != 1) {
+    return Status::Corruption(where + " is not one-dimensional");
+  }
+  if (static_cast<int64_t>(dims[0]) != expected_len) {
+    return Status::Corruption(where + " has " + std::to_string(dims[0]) +
+                              " elements, the index implies " + std::to_string(expected_len));
+  }
+  place->bytes = dims[0] * size;
+  if (place->bytes == 0) return Status::OK();
+  H5Plist dcpl(H5Dget_create_plist(d.get()));
+  if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS) {
+    place->offset = H5Dget_offset(d.get());
+    if (place->offset == HADDR_UNDEF) {
+      H5Eclear2(H5E_DEFAULT);
+      return Status::Corruption(where + " has no storage in the file");
+    }
+    return Status::OK();
+  }
+  // Not contiguous (compact or chunked): read it through HDF5 once.
+  memory->resize(place->bytes);
+  H5Type mem(kind == Kind::kFixedString
+                 ? H5Tcopy(t.get())
+                 : H5Tcopy(kind == Kind::kInt64 ? H5T_STD_I64LE : H5T_STD_I32LE));
+  if (H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, memory->data()) < 0) {
+    return H5Error(StatusCode::kCorruption, where + ": read failed");
+  }
+  place->in_memory = true;
+  return Status::OK();
+}
+
+// Reads an integer root attribute if present. *found = false when absent.
+Status ReadIntAttr(hid_t file, const char* name, int64_t* out, bool* found) {
+  *found = false;
+  htri_t exists = H5Aexists(file, name);
+  if (exists <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return Status::OK();
+  }
+  H5Attr a(H5Aopen(file, name, H5P_DEFAULT));
+  if (!a.valid()) return H5Error(StatusCode::kCorruption, std::string("attribute ") + name);
+  H5Type t(H5Aget_type(a.get()));
+  if (!t.valid() || H5Tget_class(t.get()) != H5T_INTEGER) {
+    H5Eclear2(H5E_DEFAULT);
+    return Status::Corruption(std::string("attribute ") + name + " is not an integer");
+  }
+  H5Space s(H5Aget_space(a.get()));
+  if (!s.valid() || H5Sget_simple_extent_npoints(s.get()) != 1) {
+    H5Eclear2(H5E_DEFAULT);
+    return Status::Corruption(std::string("attribute ") + name + " is not a scalar");
+  }
+  long long v = 0;
+  if (H5Aread(a.get(), H5T_NATIVE_LLONG, &v) < 0) {
+    return H5Error(StatusCode::kCorruption, std::string("attribute ") + name);
+  }
+  *out = v;
+  *found = true;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status H5Error(StatusCode code, const std::string& what) {
+  std::string detail;
+  auto walk = [](unsigned n, const H5E_error2_t* err, void* data) -> herr_t {
+    auto* out = static_cast<std::string*>(data);
+    if (err->desc && *err->desc) {
+      if (n == 0) *out = err->desc;  // innermost first (H5E_WALK_UPWARD)
+    }
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &detail);
+  H5Eclear2(H5E_DEFAULT);
+  return Status(code, detail.empty() ? what : what + ": " + detail);
+}
+
+void SilenceH5Errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardEntry& entry,
+                                           const SetInfo& info, bool verify_checksum) {
+  std::unique_ptr<Shard> shard(new Shard());
+  shard->name_ = entry.file;
+  const std::string& name = shard->name_;
+  const size_t image_bytes =
+      static_cast<size_t>(info.image_height) * info.image_width * info.channels;
+  if (image_bytes >= Shard::kSizeMask) {
+    return Status::Unsupported(name + ": images of " + std::to_string(image_bytes) +
+                               " bytes are too large for this reader");
+  }
+  shard->image_bytes_ = image_bytes;
+  shard->num_samples_ = entry.samples;
+  shard->num_captions_ = entry.captions;
+
+  // Size first: a truncated shard fails before HDF5 parses anything.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    std::string msg = name + ": " + std::strerror(err);
+    return err == ENOENT ? Status::NotFound(msg) : Status::IOError(msg);
+  }
+  if (static_cast<int64_t>(st.st_size) != entry.bytes) {
+    return Status::Corruption(name + ": file is " + std::to_string(st.st_size) +
+                              " bytes, index.json says " + std::to_string(entry.bytes) +
+                              (st.st_size < entry.bytes ? " (truncated)" : ""));
+  }
+  MM_ASSIGN_OR_RETURN(shard->file_, MappedFile::Open(path));
+  const MappedFile& file = *shard->file_;
+  if (file.size() != static_cast<uint64_t>(entry.bytes)) {
+    return Status::Corruption(name + ": file changed size while opening");
+  }
+  if (verify_checksum) {
+    uint64_t h = XXH3_64bits(file.data(), file.size());
+    if (Hex16(h) != entry.xxh3_64) {
+      return Status::Corruption(name + ": XXH3-64 is " + Hex16(h) + ", index.json says \"" +
+                                entry.xxh3_64 + "\"");
+    }
+  }
+
+  TablePlace keys, cap_off, tok_off, toks;
+  size_t key_size = 0, elem = 0;
+  bool compressed = false;
+  {
+    std::lock_guard<std::mutex> lock(H5Mutex());
+    SilenceH5Errors();
+    H5File f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (!f.valid()) return H5Error(StatusCode::kCorruption, name + ": not a readable HDF5 file");
+
+    int64_t v = 0;
+    bool found = false;
+    MM_RETURN_NOT_OK(
+        ReadIntAttr(f.get(), mm::format::kAttrFormatVersion, &v, &found).WithContext(name));
+    if (found && (v < mm::format::kMinReadableVersion || v > mm::format::kFormatVersion)) {
+      return Status::Unsupported(name + ": format_version " + std::to_string(v) +
+                                 " is not readable; this reader reads versions " +
+                                 std::to_string(mm::format::kMinReadableVersion) + ".." +
+                                 std::to_string(mm::format::kFormatVersion));
+    }
+
+    // images: type, shape, chunking, filter.
+    const std::string where = name + ": dataset 'images'";
+    H5Dataset img(H5Dopen2(f.get(), mm::format::kImages, H5P_DEFAULT));
+    if (!img.valid()) return H5Error(StatusCode::kCorruption, where + " missing");
+    H5Type t(H5Dget_type(img.get()));
+    if (!t.valid() || H5Tget_class(t.get()) != H5T_INTEGER || H5Tget_size(t.get()) != 1) {
+      H5Eclear2(H5E_DEFAULT);
+      return Status::Corruption(where + " is not uint8");
+    }
+    H5Space s(H5Dget_space(img.get()));
+    hsize_t dims[4] = {0, 0, 0, 0};
+    if (!s.valid() || H5Sget_simple_extent_ndims(s.get()) != 4 ||
+        H5Sget_simple_extent_dims(s.get(), dims, nullptr) != 4) {
+      H5Eclear2(H5E_DEFAULT);
+      return Status::Corruption(where + " is not four-dimensional");
+    }
+    if (static_cast<int64_t>(dims[0]) != entry.samples ||
+        dims[1] != static_cast<hsize_t>(info.image_height) ||
+        dims[2] != static_cast<hsize_t>(info.image_width) || dims[3] != 3) {
+      return Status::Corruption(
+          where + " has shape [" + std::to_string(dims[0]) + ", " + std::to_string(dims[1]) + ", " +
+          std::to_string(dims[2]) + ", " + std::to_string(dims[3]) + "], index.json implies [" +
+          std::to_string(entry.samples) + ", " + std::to_string(info.image_height) + ", " +
+          std::to_string(info.image_width) + ", 3]");
+    }
+    H5Plist dcpl(H5Dget_create_plist(img.get()));
+    hsize_t chunk[4] = {0, 0, 0, 0};
+    if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED ||
+        H5Pget_chunk(dcpl.get(), 4, chunk) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
+        chunk[2] != dims[2] || chunk[3] != 3) {
+      H5Eclear2(H5E_DEFAULT);
+      return Status::Corruption(where + " is not chunked one image per chunk");
+    }
+    int nfilters = H5Pget_nfilters(dcpl.get());
+    if (nfilters < 0) return H5Error(StatusCode::kCorruption, where + ": filter pipeline");
+    if (nfilters > 1) {
+      return Status::Unsupported(where + " has " + std::to_string(nfilters) +
+                                 " filters; this reader reads zstd (32015) or none");
+    }
+    if (nfilters == 1) {
+      unsigned flags = 0;
+      size_t ncd = 0;
+      unsigned filter_config = 0;
+      H5Z_filter_t id =
+          H5Pget_filter2(dcpl.get(), 0, &flags, &ncd, nullptr, 0, nullptr, &filter_config);
+      if (id != mm::format::kZstdFilterId) {
+        H5Eclear2(H5E_DEFAULT);
+        return Status::Unsupported(where + " uses HDF5 filter " + std::to_string(id) +
+                                   "; this reader reads zstd (32015) or none");
+      }
+      compressed = true;
+    }
+    if (compressed != (info.compression == "zstd")) {
+      return Status::Corruption(where + (compressed ? " is zstd-compressed" : " is uncompressed") +
+                                " but index.json says compression \"" + info.compression + "\"");
+    }
+
+    // The chunk table: one chunk per sample, each inside the file.
+    hsize_t nchunks = 0;
+    if (H5Dget_num_chunks(img.get(), s.get(), &nchunks) < 0) {
+      return H5Error(StatusCode::kCorruption, where + ": cannot count chunks");
+    }
+    if (static_cast<int64_t>(nchunks) != entry.samples) {
+      return Status::Corruption(where + " has " + std::to_string(nchunks) + " chunks for " +
+                                std::to_string(entry.samples) + " samples");
+    }
+    const uint64_t bound = ZSTD_compressBound(image_bytes);
+    shard->chunk_offset_.resize(entry.samples);
+    shard->chunk_size_.resize(entry.samples);
+    for (int64_t i = 0; i < entry.samples; ++i) {
+      hsize_t coord[4] = {static_cast<hsize_t>(i), 0, 0, 0};
+      unsigned mask = 0;
+      haddr_t addr = HADDR_UNDEF;
+      hsize_t size = 0;
+      if (H5Dget_chunk_info_by_coord(img.get(), coord, &mask, &addr, &size) < 0) {
+        return H5Error(StatusCode::kCorruption,
+                       name + " sample " + std::to_string(i) + ": chunk query failed");
+      }
+      std::string at = name + " sample " + std::to_string(i);
+      if (addr == HADDR_UNDEF) return Status::Corruption(at + ": image chunk missing");
+      if (!file.Contains(addr, size) || size == 0) {
+        return Status::Corruption(at + ": image chunk [" + std::to_string(addr) + ", +" +
+                                  std::to_string(size) + ") lies outside the file (" +
+                                  std::to_string(file.size()) + " bytes)");
+      }
+      bool raw = !compressed || (mask & 1u);
+      if (raw ? size != image_bytes : size > bound) {
+        return Status::Corruption(at + ": image chunk of " + std::to_string(size) +
+                                  " stored bytes cannot hold a " + std::to_string(image_bytes) +
+                                  "-byte image");
+      }
+      shard->chunk_offset_[i] = addr;
+      shard->chunk_size_[i] = static_cast<uint32_t>(size) | (raw ? kRawFlag : 0u);
+    }
+
+    // The small tables.
+    MM_RETURN_NOT_OK(LocateTable(f.get(), mm::format::kKeys, Kind::kFixedString, entry.samples,
+                                 name, &keys, &key_size, &shard->owned_[0]));
+    MM_RETURN_NOT_OK(LocateTable(f.get(), mm::format::kCaptionOffsets, Kind::kInt64,
+                                 entry.samples + 1, name, &cap_off, &elem, &shard->owned_[1]));
+    MM_RETURN_NOT_OK(LocateTable(f.get(), mm::format::kTokenOffsets, Kind::kInt64,
+                                 entry.captions + 1, name, &tok_off, &elem, &shard->owned_[2]));
+    MM_RETURN_NOT_OK(LocateTable(f.get(), mm::format::kTokens, Kind::kInt32, entry.tokens, name,
+                                 &toks, &elem, &shard->owned_[3]));
+  }  // HDF5 closed here; from now on only the mapping is read.
+
+  // Each table inside the file, then pointers into the mapping (or the in-memory copy).
+  auto place = [&](const TablePlace& p, const char* what, int k, const uint8_t** out) -> Status {
+    if (p.in_memory) {
+      *out = shard->owned_[k].data();
+      return Status::OK();
+    }
+    if (p.bytes == 0) {
+      *out = nullptr;
+      return Status::OK();
+    }
+    if (!file.Contains(p.offset, p.bytes)) {
+      return Status::Corruption(name + ": dataset '" + what + "' [" + std::to_string(p.offset) +
+                                ", +" + std::to_string(p.bytes) + ") lies outside the file (" +
+                                std::to_string(file.size()) + " bytes)");
+    }
+    *out = file.data() + p.offset;
+    return Status::OK();
+  };
+  const uint8_t* tokens_bytes = nullptr;
+  MM_RETURN_NOT_OK(place(keys, mm::format::kKeys, 0, &shard->keys_));
+  MM_RETURN_NOT_OK(place(cap_off, mm::format::kCaptionOffsets, 1, &shard->caption_offsets_));
+  MM_RETURN_NOT_OK(place(tok_off, mm::format::kTokenOffsets, 2, &shard->token_offsets_));
+  MM_RETURN_NOT_OK(place(toks, mm::format::kTokens, 3, &tokens_bytes));
+  shard->key_size_ = key_size;
+  if (tokens_bytes && reinterpret_cast<uintptr_t>(tokens_bytes) % alignof(int32_t) != 0) {
+    // int32 views need alignment; HDF5 does not align datasets by default. Copy (rare).
+    shard->owned_[3].assign(tokens_bytes, tokens_bytes + toks.bytes);
+    tokens_bytes = shard->owned_[3].data();
+  }
+  shard->tokens_ = reinterpret_cast<const int32_t*>(tokens_bytes);
+
+  // Offsets: start at 0, increase, end at the index's counts.
+  const int64_t n = entry.samples, c = entry.captions, tcount = entry.tokens;
+  int64_t prev = LoadI64(shard->caption_offsets_, 0);
+  if (prev != 0) return Status::Corruption(name + ": caption_offsets[0] = " + std::to_string(prev));
+  for (int64_t i = 1; i <= n; ++i) {
+    int64_t cur = LoadI64(shard->caption_offsets_, i);
+    if (cur <= prev || cur > c) {
+      return Status::Corruption(name + " sample " + std::to_string(i - 1) + ": caption_offsets " +
+                                std::to_string(prev) + " -> " + std::to_string(cur) +
+                                " (must increase, within " + std::to_string(c) + " captions)");
+    }
+    prev = cur;
+  }
+  if (prev != c) {
+    return Status::Corruption(name + ": caption_offsets ends at " + std::to_string(prev) +
+                              ", index.json says " + std::to_string(c) + " captions");
+  }
+  prev = LoadI64(shard->token_offsets_, 0);
+  if (prev != 0) return Status::Corruption(name + ": token_offsets[0] = " + std::to_string(prev));
+  for (int64_t i = 1; i <= c; ++i) {
+    int64_t cur = LoadI64(shard->token_offsets_, i);
+    if (cur < prev || cur > tcount || cur - prev > std::numeric_limits<int32_t>::max()) {
+      return Status::Corruption(name + " caption " + std::to_string(i - 1) + ": token_offsets " +
+                                std::to_string(prev) + " -> " + std::to_string(cur) +
+                                " (must not decrease, within " + std::to_string(tcount) +
+                                " tokens)");
+    }
+    prev = cur;
+  }
+  if (prev != tcount) {
+    return Status::Corruption(name + ": token_offsets ends at " + std::to_string(prev) +
+                              ", index.json says " + std::to_string(tcount) + " tokens");
+  }
+  return shard;
+}
+
+int64_t Shard::SampleOfCaption(int64_t c) const {
+  // Largest s with caption_offsets[s] <= c.
+  int64_t lo = 0, hi = num_samples_;  // invariant: offsets[lo] <= c < offsets[hi]
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (LoadI64(caption_offsets_, mid) <= c)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+Status Shard::ReadImage(int64_t s, uint8_t* dst) const {
+  if (s < 0 || s >= num_samples_) {
+    return Status::OutOfRange(name_ + " sample " + std::to_string(s) + " of " +
+                              std::to_string(num_samples_));
+  }
+  const uint8_t* src = file_->data() + chunk_offset_[s];
+  uint32_t stored = chunk_size_[s];
+  if (stored & kRawFlag) {
+    std::memcpy(dst, src, image_bytes_);
+    return Status::OK();
+  }
+  return ZstdDecode(src, stored & kSizeMask, dst, image_bytes_,
+                    name_ + " sample " + std::to_string(s));
+}
+
+std::string_view Shard::StoredChunk(int64_t s, bool* compressed) const {
+  *compressed = !(chunk_size_[s] & kRawFlag);
+  return std::string_view(reinterpret_cast<const char*>(file_->data() + chunk_offset_[s]),
+                          chunk_size_[s] & kSizeMask);
+}
+
+}  // namespace mm::reader::internal

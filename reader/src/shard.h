@@ -1,0 +1,97 @@
+// shard.h: one opened shard file: its chunk table learned once through HDF5, its tables read in
+// place from a read-only mapping. Private to mm_reader.
+//
+// Open does all the checking, so that no later read can leave the mapping:
+//   - the file's size equals index.json's "bytes" (a truncated shard fails here);
+//   - optionally, the XXH3-64 of the whole file equals index.json's "xxh3_64";
+//   - `images` is uint8 [N, H, W, 3], chunked [1, H, W, 3], filter zstd (32015) or none, with N,
+//     H, W as the index says, and exactly N chunks;
+//   - every chunk's [file offset, offset + stored size) lies inside the file; a raw chunk holds
+//     exactly H*W*3 bytes; a zstd chunk is no larger than ZSTD_compressBound(H*W*3);
+//   - keys (fixed-length strings), caption_offsets (int64 [N+1]), token_offsets (int64 [C+1])
+//     and tokens (int32 [T]) have those types and shapes, lie inside the file, and the offsets
+//     start at 0, increase (strictly for captions), and end at C and T, the index's counts.
+// Each zstd frame's content size is checked when the chunk is read (that touches its bytes).
+//
+// Memory: 12 bytes of anonymous memory per sample (the chunk table: offset and size); keys,
+// offsets and tokens stay in the mapping. A table that is not contiguous in the file (not
+// what mmpack writes) is read into memory at Open instead. Thread-safe after Open.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mapped_file.h"
+#include "mm/reader.h"
+#include "mm/status.h"
+
+namespace mm::reader::internal {
+
+class Shard {
+ public:
+  /// Opens `path` (the shard `entry` of the set `info`) and checks it as above.
+  /// Errors: NotFound, IOError, Corruption (naming the file and, for chunk errors, the sample),
+  /// Unsupported (a filter other than zstd or none; a format version outside the readable range).
+  static Result<std::unique_ptr<Shard>> Open(const std::string& path, const ShardEntry& entry,
+                                             const SetInfo& info, bool verify_checksum);
+
+  const std::string& name() const { return name_; }
+  int64_t num_samples() const { return num_samples_; }
+  int64_t num_captions() const { return num_captions_; }
+
+  /// Index of sample `s`'s first caption among the shard's captions.
+  int64_t CaptionBegin(int64_t s) const { return LoadI64(caption_offsets_, s); }
+  int NumCaptions(int64_t s) const {
+    return static_cast<int>(LoadI64(caption_offsets_, s + 1) - LoadI64(caption_offsets_, s));
+  }
+  /// The sample that caption `c` (0 <= c < num_captions()) belongs to: binary search over the
+  /// mapped caption_offsets.
+  int64_t SampleOfCaption(int64_t c) const;
+  /// Token ids of caption `c` of the shard (not of a sample).
+  std::basic_string_view<int32_t> CaptionTokens(int64_t c) const {
+    int64_t b = LoadI64(token_offsets_, c), e = LoadI64(token_offsets_, c + 1);
+    return std::basic_string_view<int32_t>(tokens_ + b, static_cast<size_t>(e - b));
+  }
+  std::string_view Key(int64_t s) const {
+    const char* p = reinterpret_cast<const char*>(keys_) + s * key_size_;
+    return std::string_view(p, strnlen(p, key_size_));
+  }
+  int64_t StoredBytes(int64_t s) const { return chunk_size_[s] & kSizeMask; }
+
+  /// Decodes sample `s` into dst (image_bytes bytes). Errors: Corruption naming shard and sample.
+  Status ReadImage(int64_t s, uint8_t* dst) const;
+
+  /// The raw stored bytes of sample s's chunk (a view into the mapping), and whether they are
+  /// zstd-compressed. For benchmarks and tools.
+  std::string_view StoredChunk(int64_t s, bool* compressed) const;
+
+ private:
+  Shard() = default;
+  static int64_t LoadI64(const uint8_t* table, int64_t i) {
+    int64_t v;
+    std::memcpy(&v, table + i * 8, 8);  // tables need not be 8-byte aligned in the file
+    return v;
+  }
+  static constexpr uint32_t kRawFlag = 0x80000000u;  // chunk stored without the filter
+  static constexpr uint32_t kSizeMask = 0x7fffffffu;
+
+  std::string name_;
+  std::shared_ptr<const MappedFile> file_;
+  int64_t num_samples_ = 0;
+  int64_t num_captions_ = 0;
+  size_t image_bytes_ = 0;
+  std::vector<uint64_t> chunk_offset_;  // [N] file offset of each image chunk
+  std::vector<uint32_t> chunk_size_;    // [N] stored bytes | kRawFlag
+  const uint8_t* keys_ = nullptr;       // [N, key_size_] NUL-padded
+  size_t key_size_ = 0;
+  const uint8_t* caption_offsets_ = nullptr;  // [N + 1] int64
+  const uint8_t* token_offsets_ = nullptr;    // [C + 1] int64
+  const int32_t* tokens_ = nullptr;           // [T]
+  std::vector<uint8_t> owned_[4];             // tables read into memory (fallback)
+};
+
+}  // namespace mm::reader::internal

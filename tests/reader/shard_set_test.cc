@@ -1,0 +1,381 @@
+// ShardSet: opening real shard sets, reading them bit-exactly, and refusing damaged ones.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "index_json.h"
+#include "mm/reader.h"
+#include "shard_fixture.h"
+#include "shard_set_impl.h"
+
+namespace mm::reader {
+namespace {
+
+using mm::testing::CocoSamples;
+using mm::testing::CocoSet;
+using mm::testing::FixtureOptions;
+using mm::testing::ReadFile;
+using mm::testing::RefreshIndexEntry;
+using mm::testing::TempDir;
+using mm::testing::WriteFile;
+
+FixtureOptions ThreeShards() {
+  FixtureOptions o;
+  o.samples_per_shard = 20;  // 51 samples: shards of 20, 20, 11
+  return o;
+}
+
+std::shared_ptr<ShardSet> OpenOk(const std::string& dir, OpenOptions opt = {}) {
+  auto r = ShardSet::Open(dir, opt);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? r.value() : nullptr;
+}
+
+void ExpectMatchesSamples(const ShardSet& set) {
+  const auto& samples = CocoSamples();
+  ASSERT_EQ(set.num_samples(), static_cast<int64_t>(samples.size()));
+  std::vector<uint8_t> buf(set.image_bytes());
+  for (int64_t i = 0; i < set.num_samples(); ++i) {
+    const auto& s = samples[i];
+    ASSERT_TRUE(set.ReadImage(i, buf.data()).ok()) << set.Locate(i);
+    ASSERT_EQ(buf, s.pixels) << "sample " << i;
+    EXPECT_EQ(set.Key(i), s.key);
+    ASSERT_EQ(set.NumCaptions(i), static_cast<int>(s.captions.size()));
+    for (int c = 0; c < set.NumCaptions(i); ++c) {
+      auto t = set.Tokens(i, c);
+      EXPECT_EQ(std::vector<int32_t>(t.begin(), t.end()), s.tokens[c]) << i << "/" << c;
+    }
+  }
+}
+
+TEST(ShardSet, ReadsRealPhotosBitExactAcrossShards) {
+  auto set = OpenOk(CocoSet(ThreeShards()));
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->info().shards.size(), 3u);
+  EXPECT_EQ(set->info().num_captions, 255);
+  EXPECT_EQ(set->Locate(45), "shard-000002.h5 sample 5");
+  ExpectMatchesSamples(*set);
+  // Compressed: stored bytes differ from the raw size.
+  EXPECT_NE(set->StoredImageBytes(0), static_cast<int64_t>(set->image_bytes()));
+}
+
+TEST(ShardSet, ReadsUncompressedSetByCopy) {
+  FixtureOptions o = ThreeShards();
+  o.compression = "none";
+  auto set = OpenOk(CocoSet(o));
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->info().compression, "none");
+  EXPECT_EQ(set->StoredImageBytes(7), static_cast<int64_t>(set->image_bytes()));
+  ExpectMatchesSamples(*set);
+}
+
+TEST(ShardSet, ReadsTablesStoredChunked) {
+  FixtureOptions o;
+  o.chunked_tables = true;
+  auto set = OpenOk(CocoSet(o));
+  ASSERT_TRUE(set);
+  ExpectMatchesSamples(*set);
+}
+
+TEST(ShardSet, EqualsHdf5ReadPathForEverySample) {
+  ASSERT_GE(mm::testing::RegisterZstdFilterForTests(), 0);
+  std::string dir = CocoSet(ThreeShards());
+  auto set = OpenOk(dir);
+  ASSERT_TRUE(set);
+  std::vector<uint8_t> mine(set->image_bytes()), theirs(set->image_bytes());
+  int64_t global = 0;
+  for (const ShardEntry& e : set->info().shards) {
+    hid_t f = H5Fopen((dir + "/" + e.file).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    hid_t d = H5Dopen2(f, "images", H5P_DEFAULT);
+    hid_t fs = H5Dget_space(d);
+    hsize_t count[4] = {1, static_cast<hsize_t>(set->info().image_height),
+                        static_cast<hsize_t>(set->info().image_width), 3};
+    hid_t ms = H5Screate_simple(4, count, nullptr);
+    for (int64_t i = 0; i < e.samples; ++i, ++global) {
+      hsize_t start[4] = {static_cast<hsize_t>(i), 0, 0, 0};
+      H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, count, nullptr);
+      ASSERT_GE(H5Dread(d, H5T_NATIVE_UINT8, ms, fs, H5P_DEFAULT, theirs.data()), 0);
+      ASSERT_TRUE(set->ReadImage(global, mine.data()).ok());
+      ASSERT_EQ(mine, theirs) << set->Locate(global);
+    }
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(d);
+    H5Fclose(f);
+  }
+  EXPECT_EQ(global, set->num_samples());
+}
+
+TEST(ShardSet, VerifiesChecksumsOnRequest) {
+  std::string good = CocoSet(ThreeShards());
+  OpenOptions verify;
+  verify.verify_checksums = true;
+  ASSERT_TRUE(OpenOk(good, verify));
+
+  TempDir tmp;
+  mm::testing::CopySet(good, tmp.path());
+  auto set = OpenOk(tmp.path());
+  ASSERT_TRUE(set);
+  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
+  ASSERT_NE(impl, nullptr);
+  bool compressed = false;
+  auto chunk = impl->shard(1).StoredChunk(3, &compressed);
+  // Offset of the chunk's middle byte in the file: the chunk view points into the mapping.
+  std::string path = tmp / "shard-000001.h5";
+  std::string bytes = ReadFile(path);
+  size_t pos = bytes.find(std::string(chunk.substr(chunk.size() / 2, 64)));
+  ASSERT_NE(pos, std::string::npos);
+  set.reset();
+  bytes[pos] ^= 0x10;
+  WriteFile(path, bytes);
+  auto r = ShardSet::Open(tmp.path(), verify);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("shard-000001.h5"), std::string::npos);
+  EXPECT_NE(r.status().message().find("XXH3"), std::string::npos);
+}
+
+TEST(ShardSet, RejectsTruncatedShard) {
+  TempDir tmp;
+  mm::testing::CopySet(CocoSet(ThreeShards()), tmp.path());
+  std::string path = tmp / "shard-000002.h5";
+  std::string bytes = ReadFile(path);
+  WriteFile(path, bytes.substr(0, bytes.size() / 2));
+  auto r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption());
+  EXPECT_NE(r.status().message().find("shard-000002.h5"), std::string::npos);
+  EXPECT_NE(r.status().message().find("truncated"), std::string::npos) << r.status().ToString();
+
+  // Even when index.json is made to agree with the cut file, HDF5 or the bounds checks refuse.
+  for (size_t keep : {bytes.size() - 1, bytes.size() * 3 / 4, size_t{4096}, size_t{100}}) {
+    WriteFile(path, bytes.substr(0, keep));
+    RefreshIndexEntry(tmp.path(), 2);
+    auto r2 = ShardSet::Open(tmp.path());
+    if (r2.ok()) {
+      // Possible only if every chunk and table still fits: then reads must still be safe.
+      std::vector<uint8_t> buf(r2.value()->image_bytes());
+      for (int64_t i = 0; i < r2.value()->num_samples(); ++i) {
+        (void)r2.value()->ReadImage(i, buf.data());
+      }
+      ADD_FAILURE() << "opened a shard cut to " << keep << " bytes";
+    } else {
+      EXPECT_NE(r2.status().message().find("shard-000002.h5"), std::string::npos)
+          << r2.status().ToString();
+    }
+  }
+}
+
+// Finds the 8-byte little-endian `value` in `bytes` outside [skip_begin, skip_end).
+size_t FindU64(const std::string& bytes, uint64_t value) {
+  char pattern[8];
+  std::memcpy(pattern, &value, 8);
+  return bytes.find(std::string(pattern, 8));
+}
+
+TEST(ShardSet, RejectsChunkOffsetPastEndOfFile) {
+  TempDir tmp;
+  mm::testing::CopySet(CocoSet(ThreeShards()), tmp.path());
+  std::string path = tmp / "shard-000000.h5";
+  // Where HDF5 says sample 7's chunk lies.
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, "images", H5P_DEFAULT);
+  hsize_t coord[4] = {7, 0, 0, 0};
+  unsigned mask = 0;
+  haddr_t addr = 0;
+  hsize_t size = 0;
+  ASSERT_GE(H5Dget_chunk_info_by_coord(d, coord, &mask, &addr, &size), 0);
+  H5Dclose(d);
+  H5Fclose(f);
+  std::string bytes = ReadFile(path);
+  size_t pos = FindU64(bytes, addr);  // the chunk B-tree's record of that address
+  ASSERT_NE(pos, std::string::npos);
+  uint64_t hostile = bytes.size() + 4096;
+  std::memcpy(&bytes[pos], &hostile, 8);
+  WriteFile(path, bytes);
+  RefreshIndexEntry(tmp.path(), 0);
+  auto r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("shard-000000.h5 sample 7"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("outside the file"), std::string::npos);
+
+  // A chunk that starts inside but runs past the end.
+  hostile = bytes.size() - size / 2;
+  std::memcpy(&bytes[pos], &hostile, 8);
+  WriteFile(path, bytes);
+  RefreshIndexEntry(tmp.path(), 0);
+  r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("sample 7"), std::string::npos) << r.status().ToString();
+}
+
+TEST(ShardSet, CorruptFrameGivesCorruptionNamingShardAndSample) {
+  TempDir tmp;
+  mm::testing::CopySet(CocoSet(ThreeShards()), tmp.path());
+  std::string path = tmp / "shard-000001.h5";
+  int64_t chunk_offset = 0;
+  {
+    auto set = OpenOk(tmp.path());
+    ASSERT_TRUE(set);
+    auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
+    bool compressed = false;
+    auto chunk = impl->shard(1).StoredChunk(4, &compressed);
+    ASSERT_TRUE(compressed);
+    std::string bytes = ReadFile(path);
+    chunk_offset = static_cast<int64_t>(bytes.find(std::string(chunk.substr(0, 256))));
+    ASSERT_GE(chunk_offset, 0);
+  }
+  std::string bytes = ReadFile(path);
+  bytes[chunk_offset] ^= 0xff;  // the zstd magic number
+  WriteFile(path, bytes);
+  RefreshIndexEntry(tmp.path(), 1);
+  auto set = OpenOk(tmp.path());
+  ASSERT_TRUE(set);
+  std::vector<uint8_t> buf(set->image_bytes());
+  Status st = set->ReadImage(24, buf.data());  // shard 1, sample 4
+  ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find("shard-000001.h5 sample 4"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(set->ReadImage(23, buf.data()).ok());
+
+  // Flips inside the compressed data: an error or wrong pixels, never a crash or overrun.
+  for (int k = 1; k < 64; ++k) {
+    std::string b2 = bytes;
+    b2[chunk_offset] ^= 0xff;  // restore the magic
+    b2[chunk_offset + 6 + k * 37] ^= static_cast<char>(1 << (k % 8));
+    WriteFile(path, b2);
+    auto s2 = OpenOk(tmp.path());
+    ASSERT_TRUE(s2);
+    Status r = s2->ReadImage(24, buf.data());
+    EXPECT_TRUE(r.ok() || r.IsCorruption()) << r.ToString();
+  }
+}
+
+TEST(ShardSet, BitFlipsInHdf5MetadataGiveErrorsNotCrashes) {
+  TempDir tmp;
+  FixtureOptions o;
+  o.samples_per_shard = 8;
+  o.width = 16;
+  o.height = 16;
+  std::string good = CocoSet(o);
+  mm::testing::CopySet(good, tmp.path());
+  std::string path = tmp / "shard-000000.h5";
+  const std::string bytes = ReadFile(path);
+  int opened = 0, refused = 0;
+  std::vector<uint8_t> buf(16 * 16 * 3);
+  // A stride over the metadata HDF5 wrote before the first chunk, and a sparser one after.
+  for (size_t pos = 0; pos < bytes.size(); pos += (pos < 2048 ? 3 : 61)) {
+    for (uint8_t bit : {static_cast<uint8_t>(1u << (pos % 8))}) {
+      std::string b = bytes;
+      b[pos] ^= static_cast<char>(bit);
+      WriteFile(path, b);
+      auto r = ShardSet::Open(tmp.path());
+      if (!r.ok()) {
+        ++refused;
+        EXPECT_NE(r.status().message().find("shard-000000.h5"), std::string::npos)
+            << pos << ": " << r.status().ToString();
+        continue;
+      }
+      ++opened;
+      for (int64_t i = 0; i < r.value()->num_samples(); ++i) {
+        Status st = r.value()->ReadImage(i, buf.data());
+        EXPECT_TRUE(st.ok() || st.IsCorruption()) << st.ToString();
+        (void)r.value()->Key(i);
+        for (int c = 0; c < r.value()->NumCaptions(i); ++c) (void)r.value()->Tokens(i, c);
+      }
+    }
+  }
+  EXPECT_GT(refused, 0);
+  std::printf(
+      "bit flips: %d refused, %d opened (flip in bytes the reader does not use or that "
+      "only change pixels)\n",
+      refused, opened);
+}
+
+TEST(ShardSet, RejectsAnotherFormatVersionNamingIt) {
+  TempDir tmp;
+  mm::testing::CopySet(CocoSet(ThreeShards()), tmp.path());
+  std::string index_path = tmp / "index.json";
+  auto j = nlohmann::json::parse(ReadFile(index_path));
+  j["format_version"] = 7;
+  WriteFile(index_path, j.dump());
+  auto r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("format_version 7"), std::string::npos);
+  EXPECT_NE(r.status().message().find("1..1"), std::string::npos) << r.status().ToString();
+}
+
+TEST(ShardSet, MissingIndexOrShardIsNotFound) {
+  TempDir tmp;
+  auto r = ShardSet::Open(tmp.path());
+  EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
+  mm::testing::CopySet(CocoSet(ThreeShards()), tmp.path());
+  std::filesystem::remove(tmp / "shard-000001.h5");
+  r = ShardSet::Open(tmp.path());
+  EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("shard-000001.h5"), std::string::npos);
+}
+
+TEST(ShardSet, RejectsIndexThatDisagreesWithShard) {
+  TempDir tmp;
+  mm::testing::CopySet(CocoSet(ThreeShards()), tmp.path());
+  std::string index_path = tmp / "index.json";
+  auto j = nlohmann::json::parse(ReadFile(index_path));
+  j["shards"][1]["samples"] = 19;
+  j["totals"]["samples"] = 50;
+  WriteFile(index_path, j.dump());
+  auto r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("shard-000001.h5"), std::string::npos);
+
+  j = nlohmann::json::parse(ReadFile(index_path));
+  j["shards"][1]["samples"] = 20;
+  j["totals"]["samples"] = 51;
+  j["shards"][1]["tokens"] = j["shards"][1]["tokens"].get<int64_t>() + 1;
+  WriteFile(index_path, j.dump());
+  r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+}
+
+TEST(IndexJson, RefusesMalformedAndHostileIndexes) {
+  auto good = nlohmann::json::parse(ReadFile(CocoSet(ThreeShards()) + "/index.json"));
+  ASSERT_TRUE(internal::ParseIndex(good.dump(), "/x").ok());
+  auto expect_bad = [](const nlohmann::json& j, const char* needle) {
+    auto r = internal::ParseIndex(j.dump(), "/x");
+    ASSERT_FALSE(r.ok()) << j.dump();
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().ToString();
+  };
+  auto j = good;
+  j["shards"][0]["file"] = "../../etc/passwd";
+  expect_bad(j, "plain file name");
+  j = good;
+  j["totals"]["samples"] = 52;
+  expect_bad(j, "totals.samples");
+  j = good;
+  j["shards"][0]["samples"] = -1;
+  expect_bad(j, "samples");
+  j = good;
+  j["image"]["channels"] = 4;
+  expect_bad(j, "channels");
+  j = good;
+  j["compression"]["codec"] = "lz4";
+  expect_bad(j, "lz4");
+  j = good;
+  j["format"] = "webdataset";
+  expect_bad(j, "format");
+  j = good;
+  j["shards"][0]["samples"] = "many";
+  expect_bad(j, "not an integer");
+  EXPECT_FALSE(internal::ParseIndex("{\"format\": ", "/x").ok());
+  EXPECT_FALSE(internal::ParseIndex("[]", "/x").ok());
+  EXPECT_FALSE(internal::ParseIndex("", "/x").ok());
+}
+
+}  // namespace
+}  // namespace mm::reader
