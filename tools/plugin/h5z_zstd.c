@@ -10,6 +10,11 @@
  * error (major H5E_PLINE, minor H5E_CANTFILTER) and returns 0, which makes HDF5 fail the read
  * or write that needed it. The filter is stateless and thread-safe in itself (HDF5 serialises
  * its calls anyway).
+ *
+ * mm_pack also compiles this file into itself (tools/src/h5_util.cc includes it with
+ * MM_H5Z_ZSTD_EMBEDDED defined) and registers H5Z_ZSTD with H5Zregister, so that mmpack writes
+ * and verifies shards without HDF5_PLUGIN_PATH, and so that the filter's name stored in a
+ * shard ("zstd") does not depend on whether the plugin happened to be found.
  */
 #include <hdf5.h>
 #include <H5PLextern.h>
@@ -131,6 +136,8 @@ static const H5Z_class2_t H5Z_ZSTD[1] = {{
     (H5Z_func_t)H5Z_filter_zstd,  /* the filter */
 }};
 
+#ifndef MM_H5Z_ZSTD_EMBEDDED
 H5PL_type_t H5PLget_plugin_type(void) { return H5PL_TYPE_FILTER; }
 
 const void* H5PLget_plugin_info(void) { return H5Z_ZSTD; }
+#endif

@@ -1,1 +1,173 @@
-// placeholder: see tools/CMakeLists.txt for the owner
+// h5_util.cc: HDF5 handle owners and error-stack translation (see h5_util.h).
+#include "h5_util.h"
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+// The zstd filter (id 32015) of tools/plugin, compiled in; see RegisterZstdFilter().
+#define MM_H5Z_ZSTD_EMBEDDED 1
+#include "../plugin/h5z_zstd.c"  // NOLINT(bugprone-suspicious-include)
+
+namespace mm::pack::h5 {
+
+Status RegisterZstdFilter() {
+  static std::once_flag once;
+  static herr_t rc = 0;
+  std::call_once(once, [] { rc = H5Zregister(H5Z_ZSTD); });
+  if (rc < 0) return ErrorFromStack(StatusCode::kInternal, "H5Zregister(zstd 32015)");
+  return Status::OK();
+}
+
+void SilenceErrors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+void ClearErrors() { H5Eclear2(H5E_DEFAULT); }
+
+namespace {
+
+herr_t CollectError(unsigned /*n*/, const H5E_error2_t* error, void* data) {
+  auto* out = static_cast<std::vector<std::string>*>(data);
+  std::string entry;
+  if (error->func_name) entry.append(error->func_name).append(": ");
+  if (error->desc) entry.append(error->desc);
+  out->push_back(std::move(entry));
+  return 0;
+}
+
+}  // namespace
+
+Status ErrorFromStack(StatusCode code, const std::string& what) {
+  // Upward walk: entry 0 is the innermost (the cause), the last one the API call. Keep the
+  // API call and the two innermost entries so that the message stays one readable line.
+  std::vector<std::string> entries;
+  hid_t current = H5Eget_current_stack();
+  if (current >= 0) {
+    H5Ewalk2(current, H5E_WALK_UPWARD, CollectError, &entries);
+    H5Eclose_stack(current);
+  }
+  std::string stack;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i >= 2 && i + 1 < entries.size()) continue;
+    if (!stack.empty()) stack.append(i + 1 == entries.size() && i >= 2 ? " <- " : "; ");
+    stack.append(entries[i]);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  if (stack.empty()) return Status(code, what);
+  return Status(code, what + ": " + stack);
+}
+
+Status Check(herr_t rc, const std::string& what, StatusCode code) {
+  if (rc < 0) return ErrorFromStack(code, what);
+  return Status::OK();
+}
+
+Result<Datatype> VlenUtf8Type() {
+  MM_ASSIGN_OR_RETURN(Datatype type, Own<Datatype>(H5Tcopy(H5T_C_S1), "H5Tcopy"));
+  MM_RETURN_NOT_OK(Check(H5Tset_size(type.get(), H5T_VARIABLE), "H5Tset_size(variable)"));
+  MM_RETURN_NOT_OK(Check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "H5Tset_cset"));
+  return type;
+}
+
+Result<Datatype> FixedUtf8Type(size_t bytes) {
+  MM_ASSIGN_OR_RETURN(Datatype type, Own<Datatype>(H5Tcopy(H5T_C_S1), "H5Tcopy"));
+  MM_RETURN_NOT_OK(Check(H5Tset_size(type.get(), bytes < 1 ? 1 : bytes), "H5Tset_size"));
+  MM_RETURN_NOT_OK(Check(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), "H5Tset_strpad"));
+  MM_RETURN_NOT_OK(Check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "H5Tset_cset"));
+  return type;
+}
+
+namespace {
+
+Status WriteScalarAttribute(hid_t object, const char* name, hid_t file_type, hid_t mem_type,
+                            const void* value) {
+  MM_ASSIGN_OR_RETURN(Dataspace space, Own<Dataspace>(H5Screate(H5S_SCALAR), "H5Screate"));
+  MM_ASSIGN_OR_RETURN(Attribute attr,
+                      Own<Attribute>(H5Acreate2(object, name, file_type, space.get(), H5P_DEFAULT,
+                                                H5P_DEFAULT),
+                                     std::string("H5Acreate2(") + name + ")"));
+  MM_RETURN_NOT_OK(
+      Check(H5Awrite(attr.get(), mem_type, value), std::string("H5Awrite(") + name + ")"));
+  return attr.Close();
+}
+
+}  // namespace
+
+Status WriteAttribute(hid_t object, const char* name, const std::string& value) {
+  MM_ASSIGN_OR_RETURN(Datatype type, VlenUtf8Type());
+  const char* text = value.c_str();
+  return WriteScalarAttribute(object, name, type.get(), type.get(), &text);
+}
+
+Status WriteAttribute(hid_t object, const char* name, int32_t value) {
+  return WriteScalarAttribute(object, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &value);
+}
+
+Status WriteAttribute(hid_t object, const char* name, int64_t value) {
+  return WriteScalarAttribute(object, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+}
+
+namespace {
+
+Result<Attribute> OpenAttribute(hid_t object, const char* name) {
+  htri_t exists = H5Aexists(object, name);
+  if (exists < 0) return ErrorFromStack(StatusCode::kCorruption, std::string("attribute ") + name);
+  if (exists == 0) return Status::NotFound(std::string("attribute '") + name + "' is missing");
+  return Own<Attribute>(H5Aopen(object, name, H5P_DEFAULT), std::string("H5Aopen(") + name + ")",
+                        StatusCode::kCorruption);
+}
+
+}  // namespace
+
+Result<std::string> ReadStringAttribute(hid_t object, const char* name) {
+  MM_ASSIGN_OR_RETURN(Attribute attr, OpenAttribute(object, name));
+  MM_ASSIGN_OR_RETURN(Datatype type, Own<Datatype>(H5Aget_type(attr.get()), "H5Aget_type"));
+  if (H5Tget_class(type.get()) != H5T_STRING) {
+    return Status::Corruption(std::string("attribute '") + name + "' is not a string");
+  }
+  MM_ASSIGN_OR_RETURN(Dataspace space, Own<Dataspace>(H5Aget_space(attr.get()), "H5Aget_space"));
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) {
+    return Status::Corruption(std::string("attribute '") + name + "' is not a scalar");
+  }
+  if (H5Tis_variable_str(type.get()) > 0) {
+    MM_ASSIGN_OR_RETURN(Datatype mem, VlenUtf8Type());
+    char* text = nullptr;
+    MM_RETURN_NOT_OK(Check(H5Aread(attr.get(), mem.get(), &text),
+                           std::string("H5Aread(") + name + ")", StatusCode::kCorruption));
+    std::string value = text ? text : "";
+    H5free_memory(text);
+    return value;
+  }
+  size_t size = H5Tget_size(type.get());
+  std::string value(size, '\0');
+  MM_ASSIGN_OR_RETURN(Datatype mem, Own<Datatype>(H5Tcopy(type.get()), "H5Tcopy"));
+  MM_RETURN_NOT_OK(Check(H5Aread(attr.get(), mem.get(), value.data()),
+                         std::string("H5Aread(") + name + ")", StatusCode::kCorruption));
+  value.resize(std::strlen(value.c_str()));
+  return value;
+}
+
+Result<int64_t> ReadIntAttribute(hid_t object, const char* name) {
+  MM_ASSIGN_OR_RETURN(Attribute attr, OpenAttribute(object, name));
+  MM_ASSIGN_OR_RETURN(Datatype type, Own<Datatype>(H5Aget_type(attr.get()), "H5Aget_type"));
+  if (H5Tget_class(type.get()) != H5T_INTEGER) {
+    return Status::Corruption(std::string("attribute '") + name + "' is not an integer");
+  }
+  int64_t value = 0;
+  MM_RETURN_NOT_OK(Check(H5Aread(attr.get(), H5T_NATIVE_INT64, &value),
+                         std::string("H5Aread(") + name + ")", StatusCode::kCorruption));
+  return value;
+}
+
+Result<std::vector<hsize_t>> DatasetDims(hid_t dataset) {
+  MM_ASSIGN_OR_RETURN(Dataspace space, Own<Dataspace>(H5Dget_space(dataset), "H5Dget_space"));
+  int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) return ErrorFromStack(StatusCode::kInternal, "H5Sget_simple_extent_ndims");
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
+    return ErrorFromStack(StatusCode::kInternal, "H5Sget_simple_extent_dims");
+  }
+  return dims;
+}
+
+}  // namespace mm::pack::h5
