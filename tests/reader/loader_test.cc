@@ -1,0 +1,415 @@
+// Sampler and Loader: the epoch order, the rank split, batches, resume, errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "mm/reader.h"
+#include "sampler.h"
+#include "shard_fixture.h"
+
+namespace mm::reader {
+namespace {
+
+using mm::testing::CocoSet;
+using mm::testing::FixtureOptions;
+
+std::shared_ptr<const ShardSet> Coco() {
+  static std::shared_ptr<const ShardSet> set = [] {
+    FixtureOptions o;
+    o.samples_per_shard = 20;
+    auto r = ShardSet::Open(CocoSet(o));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::shared_ptr<const ShardSet>(r.value());
+  }();
+  return set;
+}
+
+std::unique_ptr<Loader> MakeLoader(const LoaderOptions& o,
+                                   std::shared_ptr<const ShardSet> set = Coco()) {
+  auto r = Loader::Create(std::move(set), o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+std::vector<BatchPtr> Drain(Loader& loader) {
+  std::vector<BatchPtr> out;
+  for (;;) {
+    auto r = loader.Next();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok() || !r.value()) break;
+    out.push_back(r.value());
+  }
+  return out;
+}
+
+TEST(Sampler, PermutationIsABijectionForAnySize) {
+  for (uint64_t n : {1ull, 2ull, 3ull, 5ull, 64ull, 1000ull, 4097ull, 100003ull}) {
+    internal::Permutation p(n, /*seed=*/42, /*epoch=*/3);
+    std::vector<bool> seen(n, false);
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t v = p(i);
+      ASSERT_LT(v, n);
+      ASSERT_FALSE(seen[v]) << "n=" << n << " repeats " << v;
+      seen[v] = true;
+    }
+  }
+}
+
+TEST(Sampler, OrderDependsOnSeedAndEpochOnly) {
+  const ShardSet& set = *Coco();
+  LoaderOptions a;
+  a.seed = 7;
+  auto order = [&](const LoaderOptions& o, int64_t epoch) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < set.num_samples(); ++i)
+      v.push_back(GlobalItem(set, o, epoch, i).sample);
+    return v;
+  };
+  EXPECT_EQ(order(a, 0), order(a, 0));
+  EXPECT_NE(order(a, 0), order(a, 1));
+  LoaderOptions b = a;
+  b.seed = 8;
+  EXPECT_NE(order(a, 0), order(b, 0));
+  LoaderOptions file_order = a;
+  file_order.shuffle = false;
+  std::vector<int64_t> iota(set.num_samples());
+  std::iota(iota.begin(), iota.end(), 0);
+  EXPECT_EQ(order(file_order, 5), iota);
+  // The random caption changes with the epoch for some samples, and is always valid.
+  int changed = 0;
+  for (int64_t i = 0; i < set.num_samples(); ++i) {
+    Item e0 = GlobalItem(set, file_order, 0, i), e1 = GlobalItem(set, file_order, 1, i);
+    ASSERT_LT(e0.caption, set.NumCaptions(i));
+    changed += e0.caption != e1.caption;
+  }
+  EXPECT_GT(changed, 10);
+}
+
+TEST(Loader, EverySampleExactlyOncePerEpochAcrossRanks) {
+  const ShardSet& set = *Coco();
+  const int64_t n = set.num_samples();  // 51
+  for (int world : {1, 2, 3}) {
+    for (bool drop_last : {true, false}) {
+      SCOPED_TRACE("world " + std::to_string(world) + " drop_last " + std::to_string(drop_last));
+      const int B = 4, G = world * B;
+      std::map<int64_t, int> count;
+      std::vector<int64_t> batches;
+      for (int rank = 0; rank < world; ++rank) {
+        LoaderOptions o;
+        o.batch_size = B;
+        o.seed = 11;
+        o.rank = rank;
+        o.world_size = world;
+        o.drop_last = drop_last;
+        o.num_threads = 2;
+        o.prefetch_batches = 3;
+        auto loader = MakeLoader(o);
+        ASSERT_TRUE(loader);
+        loader->StartEpoch(2);
+        auto got = Drain(*loader);
+        batches.push_back(static_cast<int64_t>(got.size()));
+        EXPECT_EQ(static_cast<int64_t>(got.size()), loader->batches_per_epoch());
+        for (size_t k = 0; k < got.size(); ++k) {
+          const Batch& b = *got[k];
+          ASSERT_EQ(b.size, B);
+          EXPECT_EQ(b.epoch, 2);
+          EXPECT_EQ(b.step_in_epoch, static_cast<int64_t>(k));
+          for (int j = 0; j < B; ++j) {
+            // The loader follows GlobalItem exactly.
+            int64_t pos = static_cast<int64_t>(k) * G + rank * B + j;
+            Item want = GlobalItem(set, o, 2, pos % n);
+            EXPECT_EQ(b.indices[j], want.sample);
+            EXPECT_EQ(b.caption[j], want.caption);
+            ++count[b.indices[j]];
+          }
+        }
+      }
+      // Equal batch counts on every rank.
+      EXPECT_EQ(std::set<int64_t>(batches.begin(), batches.end()).size(), 1u);
+      int64_t per_rank = drop_last ? n / G : (n + G - 1) / G;
+      EXPECT_EQ(batches[0], per_rank);
+      if (drop_last) {
+        EXPECT_EQ(static_cast<int64_t>(count.size()), per_rank * G);
+        for (auto& [s, c] : count) EXPECT_EQ(c, 1) << "sample " << s;
+      } else {
+        EXPECT_EQ(static_cast<int64_t>(count.size()), n);  // every sample, padding repeats some
+        int64_t repeats = 0;
+        for (auto& [s, c] : count) repeats += c - 1;
+        EXPECT_EQ(repeats, per_rank * G - n);
+      }
+    }
+  }
+}
+
+TEST(Loader, BatchesHoldTheSamplesPixelsTokensAndKeys) {
+  const ShardSet& set = *Coco();
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.seed = 3;
+  o.num_threads = 3;
+  auto loader = MakeLoader(o);
+  auto batches = Drain(*loader);
+  ASSERT_EQ(batches.size(), 6u);
+  std::vector<uint8_t> img(set.image_bytes());
+  for (const BatchPtr& b : batches) {
+    ASSERT_EQ(b->images.size(), set.image_bytes() * 8);
+    int longest = 0;
+    for (int j = 0; j < b->size; ++j) longest = std::max(longest, b->lengths[j]);
+    EXPECT_EQ(b->max_length, std::max(longest, 1));
+    ASSERT_EQ(b->tokens.size(), static_cast<size_t>(b->size) * b->max_length);
+    for (int j = 0; j < b->size; ++j) {
+      ASSERT_TRUE(set.ReadImage(b->indices[j], img.data()).ok());
+      EXPECT_TRUE(std::equal(img.begin(), img.end(), b->images.begin() + j * img.size()));
+      EXPECT_EQ(b->keys[j], set.Key(b->indices[j]));
+      auto t = set.Tokens(b->indices[j], b->caption[j]);
+      ASSERT_EQ(b->lengths[j], static_cast<int32_t>(t.size()));
+      for (int l = 0; l < b->max_length; ++l) {
+        int32_t want = l < b->lengths[j] ? t[l] : set.info().pad_id;
+        EXPECT_EQ(b->tokens[j * b->max_length + l], want);
+      }
+    }
+  }
+}
+
+TEST(Loader, AllCaptionsEnumeratesEveryPairOnce) {
+  const ShardSet& set = *Coco();
+  for (int world : {1, 2}) {
+    std::set<std::pair<int64_t, int>> pairs;
+    int64_t total = 0;
+    for (int rank = 0; rank < world; ++rank) {
+      LoaderOptions o;
+      o.batch_size = 5;
+      o.caption_mode = CaptionMode::kAllCaptions;
+      o.drop_last = false;
+      o.rank = rank;
+      o.world_size = world;
+      auto loader = MakeLoader(o);
+      EXPECT_EQ(loader->items_per_epoch(), 255);
+      for (const BatchPtr& b : Drain(*loader)) {
+        for (int j = 0; j < b->size; ++j) {
+          pairs.insert({b->indices[j], b->caption[j]});
+          ++total;
+        }
+      }
+    }
+    EXPECT_EQ(pairs.size(), 255u);
+    EXPECT_EQ(total, world == 1 ? 255 : 260);  // 2 ranks x 5: 26 global batches, 5 padded
+    for (int64_t s = 0; s < set.num_samples(); ++s) {
+      for (int c = 0; c < set.NumCaptions(s); ++c) EXPECT_TRUE(pairs.count({s, c}));
+    }
+  }
+}
+
+std::vector<int64_t> Indices(const std::vector<BatchPtr>& batches) {
+  std::vector<int64_t> v;
+  for (const auto& b : batches) v.insert(v.end(), b->indices.begin(), b->indices.end());
+  return v;
+}
+
+TEST(Loader, ResumesMidEpochExactly) {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 99;
+  o.world_size = 2;
+  o.rank = 1;
+  o.drop_last = false;
+  auto full = MakeLoader(o);
+  full->StartEpoch(1);
+  auto all = Indices(Drain(*full));
+
+  auto first = MakeLoader(o);
+  first->StartEpoch(1);
+  std::vector<BatchPtr> head;
+  for (int k = 0; k < 3; ++k) head.push_back(first->Next().value());
+  std::string saved = first->state().ToJson();
+  first.reset();  // the batches outlive their loader
+  EXPECT_EQ(head[2]->indices.size(), 4u);
+
+  auto state = LoaderState::FromJson(saved);
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->epoch, 1);
+  EXPECT_EQ(state->consumed, 3 * 8);
+  EXPECT_EQ(state->seed, 99u);
+  LoaderOptions other_seed = o;
+  other_seed.seed = 5;  // the state's seed wins
+  auto resumed = MakeLoader(other_seed);
+  ASSERT_TRUE(resumed->Restore(state.value()).ok());
+  auto rest = Indices(Drain(*resumed));
+  auto joined = Indices(head);
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  EXPECT_EQ(joined, all);
+}
+
+TEST(Loader, ResumesUnderAnotherWorldSizeInTheSameGlobalOrder) {
+  const ShardSet& set = *Coco();
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 5;
+  o.world_size = 2;
+  o.drop_last = false;
+  // Two ranks take 3 global batches each: 24 items consumed.
+  LoaderState saved;
+  std::vector<int64_t> seen;
+  for (int rank = 0; rank < 2; ++rank) {
+    o.rank = rank;
+    auto l = MakeLoader(o);
+    for (int k = 0; k < 3; ++k) {
+      auto b = l->Next().value();
+      seen.insert(seen.end(), b->indices.begin(), b->indices.end());
+    }
+    saved = l->state();
+  }
+  EXPECT_EQ(saved.consumed, 24);
+  // Three ranks continue from item 24 of the same global order.
+  LoaderOptions o3 = o;
+  o3.world_size = 3;
+  std::map<int64_t, int> count;
+  for (int64_t s : seen) ++count[s];
+  for (int rank = 0; rank < 3; ++rank) {
+    o3.rank = rank;
+    auto l = MakeLoader(o3);
+    ASSERT_TRUE(l->Restore(saved).ok());
+    auto got = Drain(*l);
+    EXPECT_EQ(got.size(), 3u);  // 27 items left, 12 per global batch, padded: 3 batches
+    for (size_t k = 0; k < got.size(); ++k) {
+      for (int j = 0; j < 4; ++j) {
+        int64_t pos = 24 + static_cast<int64_t>(k) * 12 + rank * 4 + j;
+        EXPECT_EQ(got[k]->indices[j], GlobalItem(set, o3, 0, pos % 51).sample);
+        if (pos < 51) ++count[got[k]->indices[j]];
+      }
+    }
+  }
+  // Before and after the change of world size, every sample exactly once.
+  EXPECT_EQ(count.size(), 51u);
+  for (auto& [s, c] : count) EXPECT_EQ(c, 1) << s;
+}
+
+TEST(Loader, RestoreRefusesStatePastTheEpoch) {
+  LoaderOptions o;
+  auto l = MakeLoader(o);
+  LoaderState s;
+  s.consumed = 52;
+  EXPECT_EQ(l->Restore(s).code(), StatusCode::kInvalidArgument);
+  s.consumed = 51;
+  ASSERT_TRUE(l->Restore(s).ok());
+  auto r = l->Next();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value(), nullptr);  // nothing left in this epoch
+  EXPECT_FALSE(LoaderState::FromJson("{\"epoch\": 1}").ok());
+  EXPECT_FALSE(LoaderState::FromJson("not json").ok());
+}
+
+TEST(Loader, CreateRefusesBadOptions) {
+  auto bad = [](LoaderOptions o) { return Loader::Create(Coco(), o).status().code(); };
+  LoaderOptions o;
+  o.batch_size = 0;
+  EXPECT_EQ(bad(o), StatusCode::kInvalidArgument);
+  o = {};
+  o.rank = 2;
+  o.world_size = 2;
+  EXPECT_EQ(bad(o), StatusCode::kInvalidArgument);
+  o = {};
+  o.batch_size = 30;
+  o.world_size = 2;  // 60 > 51 items with drop_last
+  EXPECT_EQ(bad(o), StatusCode::kInvalidArgument);
+  o.drop_last = false;
+  EXPECT_TRUE(Loader::Create(Coco(), o).ok());
+}
+
+TEST(Loader, AugmentationIsSeededPerSeedEpochSample) {
+  const ShardSet& set = *Coco();
+  LoaderOptions o;
+  o.batch_size = 17;
+  o.shuffle = false;
+  o.horizontal_flip = true;
+  auto a = Drain(*MakeLoader(o));
+  auto b = Drain(*MakeLoader(o));
+  ASSERT_EQ(a.size(), 3u);
+  const int W = set.info().image_width, H = set.info().image_height;
+  std::vector<uint8_t> img(set.image_bytes());
+  int flipped = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k]->images, b[k]->images);
+    for (int j = 0; j < a[k]->size; ++j) {
+      ASSERT_TRUE(set.ReadImage(a[k]->indices[j], img.data()).ok());
+      const uint8_t* got = a[k]->images.data() + j * img.size();
+      bool same = std::equal(img.begin(), img.end(), got);
+      bool mirror = true;
+      for (int y = 0; y < H && mirror; ++y)
+        for (int x = 0; x < W && mirror; ++x)
+          mirror = std::equal(got + (y * W + x) * 3, got + (y * W + x) * 3 + 3,
+                              img.data() + (y * W + (W - 1 - x)) * 3);
+      EXPECT_TRUE(same || mirror);
+      flipped += !same;
+    }
+  }
+  EXPECT_GT(flipped, 10);
+  EXPECT_LT(flipped, 41);
+  o.random_crop_scale = 0.5f;
+  auto c = Drain(*MakeLoader(o));
+  auto d = Drain(*MakeLoader(o));
+  EXPECT_EQ(c[1]->images, d[1]->images);
+  EXPECT_NE(c[1]->images, a[1]->images);
+}
+
+TEST(Loader, WorkerErrorsReachNextNamingShardAndSample) {
+  mm::testing::TempDir tmp;
+  FixtureOptions fo;
+  fo.samples_per_shard = 20;
+  mm::testing::CopySet(CocoSet(fo), tmp.path());
+  // Break every chunk's zstd magic in shard 1 (positions from the mapping).
+  {
+    std::string path = tmp / "shard-000001.h5";
+    std::string bytes = mm::testing::ReadFile(path);
+    const char magic[4] = {'\x28', '\xb5', '\x2f', '\xfd'};
+    for (size_t p = bytes.find(std::string(magic, 4)); p != std::string::npos;
+         p = bytes.find(std::string(magic, 4), p + 1)) {
+      bytes[p] = 0;
+    }
+    mm::testing::WriteFile(path, bytes);
+    mm::testing::RefreshIndexEntry(tmp.path(), 1);
+  }
+  auto set = ShardSet::Open(tmp.path());
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = false;
+  o.prefetch_batches = 2;
+  auto loader = MakeLoader(o, set.value());
+  int ok = 0;
+  Status error;
+  for (int k = 0; k < 12; ++k) {
+    auto r = loader->Next();
+    if (!r.ok()) {
+      error = r.status();
+      break;
+    }
+    ++ok;
+  }
+  EXPECT_EQ(ok, 5);  // samples 0..19 are fine; batch 5 starts at sample 20 = shard 1 sample 0
+  ASSERT_TRUE(error.IsCorruption()) << error.ToString();
+  EXPECT_NE(error.message().find("shard-000001.h5 sample 0"), std::string::npos)
+      << error.ToString();
+  loader.reset();  // shuts down with work in flight, no hang
+}
+
+TEST(Loader, ConsumerHoldingEveryBatchNeverHangs) {
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.prefetch_batches = 1;
+  o.num_threads = 2;
+  auto loader = MakeLoader(o);
+  auto all = Drain(*loader);  // holds 25 batches with a pool of 1
+  EXPECT_EQ(all.size(), 25u);
+  loader->StartEpoch(1);
+  auto first = loader->Next();
+  ASSERT_TRUE(first.ok());
+  loader.reset();
+  all.clear();
+  EXPECT_EQ(first.value()->epoch, 1);
+}
+
+}  // namespace
+}  // namespace mm::reader
