@@ -3,13 +3,13 @@
 //
 // Pixels are real: COCO photos from MM_SHARED_DIR/data/coco-cc, decoded and resized by the
 // `vips` command (libvips, as mmpack uses it) into raw RGB bytes.
+#include "mm/format.h"
+
+#include <gtest/gtest.h>
 #include <hdf5.h>
 #include <sys/wait.h>
 #include <xxhash.h>
 #include <zstd.h>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -27,7 +28,6 @@
 #include <vector>
 
 #include "commands.h"
-#include "mm/format.h"
 #include "shard_writer.h"
 
 namespace mm::pack {
@@ -36,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int kWidth = 40;   // pixels; small so that tests stay fast
+constexpr int kWidth = 40;  // pixels; small so that tests stay fast
 constexpr int kHeight = 32;
 
 std::string Shared(const std::string& rel) { return std::string(MM_SHARED_DIR) + "/" + rel; }
@@ -63,7 +63,8 @@ std::vector<uint8_t> ReadFile(const fs::path& path) {
 
 void WriteFile(const fs::path& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 // A fresh directory under the test temp dir, removed at the end of the test.
@@ -197,8 +198,12 @@ void WriteIndex(const WriterOptions& o, const std::vector<mm::reader::ShardEntry
   json shards = json::array();
   int64_t samples = 0, captions = 0, tokens = 0, bytes = 0;
   for (const auto& e : entries) {
-    shards.push_back({{"file", e.file}, {"samples", e.samples}, {"captions", e.captions},
-                      {"tokens", e.tokens}, {"bytes", e.bytes}, {"xxh3_64", e.xxh3_64}});
+    shards.push_back({{"file", e.file},
+                      {"samples", e.samples},
+                      {"captions", e.captions},
+                      {"tokens", e.tokens},
+                      {"bytes", e.bytes},
+                      {"xxh3_64", e.xxh3_64}});
     samples += e.samples;
     captions += e.captions;
     tokens += e.tokens;
@@ -208,18 +213,35 @@ void WriteIndex(const WriterOptions& o, const std::vector<mm::reader::ShardEntry
       {"format", "mmpack-shard"},
       {"format_version", 1},
       {"created_by", "mmpack 0.1.0"},
-      {"image", {{"height", o.image_height}, {"width", o.image_width}, {"channels", 3},
-                 {"resize_mode", o.resize_mode}, {"background", "#ffffff"}}},
-      {"compression", {{"codec", o.compression}, {"level", o.compression_level},
-                       {"hdf5_filter_id", 32015}}},
-      {"tokenizer", {{"file", "tokenizer.model"}, {"sha256", o.tokenizer_sha256},
-                     {"vocab_size", 30000}, {"pad_id", 0}, {"unk_id", 1}, {"bos_id", -1},
-                     {"eos_id", -1}, {"max_tokens", 77}, {"trained", false}}},
-      {"build_options", {{"input_format", "jsonl"}, {"shard_size", o.shard_size},
-                         {"samples_per_shard", o.samples_per_shard}}},
+      {"image",
+       {{"height", o.image_height},
+        {"width", o.image_width},
+        {"channels", 3},
+        {"resize_mode", o.resize_mode},
+        {"background", "#ffffff"}}},
+      {"compression",
+       {{"codec", o.compression}, {"level", o.compression_level}, {"hdf5_filter_id", 32015}}},
+      {"tokenizer",
+       {{"file", "tokenizer.model"},
+        {"sha256", o.tokenizer_sha256},
+        {"vocab_size", 30000},
+        {"pad_id", 0},
+        {"unk_id", 1},
+        {"bos_id", -1},
+        {"eos_id", -1},
+        {"max_tokens", 77},
+        {"trained", false}}},
+      {"build_options",
+       {{"input_format", "jsonl"},
+        {"shard_size", o.shard_size},
+        {"samples_per_shard", o.samples_per_shard}}},
       {"shards", shards},
-      {"totals", {{"shards", entries.size()}, {"samples", samples}, {"captions", captions},
-                  {"tokens", tokens}, {"bytes", bytes}}},
+      {"totals",
+       {{"shards", entries.size()},
+        {"samples", samples},
+        {"captions", captions},
+        {"tokens", tokens},
+        {"bytes", bytes}}},
       {"dropped", {{"total", 2}, {"by_reason", {{"corrupt_image", 1}, {"empty_caption", 1}}}}}};
   std::ofstream(fs::path(o.output_dir) / "index.json") << index.dump(2);
 }
@@ -366,8 +388,7 @@ TEST(ShardWriter, RoundTripsPixelsTablesAndAttributesThroughHdf5) {
     H5Closer cp{plist, H5Pclose};
     unsigned flags = 0, cd_values[4] = {0};
     size_t nelmts = 4;
-    ASSERT_GE(H5Pget_filter_by_id2(plist, 32015, &flags, &nelmts, cd_values, 0, nullptr,
-                                   nullptr),
+    ASSERT_GE(H5Pget_filter_by_id2(plist, 32015, &flags, &nelmts, cd_values, 0, nullptr, nullptr),
               0);
     EXPECT_EQ(nelmts, 1u);
     EXPECT_EQ(cd_values[0], 3u);
@@ -556,8 +577,8 @@ TEST(ShardWriter, RollsOverAtShardSize) {
     // The writer's estimate of HDF5's overhead keeps a shard within its size, give or take
     // 1 KiB of metadata slack.
     EXPECT_LE(e.bytes, o.shard_size + 1024) << e.file;
-    std::printf("%s: %lld samples, %lld bytes\n", e.file.c_str(),
-                static_cast<long long>(e.samples), static_cast<long long>(e.bytes));
+    std::printf("%s: %lld samples, %lld bytes\n", e.file.c_str(), static_cast<long long>(e.samples),
+                static_cast<long long>(e.bytes));
     total += e.samples;
   }
   EXPECT_EQ(total, 10);
@@ -770,8 +791,7 @@ TEST(Info, FailsClearlyWithoutAnIndex) {
 
 TEST(Env, PointsHdf5PluginPathAtTheBuiltPlugin) {
   std::string script = EnvScript();
-  EXPECT_NE(script.find(std::string("export HDF5_PLUGIN_PATH=") + MM_PLUGIN_DIR),
-            std::string::npos)
+  EXPECT_NE(script.find(std::string("export HDF5_PLUGIN_PATH=") + MM_PLUGIN_DIR), std::string::npos)
       << script;
   EXPECT_TRUE(fs::exists(fs::path(MM_PLUGIN_DIR) / "libh5z_zstd.so"));
 }
@@ -818,9 +838,11 @@ TEST_F(H5dumpTest, PrintsThePixelsOfOneImage) {
 TEST_F(H5dumpTest, PrintsNoPixelsWithoutThePlugin) {
   // The filter is optional in the pipeline, so h5dump opens the file but cannot decode.
   int rc = 0;
-  std::string out = RunCommand("env HDF5_PLUGIN_PATH=/nonexistent h5dump -d images -s 0,0,0,0 "
-                               "-c 1,1,1,3 '" + Shard(0).string() + "'",
-                               &rc);
+  std::string out = RunCommand(
+      "env HDF5_PLUGIN_PATH=/nonexistent h5dump -d images -s 0,0,0,0 "
+      "-c 1,1,1,3 '" +
+          Shard(0).string() + "'",
+      &rc);
   EXPECT_EQ(out.find("(0,0,0,0):"), std::string::npos) << out;
 }
 

@@ -82,10 +82,10 @@ namespace {
 Status WriteScalarAttribute(hid_t object, const char* name, hid_t file_type, hid_t mem_type,
                             const void* value) {
   MM_ASSIGN_OR_RETURN(Dataspace space, Own<Dataspace>(H5Screate(H5S_SCALAR), "H5Screate"));
-  MM_ASSIGN_OR_RETURN(Attribute attr,
-                      Own<Attribute>(H5Acreate2(object, name, file_type, space.get(), H5P_DEFAULT,
-                                                H5P_DEFAULT),
-                                     std::string("H5Acreate2(") + name + ")"));
+  MM_ASSIGN_OR_RETURN(
+      Attribute attr,
+      Own<Attribute>(H5Acreate2(object, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                     std::string("H5Acreate2(") + name + ")"));
   MM_RETURN_NOT_OK(
       Check(H5Awrite(attr.get(), mem_type, value), std::string("H5Awrite(") + name + ")"));
   return attr.Close();

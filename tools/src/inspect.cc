@@ -10,8 +10,6 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -21,6 +19,7 @@
 #include <fstream>
 #include <iomanip>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -160,32 +159,30 @@ Status CheckDtype(hid_t type, const std::string& dtype, const std::string& name)
 
 template <typename T>
 Result<std::vector<T>> ReadNumeric(hid_t file, const char* name, hid_t mem_type, size_t count) {
-  MM_ASSIGN_OR_RETURN(h5::Dataset dset,
-                      h5::Own<h5::Dataset>(H5Dopen2(file, name, H5P_DEFAULT),
-                                           std::string("opening ") + name,
-                                           StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(h5::Dataset dset, h5::Own<h5::Dataset>(H5Dopen2(file, name, H5P_DEFAULT),
+                                                             std::string("opening ") + name,
+                                                             StatusCode::kCorruption));
   std::vector<T> values(count);
   if (count > 0) {
-    MM_RETURN_NOT_OK(h5::Check(
-        H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
-        std::string("reading ") + name, StatusCode::kCorruption));
+    MM_RETURN_NOT_OK(
+        h5::Check(H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+                  std::string("reading ") + name, StatusCode::kCorruption));
   }
   return values;
 }
 
 Result<std::vector<std::string>> ReadFixedStrings(hid_t file, const char* name, size_t count) {
-  MM_ASSIGN_OR_RETURN(h5::Dataset dset,
-                      h5::Own<h5::Dataset>(H5Dopen2(file, name, H5P_DEFAULT),
-                                           std::string("opening ") + name,
-                                           StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(h5::Dataset dset, h5::Own<h5::Dataset>(H5Dopen2(file, name, H5P_DEFAULT),
+                                                             std::string("opening ") + name,
+                                                             StatusCode::kCorruption));
   MM_ASSIGN_OR_RETURN(h5::Datatype type,
                       h5::Own<h5::Datatype>(H5Dget_type(dset.get()), "H5Dget_type"));
   size_t width = H5Tget_size(type.get());
   std::vector<char> buffer(count * width);
   if (count > 0) {
-    MM_RETURN_NOT_OK(h5::Check(
-        H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
-        std::string("reading ") + name, StatusCode::kCorruption));
+    MM_RETURN_NOT_OK(
+        h5::Check(H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
+                  std::string("reading ") + name, StatusCode::kCorruption));
   }
   std::vector<std::string> out(count);
   for (size_t i = 0; i < count; ++i) {
@@ -227,13 +224,13 @@ class ShardVerifier {
         if (a.contains("values")) {
           const auto& allowed = a["values"];
           if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
-            return Status::Corruption("attribute '" + name + "' has the unknown value '" +
-                                      value + "'");
+            return Status::Corruption("attribute '" + name + "' has the unknown value '" + value +
+                                      "'");
           }
         }
         if (name == format::kAttrCompression && value != e.compression) {
-          return Status::Corruption("attribute 'compression' is '" + value +
-                                    "', the index says '" + e.compression + "'");
+          return Status::Corruption("attribute 'compression' is '" + value + "', the index says '" +
+                                    e.compression + "'");
         }
       } else {
         MM_ASSIGN_OR_RETURN(int64_t value, h5::ReadIntAttribute(file, name.c_str()));
@@ -263,10 +260,10 @@ class ShardVerifier {
       h5::ClearErrors();
       return Status::Corruption("dataset '" + name + "' is missing");
     }
-    MM_ASSIGN_OR_RETURN(h5::Dataset dset,
-                        h5::Own<h5::Dataset>(H5Dopen2(file, name.c_str(), H5P_DEFAULT),
-                                             "opening dataset '" + name + "'",
-                                             StatusCode::kCorruption));
+    MM_ASSIGN_OR_RETURN(
+        h5::Dataset dset,
+        h5::Own<h5::Dataset>(H5Dopen2(file, name.c_str(), H5P_DEFAULT),
+                             "opening dataset '" + name + "'", StatusCode::kCorruption));
     MM_ASSIGN_OR_RETURN(h5::Datatype type,
                         h5::Own<h5::Datatype>(H5Dget_type(dset.get()), "H5Dget_type"));
     MM_RETURN_NOT_OK(CheckDtype(type.get(), d.value("dtype", ""), name));
@@ -279,9 +276,9 @@ class ShardVerifier {
     for (size_t k = 0; k < dims.size(); ++k) {
       MM_ASSIGN_OR_RETURN(int64_t want, ResolveDim(shape[k], e));
       if (static_cast<int64_t>(dims[k]) != want) {
-        return Status::Corruption("dataset '" + name + "' dimension " + std::to_string(k) +
-                                  " is " + std::to_string(dims[k]) + ", expected " +
-                                  std::to_string(want) + " (" + shape[k].dump() + ")");
+        return Status::Corruption("dataset '" + name + "' dimension " + std::to_string(k) + " is " +
+                                  std::to_string(dims[k]) + ", expected " + std::to_string(want) +
+                                  " (" + shape[k].dump() + ")");
       }
     }
     MM_ASSIGN_OR_RETURN(h5::PropList dcpl,
@@ -299,9 +296,9 @@ class ShardVerifier {
       for (size_t k = 0; k < chunk.size() && k < want_chunk.size(); ++k) {
         MM_ASSIGN_OR_RETURN(int64_t want, ResolveDim(want_chunk[k], e));
         if (static_cast<int64_t>(chunk[k]) != want) {
-          return Status::Corruption("dataset '" + name + "' chunk dimension " +
-                                    std::to_string(k) + " is " + std::to_string(chunk[k]) +
-                                    ", expected " + std::to_string(want));
+          return Status::Corruption("dataset '" + name + "' chunk dimension " + std::to_string(k) +
+                                    " is " + std::to_string(chunk[k]) + ", expected " +
+                                    std::to_string(want));
         }
       }
     }
@@ -323,12 +320,10 @@ class ShardVerifier {
   Status CheckTables(hid_t file, const Expected& e, int64_t* sample) {
     const size_t n = static_cast<size_t>(e.samples);
     const size_t c = static_cast<size_t>(e.captions);
-    MM_ASSIGN_OR_RETURN(auto caption_offsets,
-                        ReadNumeric<int64_t>(file, format::kCaptionOffsets, H5T_NATIVE_INT64,
-                                             n + 1));
+    MM_ASSIGN_OR_RETURN(auto caption_offsets, ReadNumeric<int64_t>(file, format::kCaptionOffsets,
+                                                                   H5T_NATIVE_INT64, n + 1));
     if (caption_offsets.front() != 0 || caption_offsets.back() != e.captions) {
-      return Status::Corruption("caption_offsets must run from 0 to " +
-                                std::to_string(e.captions));
+      return Status::Corruption("caption_offsets must run from 0 to " + std::to_string(e.captions));
     }
     for (size_t i = 0; i < n; ++i) {
       if (caption_offsets[i + 1] <= caption_offsets[i]) {
@@ -337,8 +332,7 @@ class ShardVerifier {
       }
     }
     MM_ASSIGN_OR_RETURN(auto token_offsets,
-                        ReadNumeric<int64_t>(file, format::kTokenOffsets, H5T_NATIVE_INT64,
-                                             c + 1));
+                        ReadNumeric<int64_t>(file, format::kTokenOffsets, H5T_NATIVE_INT64, c + 1));
     if (token_offsets.front() != 0 || token_offsets.back() != e.tokens) {
       return Status::Corruption("token_offsets must run from 0 to " + std::to_string(e.tokens));
     }
@@ -350,13 +344,12 @@ class ShardVerifier {
         return Status::Corruption("token_offsets decrease at caption " + std::to_string(k));
       }
     }
-    MM_ASSIGN_OR_RETURN(auto tokens, ReadNumeric<int32_t>(file, format::kTokens,
-                                                          H5T_NATIVE_INT32,
+    MM_ASSIGN_OR_RETURN(auto tokens, ReadNumeric<int32_t>(file, format::kTokens, H5T_NATIVE_INT32,
                                                           static_cast<size_t>(e.tokens)));
     for (size_t t = 0; t < tokens.size(); ++t) {
       if (tokens[t] < 0 || (e.vocab_size > 0 && tokens[t] >= e.vocab_size)) {
-        auto ct = std::upper_bound(token_offsets.begin(), token_offsets.end(),
-                                   static_cast<int64_t>(t));
+        auto ct =
+            std::upper_bound(token_offsets.begin(), token_offsets.end(), static_cast<int64_t>(t));
         int64_t caption = static_cast<int64_t>(ct - token_offsets.begin()) - 1;
         auto st = std::upper_bound(caption_offsets.begin(), caption_offsets.end(), caption);
         *sample = static_cast<int64_t>(st - caption_offsets.begin()) - 1;
@@ -402,9 +395,9 @@ class ShardVerifier {
       }
       raw.resize(stored);
       uint32_t filter_mask = 0;
-      MM_RETURN_NOT_OK(h5::Check(
-          H5Dread_chunk(images.get(), H5P_DEFAULT, offset, &filter_mask, raw.data()),
-          "reading image chunk", StatusCode::kCorruption));
+      MM_RETURN_NOT_OK(
+          h5::Check(H5Dread_chunk(images.get(), H5P_DEFAULT, offset, &filter_mask, raw.data()),
+                    "reading image chunk", StatusCode::kCorruption));
       if (e.compression == "none" || (filter_mask & 1u)) {
         if (raw.size() != image_bytes) {
           return Status::Corruption("raw image chunk of " + std::to_string(raw.size()) +
@@ -417,8 +410,8 @@ class ShardVerifier {
         return Status::Corruption("image chunk is not a zstd frame of " +
                                   std::to_string(image_bytes) + " bytes");
       }
-      size_t got = ZSTD_decompressDCtx(dctx.get(), pixels.data(), pixels.size(), raw.data(),
-                                       raw.size());
+      size_t got =
+          ZSTD_decompressDCtx(dctx.get(), pixels.data(), pixels.size(), raw.data(), raw.size());
       if (ZSTD_isError(got)) {
         return Status::Corruption(std::string("image chunk does not decode: ") +
                                   ZSTD_getErrorName(got));
@@ -470,9 +463,8 @@ Status VerifyIndexShape(const json& index, const json& schema) {
 
 std::string ShardName(int64_t i) {
   char name[64];
-  std::snprintf(name, sizeof(name), "%s%06" PRId64 "%s",
-                std::string(format::kShardPrefix).c_str(), i,
-                std::string(format::kShardSuffix).c_str());
+  std::snprintf(name, sizeof(name), "%s%06" PRId64 "%s", std::string(format::kShardPrefix).c_str(),
+                i, std::string(format::kShardSuffix).c_str());
   return name;
 }
 
@@ -525,14 +517,15 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
     int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
     if (ec) return Status::IOError(label + ": " + ec.message());
     if (size != want_bytes) {
-      return Status::Corruption(label + ": " + std::to_string(size) +
-                                " bytes, index.json says " + std::to_string(want_bytes) +
+      return Status::Corruption(label + ": " + std::to_string(size) + " bytes, index.json says " +
+                                std::to_string(want_bytes) +
                                 (size < want_bytes ? " (truncated)" : ""));
     }
     MM_ASSIGN_OR_RETURN(std::string hash, HashFile(path));
-    Status checksum = hash == want_hash ? Status::OK()
-                                        : Status::Corruption(label + ": xxh3_64 is " + hash +
-                                                             ", index.json says " + want_hash);
+    Status checksum =
+        hash == want_hash
+            ? Status::OK()
+            : Status::Corruption(label + ": xxh3_64 is " + hash + ", index.json says " + want_hash);
     int64_t bad_sample = -1;
     Status st = verifier.Verify(path, e, &bad_sample);
     if (!st.ok()) {
@@ -556,17 +549,17 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
   if (IntOr(totals, "shards", -1) != static_cast<int64_t>(shards.size()) ||
       IntOr(totals, "samples", -1) != samples || IntOr(totals, "captions", -1) != captions ||
       IntOr(totals, "tokens", -1) != tokens || IntOr(totals, "bytes", -1) != bytes) {
-    return Status::Corruption("index.json totals do not match its shards (" +
-                              std::to_string(shards.size()) + " shards, " +
-                              std::to_string(samples) + " samples, " + std::to_string(captions) +
-                              " captions, " + std::to_string(tokens) + " tokens, " +
-                              std::to_string(bytes) + " bytes)");
+    return Status::Corruption(
+        "index.json totals do not match its shards (" + std::to_string(shards.size()) +
+        " shards, " + std::to_string(samples) + " samples, " + std::to_string(captions) +
+        " captions, " + std::to_string(tokens) + " tokens, " + std::to_string(bytes) + " bytes)");
   }
   // A shard file beyond the index is a leftover of another build.
   fs::path extra = root / ShardName(static_cast<int64_t>(shards.size()));
   std::error_code ec;
   if (fs::exists(extra, ec)) {
-    return Status::Corruption(extra.filename().string() + " exists but index.json does not list it");
+    return Status::Corruption(extra.filename().string() +
+                              " exists but index.json does not list it");
   }
   out << "verify: OK: " << shards.size() << " shards, " << samples << " samples, " << captions
       << " captions, " << tokens << " tokens, " << HumanBytes(static_cast<double>(bytes))
@@ -605,8 +598,7 @@ Status RunInfo(const std::string& dir, std::ostream& out) {
     out << std::fixed << std::setprecision(2);
     out << "set:          " << fs::absolute(root).lexically_normal().string() << "\n";
     out << "format:       " << StringOr(index, "format", "?") << " v"
-        << IntOr(index, "format_version", 0) << " (" << StringOr(index, "created_by", "?")
-        << ")\n";
+        << IntOr(index, "format_version", 0) << " (" << StringOr(index, "created_by", "?") << ")\n";
     out << "samples:      " << samples << " in " << shards << " shard" << (shards == 1 ? "" : "s")
         << "\n";
     out << "captions:     " << captions << " (" << ratio(captions, samples) << " per sample)\n";
@@ -630,9 +622,8 @@ Status RunInfo(const std::string& dir, std::ostream& out) {
         << sha.substr(0, std::min<size_t>(sha.size(), 16)) << (sha.size() > 16 ? "..." : "")
         << (tok.value("trained", false) ? ", trained on the captions" : ", pretrained")
         << "), vocab " << IntOr(tok, "vocab_size", 0) << ", pad " << IntOr(tok, "pad_id", 0)
-        << ", unk " << IntOr(tok, "unk_id", 0) << ", bos " << IntOr(tok, "bos_id", -1)
-        << ", eos " << IntOr(tok, "eos_id", -1) << ", max tokens " << IntOr(tok, "max_tokens", 0)
-        << "\n";
+        << ", unk " << IntOr(tok, "unk_id", 0) << ", bos " << IntOr(tok, "bos_id", -1) << ", eos "
+        << IntOr(tok, "eos_id", -1) << ", max tokens " << IntOr(tok, "max_tokens", 0) << "\n";
     out << "dropped:      " << IntOr(dropped, "total", 0);
     if (dropped.contains("by_reason") && dropped["by_reason"].is_object() &&
         !dropped["by_reason"].empty()) {

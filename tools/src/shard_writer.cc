@@ -11,8 +11,6 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -20,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -185,9 +184,9 @@ class ShardWriterImpl final : public ShardWriter {
   }
 
   static int64_t SampleBytes(const EncodedSample& sample) {
-    int64_t bytes = static_cast<int64_t>(sample.image_chunk.size() + sample.key.size() +
-                                         sample.source.size()) +
-                    kPerSampleOverheadBytes;
+    int64_t bytes =
+        static_cast<int64_t>(sample.image_chunk.size() + sample.key.size() + sample.source.size()) +
+        kPerSampleOverheadBytes;
     for (size_t c = 0; c < sample.captions.size(); ++c) {
       bytes += static_cast<int64_t>(sample.captions[c].size() + 4 * sample.tokens[c].size()) +
                kPerCaptionOverheadBytes;
@@ -207,8 +206,7 @@ class ShardWriterImpl final : public ShardWriter {
                         h5::Own<h5::PropList>(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate"));
     MM_RETURN_NOT_OK(h5::Check(H5Pset_obj_track_times(dcpl.get(), false), "track_times"));
     if (!variable_length) {
-      MM_RETURN_NOT_OK(
-          h5::Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill_time"));
+      MM_RETURN_NOT_OK(h5::Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill_time"));
     }
     return dcpl;
   }
@@ -222,9 +220,9 @@ class ShardWriterImpl final : public ShardWriter {
     MM_RETURN_NOT_OK(h5::Check(
         H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_EARLIEST, H5F_LIBVER_V110), "libver"));
     std::string tmp = TempPath();
-    MM_ASSIGN_OR_RETURN(file_, h5::Own<h5::File>(
-                                   H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
-                                   "creating " + tmp, StatusCode::kIOError));
+    MM_ASSIGN_OR_RETURN(
+        file_, h5::Own<h5::File>(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
+                                 "creating " + tmp, StatusCode::kIOError));
     open_ = true;
 
     const hsize_t h = static_cast<hsize_t>(options_.image_height);
@@ -232,23 +230,23 @@ class ShardWriterImpl final : public ShardWriter {
     hsize_t dims[4] = {0, h, w, 3};
     hsize_t max_dims[4] = {H5S_UNLIMITED, h, w, 3};
     hsize_t chunk[4] = {1, h, w, 3};
-    MM_ASSIGN_OR_RETURN(h5::Dataspace space, h5::Own<h5::Dataspace>(
-                                                 H5Screate_simple(4, dims, max_dims), "H5S"));
+    MM_ASSIGN_OR_RETURN(h5::Dataspace space,
+                        h5::Own<h5::Dataspace>(H5Screate_simple(4, dims, max_dims), "H5S"));
     MM_ASSIGN_OR_RETURN(h5::PropList dcpl, BaseDcpl(/*variable_length=*/false));
     MM_RETURN_NOT_OK(h5::Check(H5Pset_chunk(dcpl.get(), 4, chunk), "H5Pset_chunk"));
     MM_RETURN_NOT_OK(
         h5::Check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR), "H5Pset_alloc_time"));
     if (options_.compression == "zstd") {
       const unsigned level[1] = {static_cast<unsigned>(options_.compression_level)};
-      MM_RETURN_NOT_OK(h5::Check(H5Pset_filter(dcpl.get(), format::kZstdFilterId,
-                                               H5Z_FLAG_OPTIONAL, 1, level),
-                                 "H5Pset_filter(zstd)"));
+      MM_RETURN_NOT_OK(
+          h5::Check(H5Pset_filter(dcpl.get(), format::kZstdFilterId, H5Z_FLAG_OPTIONAL, 1, level),
+                    "H5Pset_filter(zstd)"));
     }
     MM_ASSIGN_OR_RETURN(hid_t file_type, NumericFileType(schema_.at(format::kImages).dtype));
-    MM_ASSIGN_OR_RETURN(images_, h5::Own<h5::Dataset>(
-                                     H5Dcreate2(file_.get(), format::kImages, file_type,
-                                                space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                                     "H5Dcreate2(images)"));
+    MM_ASSIGN_OR_RETURN(
+        images_, h5::Own<h5::Dataset>(H5Dcreate2(file_.get(), format::kImages, file_type,
+                                                 space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                                      "H5Dcreate2(images)"));
     num_samples_ = 0;
     shard_bytes_ = kShardOverheadBytes;
     keys_.clear();
@@ -270,10 +268,9 @@ class ShardWriterImpl final : public ShardWriter {
     MM_RETURN_NOT_OK(h5::Check(H5Dset_extent(images_.get(), dims), "H5Dset_extent(images)",
                                StatusCode::kIOError));
     hsize_t offset[4] = {n, 0, 0, 0};
-    MM_RETURN_NOT_OK(h5::Check(
-        H5Dwrite_chunk(images_.get(), H5P_DEFAULT, /*filters=*/0, offset, chunk.size(),
-                       chunk.data()),
-        "H5Dwrite_chunk(images)", StatusCode::kIOError));
+    MM_RETURN_NOT_OK(h5::Check(H5Dwrite_chunk(images_.get(), H5P_DEFAULT, /*filters=*/0, offset,
+                                              chunk.size(), chunk.data()),
+                               "H5Dwrite_chunk(images)", StatusCode::kIOError));
     ++num_samples_;
     return Status::OK();
   }
@@ -292,9 +289,9 @@ class ShardWriterImpl final : public ShardWriter {
   Status WriteDataset(const char* name, const std::vector<hsize_t>& dims, hid_t file_type,
                       hid_t mem_type, const void* data) {
     MM_ASSIGN_OR_RETURN(h5::Dataspace space,
-                        h5::Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(dims.size()),
-                                                                dims.data(), nullptr),
-                                               "H5Screate_simple"));
+                        h5::Own<h5::Dataspace>(
+                            H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                            "H5Screate_simple"));
     MM_ASSIGN_OR_RETURN(h5::PropList dcpl, BaseDcpl(H5Tis_variable_str(file_type) > 0));
     MM_RETURN_NOT_OK(h5::Check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout"));
     MM_ASSIGN_OR_RETURN(h5::Dataset dset,
@@ -341,13 +338,12 @@ class ShardWriterImpl final : public ShardWriter {
     MM_RETURN_NOT_OK(WriteStrings(format::kSources, sources_));
     MM_RETURN_NOT_OK(
         WriteNumeric(format::kOriginalSize, {n, 2}, H5T_NATIVE_INT32, original_size_.data()));
-    MM_RETURN_NOT_OK(
-        WriteNumeric(format::kValidBox, {n, 4}, H5T_NATIVE_INT32, valid_box_.data()));
+    MM_RETURN_NOT_OK(WriteNumeric(format::kValidBox, {n, 4}, H5T_NATIVE_INT32, valid_box_.data()));
     MM_RETURN_NOT_OK(WriteNumeric(format::kCaptionOffsets, {caption_offsets_.size()},
                                   H5T_NATIVE_INT64, caption_offsets_.data()));
     MM_RETURN_NOT_OK(WriteStrings(format::kCaptions, captions_));
-    MM_RETURN_NOT_OK(WriteNumeric(format::kTokenOffsets, {token_offsets_.size()},
-                                  H5T_NATIVE_INT64, token_offsets_.data()));
+    MM_RETURN_NOT_OK(WriteNumeric(format::kTokenOffsets, {token_offsets_.size()}, H5T_NATIVE_INT64,
+                                  token_offsets_.data()));
     MM_RETURN_NOT_OK(
         WriteNumeric(format::kTokens, {tokens_.size()}, H5T_NATIVE_INT32, tokens_.data()));
     return Status::OK();
@@ -360,12 +356,12 @@ class ShardWriterImpl final : public ShardWriter {
         h5::WriteAttribute(f, format::kAttrFormatVersion, int32_t{format::kFormatVersion}));
     MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrShardIndex, int64_t{shard_index_}));
     MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrNumSamples, int64_t{num_samples_}));
-    MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrNumCaptions,
-                                        static_cast<int64_t>(captions_.size())));
+    MM_RETURN_NOT_OK(
+        h5::WriteAttribute(f, format::kAttrNumCaptions, static_cast<int64_t>(captions_.size())));
     MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrImageHeight,
                                         static_cast<int32_t>(options_.image_height)));
-    MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrImageWidth,
-                                        static_cast<int32_t>(options_.image_width)));
+    MM_RETURN_NOT_OK(
+        h5::WriteAttribute(f, format::kAttrImageWidth, static_cast<int32_t>(options_.image_width)));
     MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrResizeMode, options_.resize_mode));
     MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrCompression, options_.compression));
     MM_RETURN_NOT_OK(
@@ -454,8 +450,8 @@ class ShardWriterImpl final : public ShardWriter {
   int64_t shard_bytes_ = 0;  // estimate of the file's size so far
   std::vector<std::string> keys_;
   std::vector<std::string> sources_;
-  std::vector<int32_t> original_size_;   // [N, 2]
-  std::vector<int32_t> valid_box_;       // [N, 4]
+  std::vector<int32_t> original_size_;    // [N, 2]
+  std::vector<int32_t> valid_box_;        // [N, 4]
   std::vector<int64_t> caption_offsets_;  // [N + 1]
   std::vector<std::string> captions_;     // [C]
   std::vector<int64_t> token_offsets_;    // [C + 1]
@@ -496,13 +492,12 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
     return Status::InvalidArgument("image size must be positive");
   }
   if (options.compression != "zstd" && options.compression != "none") {
-    return Status::InvalidArgument("compression must be zstd or none, not '" +
-                                   options.compression + "'");
+    return Status::InvalidArgument("compression must be zstd or none, not '" + options.compression +
+                                   "'");
   }
   if (options.compression == "zstd" &&
       (options.compression_level < 0 || options.compression_level > ZSTD_maxCLevel())) {
-    return Status::InvalidArgument("zstd level must be in 0.." +
-                                   std::to_string(ZSTD_maxCLevel()));
+    return Status::InvalidArgument("zstd level must be in 0.." + std::to_string(ZSTD_maxCLevel()));
   }
   if (options.resize_mode != "center-crop" && options.resize_mode != "pad" &&
       options.resize_mode != "stretch") {
@@ -523,9 +518,9 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
   h5::SilenceErrors();
   MM_RETURN_NOT_OK(h5::RegisterZstdFilter());
   MM_ASSIGN_OR_RETURN(auto schema, LoadSchemaDatasets());
-  for (const char* name : {format::kImages, format::kKeys, format::kSources,
-                           format::kOriginalSize, format::kValidBox, format::kCaptionOffsets,
-                           format::kCaptions, format::kTokenOffsets, format::kTokens}) {
+  for (const char* name :
+       {format::kImages, format::kKeys, format::kSources, format::kOriginalSize, format::kValidBox,
+        format::kCaptionOffsets, format::kCaptions, format::kTokenOffsets, format::kTokens}) {
     if (schema.count(name) == 0) {
       return Status::Internal(std::string("embedded schema lacks dataset '") + name + "'");
     }
