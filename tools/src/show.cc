@@ -1,1 +1,112 @@
-// placeholder: see tools/CMakeLists.txt for the owner
+// `mmpack show OUT N -o sample.png`: sample N read through the reader (mm::reader::ShardSet, the
+// same bytes a training batch gets), written as PNG with libvips, with its key, captions and
+// token ids printed. Captions are read through HDF5 (variable-length strings; the reader
+// itself never needs their text).
+#include <hdf5.h>
+#include <vips/vips.h>
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "h5_util.h"
+#include "image_pipeline.h"
+#include "mm/format.h"
+#include "mm/reader.h"
+
+namespace mm::pack {
+namespace {
+
+struct VipsImageUnref {
+  void operator()(VipsImage* image) const { g_object_unref(image); }
+};
+
+// Captions [first, first + count) of shard `path`, as UTF-8 strings.
+Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t first, int count) {
+  h5::SilenceErrors();
+  MM_ASSIGN_OR_RETURN(auto file,
+                      h5::Own<h5::File>(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path,
+                                        StatusCode::kIOError));
+  MM_ASSIGN_OR_RETURN(auto dset,
+                      h5::Own<h5::Dataset>(H5Dopen2(file.get(), mm::format::kCaptions, H5P_DEFAULT),
+                                           path + ": captions", StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(auto space,
+                      h5::Own<h5::Dataspace>(H5Dget_space(dset.get()), path + ": captions space"));
+  hsize_t start[1] = {static_cast<hsize_t>(first)}, n[1] = {static_cast<hsize_t>(count)};
+  MM_RETURN_NOT_OK(
+      h5::Check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, n, nullptr),
+                path + ": captions selection", StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(auto mem, h5::Own<h5::Dataspace>(H5Screate_simple(1, n, nullptr), "space"));
+  MM_ASSIGN_OR_RETURN(auto type, h5::VlenUtf8Type());
+  std::vector<char*> text(count, nullptr);
+  MM_RETURN_NOT_OK(
+      h5::Check(H5Dread(dset.get(), type.get(), mem.get(), space.get(), H5P_DEFAULT, text.data()),
+                path + ": reading captions", StatusCode::kCorruption));
+  std::vector<std::string> out;
+  for (char* t : text) out.emplace_back(t ? t : "");
+  (void)H5Dvlen_reclaim(type.get(), mem.get(), H5P_DEFAULT, text.data());
+  return out;
+}
+
+}  // namespace
+
+Status RunShow(const ShowOptions& options, std::ostream& out) {
+  MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(options.dir));
+  const int64_t i = options.index;
+  if (i < 0 || i >= set->num_samples()) {
+    return Status::OutOfRange("sample " + std::to_string(i) + ": the set has " +
+                              std::to_string(set->num_samples()) + " samples (0.." +
+                              std::to_string(set->num_samples() - 1) + ")");
+  }
+  const auto& info = set->info();
+  std::vector<uint8_t> pixels(set->image_bytes());
+  MM_RETURN_NOT_OK(set->ReadImage(i, pixels.data()));
+
+  MM_RETURN_NOT_OK(InitVips());
+  std::unique_ptr<VipsImage, VipsImageUnref> image(vips_image_new_from_memory(
+      pixels.data(), pixels.size(), info.image_width, info.image_height, 3, VIPS_FORMAT_UCHAR));
+  if (!image) {
+    std::string msg = vips_error_buffer();
+    vips_error_clear();
+    return Status::Internal("vips_image_new_from_memory: " + msg);
+  }
+  image->Type = VIPS_INTERPRETATION_sRGB;
+  if (vips_pngsave(image.get(), options.output_png.c_str(), nullptr) != 0) {
+    std::string msg = vips_error_buffer();
+    vips_error_clear();
+    return Status::IOError(options.output_png + ": " + msg);
+  }
+
+  // Which shard, and the sample's first caption in it.
+  int64_t first = 0;
+  size_t k = 0;
+  while (k < info.shards.size() && i >= first + info.shards[k].samples)
+    first += info.shards[k++].samples;
+  int64_t caption_begin = 0;
+  for (int64_t s = first; s < i; ++s) caption_begin += set->NumCaptions(s);
+  const int ncap = set->NumCaptions(i);
+
+  out << "sample " << i << " (" << set->Locate(i) << ")\n";
+  out << "key: " << set->Key(i) << "\n";
+  out << "image: " << info.image_width << "x" << info.image_height << " RGB, "
+      << set->StoredImageBytes(i) << " stored bytes (" << info.compression << ") -> "
+      << options.output_png << "\n";
+  auto captions = ReadCaptions(info.root + "/" + info.shards[k].file, caption_begin, ncap);
+  for (int c = 0; c < ncap; ++c) {
+    out << "caption " << c << ": ";
+    if (captions.ok()) {
+      out << captions.value()[c];
+    } else {
+      out << "(text unreadable: " << captions.status().ToString() << ")";
+    }
+    auto tokens = set->Tokens(i, c);
+    out << "\n  tokens (" << tokens.size() << "):";
+    for (int32_t t : tokens) out << " " << t;
+    out << "\n";
+  }
+  return Status::OK();
+}
+
+}  // namespace mm::pack
