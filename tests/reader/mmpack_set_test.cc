@@ -1,0 +1,160 @@
+// The reader on shard sets built by the real `mmpack build` from real data, checked against
+// h5py (HDF5's own read path through the zstd plugin) for every sample.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "mm/reader.h"
+#include "shard_fixture.h"
+
+namespace mm::reader {
+namespace {
+
+using mm::testing::ReadFile;
+using mm::testing::SharedDir;
+using mm::testing::TempDir;
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+std::string MmpackBin() {
+  const char* env = std::getenv("MM_BIN_DIR");
+  return std::string(env ? env : MM_BIN_DIR) + "/mmpack";
+}
+
+// Runs `mmpack build INPUT -o OUT EXTRA`; true on success.
+bool Build(const std::string& input, const std::string& out, const std::string& extra) {
+  std::string cmd = Quote(MmpackBin()) + " build " + Quote(input) + " -o " + Quote(out) +
+                    " --tokenizer " + Quote(SharedDir() + "/tokenizers/albert-30k-clean.model") +
+                    " -q -j 2 " + extra + " > " + Quote(out + ".log") + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) std::fprintf(stderr, "%s\n%s\n", cmd.c_str(), ReadFile(out + ".log").c_str());
+  return rc == 0;
+}
+
+// Compares every sample of `dir` read by the reader with h5py's dump of it.
+void ExpectEqualsH5py(const std::string& dir, const TempDir& tmp) {
+  std::string prefix = tmp / "h5py";
+  std::string cmd = std::string("HDF5_PLUGIN_PATH=") + Quote(MM_PLUGIN_DIR) + " " +
+                    Quote(MM_PYTHON) + " " +
+                    Quote(std::string(MM_SOURCE_DIR) + "/tests/reader/h5py_dump.py") + " " +
+                    Quote(dir) + " " + Quote(prefix);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  OpenOptions verify;
+  verify.verify_checksums = true;
+  auto set = ShardSet::Open(dir, verify);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  const ShardSet& s = *set.value();
+  std::string images = ReadFile(prefix + ".bin");
+  ASSERT_EQ(images.size(), s.image_bytes() * s.num_samples());
+  auto meta = nlohmann::json::parse(ReadFile(prefix + ".json"));
+  ASSERT_EQ(static_cast<int64_t>(meta.size()), s.num_samples());
+  std::vector<uint8_t> buf(s.image_bytes());
+  for (int64_t i = 0; i < s.num_samples(); ++i) {
+    ASSERT_TRUE(s.ReadImage(i, buf.data()).ok()) << s.Locate(i);
+    ASSERT_EQ(0, std::memcmp(buf.data(), images.data() + i * buf.size(), buf.size()))
+        << s.Locate(i);
+    EXPECT_EQ(s.Key(i), meta[i]["key"].get<std::string>());
+    ASSERT_EQ(s.NumCaptions(i), static_cast<int>(meta[i]["tokens"].size()));
+    for (int c = 0; c < s.NumCaptions(i); ++c) {
+      auto t = s.Tokens(i, c);
+      EXPECT_EQ(std::vector<int32_t>(t.begin(), t.end()),
+                meta[i]["tokens"][c].get<std::vector<int32_t>>());
+    }
+  }
+}
+
+TEST(MmpackSet, ReaderEqualsH5pyOnCocoInSeveralShards) {
+  TempDir tmp;
+  std::string out = tmp / "coco";
+  ASSERT_TRUE(Build(SharedDir() + "/data/coco-cc/captions.jsonl", out, "--samples-per-shard 16"));
+  ExpectEqualsH5py(out, tmp);
+  auto set = ShardSet::Open(out);
+  ASSERT_TRUE(set.ok());
+  EXPECT_EQ(set.value()->info().shards.size(), 4u);
+  EXPECT_EQ(set.value()->num_samples(), 51);
+}
+
+TEST(MmpackSet, ReaderEqualsH5pyOnMixedModesAndUncompressed) {
+  // skimage-micro: PNG and JPEG, RGB, L and RGBA; no compression, padded, 96x64.
+  TempDir tmp;
+  std::string zstd = tmp / "zstd", none = tmp / "none";
+  std::string input = SharedDir() + "/data/skimage-micro/captions.jsonl";
+  ASSERT_TRUE(Build(input, zstd, "--image-size 96x64 --resize-mode pad"));
+  ASSERT_TRUE(Build(input, none, "--image-size 96x64 --resize-mode pad --compression none"));
+  ExpectEqualsH5py(none, tmp);
+  auto a = ShardSet::Open(zstd), b = ShardSet::Open(none);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
+  EXPECT_EQ(b.value()->info().compression, "none");
+  std::vector<uint8_t> x(a.value()->image_bytes()), y(b.value()->image_bytes());
+  for (int64_t i = 0; i < a.value()->num_samples(); ++i) {
+    ASSERT_TRUE(a.value()->ReadImage(i, x.data()).ok());
+    ASSERT_TRUE(b.value()->ReadImage(i, y.data()).ok());
+    EXPECT_EQ(x, y) << i;
+    EXPECT_EQ(b.value()->StoredImageBytes(i), static_cast<int64_t>(y.size()));
+  }
+}
+
+TEST(MmpackSet, LoaderReadsAllCaptionPairsOfABuiltSet) {
+  TempDir tmp;
+  std::string out = tmp / "coco";
+  ASSERT_TRUE(Build(SharedDir() + "/data/coco-cc/captions.jsonl", out, "--image-size 32"));
+  auto set = ShardSet::Open(out);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  LoaderOptions o;
+  o.batch_size = 15;
+  o.caption_mode = CaptionMode::kAllCaptions;
+  auto loader = Loader::Create(set.value(), o);
+  ASSERT_TRUE(loader.ok());
+  std::set<std::pair<int64_t, int>> pairs;
+  for (;;) {
+    auto b = loader.value()->Next();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.value()) break;
+    for (int j = 0; j < b.value()->size; ++j) {
+      pairs.insert({b.value()->indices[j], b.value()->caption[j]});
+      EXPECT_GT(b.value()->lengths[j], 0);
+    }
+  }
+  EXPECT_EQ(pairs.size(), 255u);  // 255 = 17 batches of 15, nothing dropped
+}
+
+TEST(MmpackSet, ShowWritesPngAndPrintsCaptions) {
+  TempDir tmp;
+  std::string out = tmp / "coco";
+  ASSERT_TRUE(Build(SharedDir() + "/data/coco-cc/captions.jsonl", out, "--image-size 64"));
+  std::string png = tmp / "s.png", log = tmp / "show.txt";
+  std::string cmd = Quote(MmpackBin()) + " show " + Quote(out) + " 7 -o " + Quote(png) + " > " +
+                    Quote(log) + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFile(log);
+  std::string text = ReadFile(log);
+  EXPECT_NE(text.find("key: "), std::string::npos) << text;
+  EXPECT_NE(text.find("caption 4: "), std::string::npos) << text;
+  EXPECT_NE(text.find("tokens ("), std::string::npos) << text;
+  std::string bytes = ReadFile(png);
+  ASSERT_GT(bytes.size(), 8u);
+  EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  // Out of range: a clear error, non-zero exit.
+  cmd = Quote(MmpackBin()) + " show " + Quote(out) + " 51 -o " + Quote(png) + " > " + Quote(log) +
+        " 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  EXPECT_NE(ReadFile(log).find("OutOfRange"), std::string::npos) << ReadFile(log);
+}
+
+TEST(MmpackSet, BenchPrintsOneJsonObject) {
+  TempDir tmp;
+  std::string out = tmp / "coco";
+  ASSERT_TRUE(Build(SharedDir() + "/data/coco-cc/captions.jsonl", out, "--image-size 64"));
+  std::string log = tmp / "bench.json";
+  std::string cmd = Quote(MmpackBin()) + " bench " + Quote(out) +
+                    " --seconds 0.3 --batch-size 8 --threads 2 --json > " + Quote(log);
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto j = nlohmann::json::parse(ReadFile(log));
+  for (const char* key : {"samples_per_s", "mb_per_s", "cpu_ms_per_sample", "peak_anon_rss_mb"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j[key].get<double>(), 0.0) << key;
+  }
+}
+
+}  // namespace
+}  // namespace mm::reader
