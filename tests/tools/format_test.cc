@@ -846,5 +846,51 @@ TEST_F(H5dumpTest, PrintsNoPixelsWithoutThePlugin) {
   EXPECT_EQ(out.find("(0,0,0,0):"), std::string::npos) << out;
 }
 
+// /usr/bin/python3 with Debian's h5py reads, through the plugin, exactly what the writer wrote.
+TEST(H5py, ReadsImagesTokensCaptionsAndKeysAsWritten) {
+  TempDir tmp;
+  WriterOptions o = Options(tmp.Sub("out"));
+  o.samples_per_shard = 4;
+  std::vector<PlainSample> samples;
+  for (int i = 0; i < 6; ++i) samples.push_back(MakePlain(i));
+  samples[5] = MakePlain(5, /*with_tokens=*/false);
+  auto entries = WriteSet(o, samples);
+  ASSERT_EQ(entries.size(), 2u);
+  WriteIndex(o, entries);
+  json expected = {{"pixels_file", "pixels.raw"}, {"samples", json::array()}};
+  std::vector<uint8_t> pixels;
+  for (const auto& s : samples) {
+    expected["samples"].push_back({{"key", s.key},
+                                   {"source", s.source},
+                                   {"captions", s.captions},
+                                   {"tokens", s.tokens},
+                                   {"original_size", {s.original[0], s.original[1]}},
+                                   {"valid_box", {s.box[0], s.box[1], s.box[2], s.box[3]}}});
+    pixels.insert(pixels.end(), s.pixels.begin(), s.pixels.end());
+  }
+  std::ofstream(tmp.path() / "expected.json") << expected.dump();
+  WriteFile(tmp.path() / "pixels.raw", pixels);
+  int rc = 0;
+  std::string out =
+      RunCommand("env HDF5_PLUGIN_PATH='" + std::string(MM_PLUGIN_DIR) + "' /usr/bin/python3 '" +
+                     std::string(MM_SOURCE_DIR) + "/tests/e2e/h5py_roundtrip.py' '" +
+                     o.output_dir + "' --expected '" + (tmp.path() / "expected.json").string() +
+                     "'",
+                 &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("h5py round trip: OK: 6 samples"), std::string::npos) << out;
+
+  // The script can fail: a changed caption in the expectation is caught.
+  expected["samples"][3]["captions"][0] = "something else";
+  std::ofstream(tmp.path() / "expected.json") << expected.dump();
+  out = RunCommand("env HDF5_PLUGIN_PATH='" + std::string(MM_PLUGIN_DIR) + "' /usr/bin/python3 '" +
+                       std::string(MM_SOURCE_DIR) + "/tests/e2e/h5py_roundtrip.py' '" +
+                       o.output_dir + "' --expected '" +
+                       (tmp.path() / "expected.json").string() + "'",
+                   &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("shard-000000.h5 sample 3"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace mm::pack
