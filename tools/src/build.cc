@@ -1,1 +1,537 @@
-// placeholder: see tools/CMakeLists.txt for the owner
+// build.cc: `mmpack build RAW -o OUT` end to end (commands.h).
+//
+//   check RAW and OUT (each refusal is one line, before anything is written)
+//   -> ingest (ingest.h) -> caption checks -> tokenizer (given or trained, tokenizer.h)
+//   -> TBB parallel_pipeline, at most 4 samples per thread in flight:
+//        serial in order : next sample (tar members read here, sequentially)
+//        parallel        : read file, decode + fit (image_pipeline.h), tokenize, compress
+//        serial in order : ShardWriter::Add, or a report entry for a dropped sample
+//   -> report.json, index.json (last), then the finished set is renamed to OUT.
+// Everything is built in a sibling folder "OUT.mmpack-partial" and renamed at the end, so a
+// failed build leaves no half set and an --overwrite build keeps the old set until the new
+// one is complete. The writer stage sees samples in input order whatever --threads is, so
+// the shards and the index are the same at any thread count.
+#include <tbb/global_control.h>
+#include <tbb/parallel_pipeline.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "commands.h"
+#include "image_pipeline.h"
+#include "ingest.h"
+#include "mm/format.h"
+#include "progress.h"
+#include "shard_writer.h"
+#include "tokenizer.h"
+
+namespace mm::pack {
+namespace {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+struct DropEntry {
+  std::string source;
+  std::string key;
+  std::string reason;
+  std::string detail;
+};
+
+struct DroppedCaption {
+  std::string source;
+  std::string key;
+  int64_t caption_index;  // position in the input's captions of that sample
+  std::string reason;
+};
+
+// One sample travelling through the pipeline.
+struct Item {
+  RawSample* raw = nullptr;
+  bool have_bytes = false;  // read by the input stage (tar members)
+  Status read_status;
+  std::string bytes;
+  // results
+  bool ok = false;
+  EncodedSample encoded;
+  DropEntry drop;
+  int64_t truncated = 0;
+  Status fatal;  // a failure that stops the build (compression, tokenizer internals)
+};
+
+std::string Str(const Status& st) { return st.message(); }
+
+Status WriteText(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) return Status::IOError("cannot write " + path.string());
+  return Status::OK();
+}
+
+std::string Dump(const ojson& j) {
+  return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
+}
+
+std::string HumanBytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+bool IsInside(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  fs::path a = fs::weakly_canonical(inner, ec);
+  fs::path b = fs::weakly_canonical(outer, ec);
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty()) continue;
+    if (ai == a.end() || *ai != *bi) return false;
+  }
+  return true;
+}
+
+// The checks that must fail at once, before anything is created.
+Status CheckPaths(const BuildOptions& o) {
+  std::error_code ec;
+  fs::path raw(o.input);
+  if (o.input.empty() || !fs::exists(raw, ec)) {
+    return Status::NotFound("input '" + o.input + "' does not exist");
+  }
+  if (fs::is_directory(raw, ec)) {
+    if (fs::directory_iterator(raw, ec) == fs::directory_iterator()) {
+      return Status::InvalidArgument("input folder '" + o.input + "' is empty" +
+                                     (ec ? " (" + ec.message() + ")" : std::string()));
+    }
+  } else if (fs::file_size(raw, ec) == 0 || ec) {
+    return Status::InvalidArgument("input file '" + o.input + "' is empty");
+  }
+  if (o.output.empty()) return Status::InvalidArgument("no output directory (-o OUT)");
+  fs::path out(o.output);
+  if (fs::exists(out, ec) && !o.overwrite) {
+    return Status::AlreadyExists("output '" + o.output +
+                                 "' already exists; pass --overwrite to replace it");
+  }
+  if (IsInside(raw, out)) {
+    return Status::InvalidArgument("input '" + o.input + "' lies inside output '" + o.output +
+                                   "'; choose another output directory");
+  }
+  return Status::OK();
+}
+
+// Creates the (empty) staging folder beside OUT. Errors: IOError (OUT not writable).
+Result<fs::path> MakeStaging(const fs::path& out) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(out, ec);
+  fs::path parent = abs.parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec) {
+      return Status::IOError("cannot create output directory '" + out.string() +
+                             "': " + ec.message());
+    }
+  }
+  fs::path staging = parent / (abs.filename().string() + ".mmpack-partial");
+  fs::remove_all(staging, ec);
+  if (!fs::create_directory(staging, ec) || ec) {
+    return Status::IOError("cannot create output directory '" + out.string() + "' (" +
+                           staging.string() + "): " +
+                           (ec ? ec.message() : std::string("unknown error")));
+  }
+  return staging;
+}
+
+// Moves the finished set to OUT, replacing an older one.
+Status Publish(const fs::path& staging, const fs::path& out) {
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    fs::remove_all(out, ec);
+    if (ec) return Status::IOError("cannot remove old '" + out.string() + "': " + ec.message());
+  }
+  fs::rename(staging, out, ec);
+  if (ec) {
+    return Status::IOError("cannot rename " + staging.string() + " to " + out.string() + ": " +
+                           ec.message());
+  }
+  return Status::OK();
+}
+
+// Removes the staging folder unless disarmed (every failure path after MakeStaging).
+class StagingGuard {
+ public:
+  explicit StagingGuard(fs::path p) : path_(std::move(p)) {}
+  ~StagingGuard() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  void Disarm() { path_.clear(); }
+
+ private:
+  fs::path path_;
+};
+
+void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_options,
+                 const Tokenizer& tokenizer) {
+  RawSample& raw = *item->raw;
+  auto drop = [&](const char* reason, std::string detail) {
+    item->ok = false;
+    item->drop = {raw.source, raw.key, reason, std::move(detail)};
+  };
+  if (!item->have_bytes) item->read_status = ReadFile(raw.path, &item->bytes);
+  if (!item->read_status.ok()) {
+    drop(item->read_status.IsNotFound() ? "missing_file" : "unreadable",
+         Str(item->read_status));
+    return;
+  }
+  ProcessedImage image;
+  ImageFailure failure;
+  if (!ProcessImage(item->bytes, image_options, &image, &failure)) {
+    drop(failure.reason.c_str(), failure.detail);
+    return;
+  }
+  std::string().swap(item->bytes);
+  EncodedSample& e = item->encoded;
+  e.tokens.reserve(raw.captions.size());
+  for (const std::string& caption : raw.captions) {
+    auto t = tokenizer.Encode(caption, o.max_tokens);
+    if (!t.ok()) {
+      item->fatal = t.status().WithContext("sample " + raw.key);
+      return;
+    }
+    if (t->truncated) ++item->truncated;
+    e.tokens.push_back(std::move(t->ids));
+  }
+  auto chunk = CompressImage(image.pixels.data(), image.pixels.size(), o.compression,
+                             o.compression_level);
+  if (!chunk.ok()) {
+    item->fatal = chunk.status().WithContext("compressing sample " + raw.key);
+    return;
+  }
+  e.image_chunk = chunk.MoveValue();
+  e.key = std::move(raw.key);
+  e.source = std::move(raw.source);
+  e.original_width = image.original_width;
+  e.original_height = image.original_height;
+  std::copy(image.valid_box, image.valid_box + 4, e.valid_box);
+  e.captions = std::move(raw.captions);
+  item->ok = true;
+}
+
+}  // namespace
+
+Status RunBuild(const BuildOptions& o) {
+  Progress timer(0, true);
+  // Option values main.cc does not check.
+  ImageOptions image_options;
+  MM_ASSIGN_OR_RETURN(image_options.mode, ParseResizeMode(o.resize_mode));
+  MM_ASSIGN_OR_RETURN(image_options.background, ParseColour(o.background));
+  if (o.image_width <= 0 || o.image_height <= 0 || o.image_width > 16384 ||
+      o.image_height > 16384) {
+    return Status::InvalidArgument("--image-size must be 1..16384 pixels a side");
+  }
+  if (o.compression != "zstd" && o.compression != "none") {
+    return Status::InvalidArgument("--compression must be zstd or none");
+  }
+  if (o.max_tokens < 1) return Status::InvalidArgument("--max-tokens must be >= 1");
+  image_options.width = o.image_width;
+  image_options.height = o.image_height;
+  image_options.max_pixels = o.max_pixels;
+
+  MM_RETURN_NOT_OK(CheckPaths(o));
+  MM_RETURN_NOT_OK(InitVips());
+  // Ingest before creating anything: an input with no sample fails without leaving OUT.
+  MM_ASSIGN_OR_RETURN(IngestResult ingest, Ingest(o.input, o.input_format));
+
+  std::vector<DropEntry> dropped;
+  for (IngestIssue& issue : ingest.issues) {
+    dropped.push_back({std::move(issue.source), std::move(issue.key), std::move(issue.reason),
+                       std::move(issue.detail)});
+  }
+  // Caption checks: a sample keeps its good captions; with none left it is dropped.
+  std::vector<DroppedCaption> dropped_captions;
+  std::vector<RawSample>& samples = ingest.samples;
+  {
+    size_t kept = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      RawSample& s = samples[i];
+      std::vector<std::string> good;
+      const char* first_reason = nullptr;
+      for (size_t c = 0; c < s.captions.size(); ++c) {
+        const char* reason = CheckCaption(s.captions[c]);
+        if (reason == nullptr) {
+          good.push_back(std::move(s.captions[c]));
+        } else {
+          if (first_reason == nullptr) first_reason = reason;
+          dropped_captions.push_back({s.source, s.key, static_cast<int64_t>(c), reason});
+        }
+      }
+      if (good.empty()) {
+        dropped.push_back({s.source, s.key, first_reason ? first_reason : "empty_caption",
+                           std::to_string(s.captions.size()) + " caption(s), none usable"});
+        continue;
+      }
+      s.captions = std::move(good);
+      if (kept != i) samples[kept] = std::move(s);
+      ++kept;
+    }
+    samples.resize(kept);
+  }
+  auto count_reasons = [&] {
+    std::map<std::string, int64_t> by_reason;
+    for (const DropEntry& d : dropped) ++by_reason[d.reason];
+    return by_reason;
+  };
+  auto reasons_text = [&] {
+    std::string text;
+    for (const auto& [reason, n] : count_reasons()) {
+      text += (text.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+    }
+    return text;
+  };
+  if (samples.empty()) {
+    return Status::InvalidArgument(
+        "no usable sample in '" + o.input + "' (format " + ingest.format + ")" +
+        (dropped.empty() ? std::string() : "; dropped " + reasons_text()));
+  }
+
+  MM_ASSIGN_OR_RETURN(fs::path staging, MakeStaging(o.output));
+  StagingGuard guard(staging);
+
+  // Tokenizer: given, or trained on the good captions.
+  std::string model_bytes;
+  bool trained = false;
+  if (!o.tokenizer.empty()) {
+    MM_RETURN_NOT_OK(ReadFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
+  } else {
+    std::vector<std::string_view> captions;
+    for (const RawSample& s : samples) {
+      for (const std::string& c : s.captions) captions.push_back(c);
+    }
+    if (!o.quiet) {
+      std::fprintf(stderr, "mmpack build: training a SentencePiece unigram tokenizer "
+                   "(vocab %d) on %zu captions\n", o.vocab_size, captions.size());
+    }
+    std::string note;
+    MM_ASSIGN_OR_RETURN(model_bytes, Tokenizer::Train(captions, o.vocab_size, &note));
+    if (!note.empty() && !o.quiet) std::fprintf(stderr, "mmpack build: %s\n", note.c_str());
+    trained = true;
+  }
+  const std::string sha256 = Sha256Hex(model_bytes);
+  MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kTokenizerFile), model_bytes));
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
+                      Tokenizer::FromSerialized(std::move(model_bytes)));
+
+  WriterOptions wo;
+  wo.output_dir = staging.string();
+  wo.image_width = o.image_width;
+  wo.image_height = o.image_height;
+  wo.resize_mode = o.resize_mode;
+  wo.compression = o.compression;
+  wo.compression_level = o.compression_level;
+  wo.shard_size = o.shard_size;
+  wo.samples_per_shard = o.samples_per_shard;
+  wo.tokenizer_sha256 = sha256;
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, ShardWriter::Create(wo));
+
+  // The pipeline.
+  const int threads = o.threads > 0 ? o.threads
+                                    : std::max(1u, std::thread::hardware_concurrency());
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
+  const size_t in_flight = static_cast<size_t>(4 * threads);
+  const bool from_tar = ingest.format == "wds";
+  Progress progress(static_cast<int64_t>(samples.size()), o.quiet);
+  size_t next = 0;
+  ImageReader tar_reader;
+  Status fatal;
+  int64_t written = 0, written_captions = 0, pipeline_dropped = 0, truncated = 0;
+  std::vector<DropEntry> image_drops;
+  tbb::parallel_pipeline(
+      in_flight,
+      tbb::make_filter<void, Item*>(
+          tbb::filter_mode::serial_in_order,
+          [&](tbb::flow_control& fc) -> Item* {
+            if (next >= samples.size() || !fatal.ok()) {
+              fc.stop();
+              return nullptr;
+            }
+            auto* item = new Item;
+            item->raw = &samples[next++];
+            if (from_tar) {
+              item->read_status = tar_reader.Read(*item->raw, &item->bytes);
+              item->have_bytes = true;
+            }
+            return item;
+          }) &
+          tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
+                                         [&](Item* item) -> Item* {
+                                           ProcessItem(item, o, image_options, *tokenizer);
+                                           return item;
+                                         }) &
+          tbb::make_filter<Item*, void>(
+              tbb::filter_mode::serial_in_order, [&](Item* item) {
+                std::unique_ptr<Item> owner(item);
+                if (!fatal.ok()) return;
+                if (!item->fatal.ok()) {
+                  fatal = item->fatal;
+                  return;
+                }
+                if (item->ok) {
+                  written_captions += static_cast<int64_t>(item->encoded.captions.size());
+                  truncated += item->truncated;
+                  Status st = writer->Add(std::move(item->encoded));
+                  if (!st.ok()) {
+                    fatal = st;
+                    return;
+                  }
+                  ++written;
+                } else {
+                  image_drops.push_back(std::move(item->drop));
+                  ++pipeline_dropped;
+                }
+                progress.Update(written + pipeline_dropped, pipeline_dropped);
+                // Free the sample's text as soon as it is written.
+                RawSample().captions.swap(item->raw->captions);
+              }));
+  progress.Finish();
+  MM_RETURN_NOT_OK(fatal);
+  MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> shards, writer->Finish());
+  for (DropEntry& d : image_drops) dropped.push_back(std::move(d));
+
+  // report.json
+  const auto by_reason = count_reasons();
+  ojson report;
+  report["input"] = o.input;
+  report["input_format"] = ingest.format;
+  report["samples_seen"] = written + static_cast<int64_t>(dropped.size());
+  report["samples_written"] = written;
+  ojson dropped_json = ojson::array();
+  for (const DropEntry& d : dropped) {
+    dropped_json.push_back(
+        {{"source", d.source}, {"key", d.key}, {"reason", d.reason}, {"detail", d.detail}});
+  }
+  report["dropped"] = std::move(dropped_json);
+  report["dropped_by_reason"] = ojson::object();
+  for (const auto& [reason, n] : by_reason) report["dropped_by_reason"][reason] = n;
+  ojson captions_json = ojson::array();
+  std::map<std::string, int64_t> caption_reasons;
+  for (const DroppedCaption& d : dropped_captions) {
+    captions_json.push_back({{"source", d.source},
+                             {"key", d.key},
+                             {"caption_index", d.caption_index},
+                             {"reason", d.reason}});
+    ++caption_reasons[d.reason];
+  }
+  report["dropped_captions"] = std::move(captions_json);
+  report["dropped_captions_by_reason"] = ojson::object();
+  for (const auto& [reason, n] : caption_reasons) {
+    report["dropped_captions_by_reason"][reason] = n;
+  }
+  report["truncated_captions"] = truncated;
+  MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile), Dump(report)));
+
+  if (written == 0) {
+    return Status::InvalidArgument("no sample of '" + o.input + "' could be used; dropped " +
+                                   reasons_text());
+  }
+
+  // index.json, last.
+  int64_t total_captions = 0, total_tokens = 0, total_bytes = 0;
+  ojson shards_json = ojson::array();
+  for (const auto& s : shards) {
+    shards_json.push_back({{"file", s.file},
+                           {"samples", s.samples},
+                           {"captions", s.captions},
+                           {"tokens", s.tokens},
+                           {"bytes", s.bytes},
+                           {"xxh3_64", s.xxh3_64}});
+    total_captions += s.captions;
+    total_tokens += s.tokens;
+    total_bytes += s.bytes;
+  }
+  ojson index;
+  index["format"] = std::string(mm::format::kFormatName);
+  index["format_version"] = mm::format::kFormatVersion;
+  index["created_by"] = "mmpack 0.1.0";
+  index["image"] = {{"height", o.image_height},
+                    {"width", o.image_width},
+                    {"channels", 3},
+                    {"resize_mode", o.resize_mode},
+                    {"background", ColourHex(image_options.background)}};
+  if (o.compression == "zstd") {
+    index["compression"] = {{"codec", "zstd"},
+                            {"level", o.compression_level},
+                            {"hdf5_filter_id", mm::format::kZstdFilterId}};
+  } else {
+    index["compression"] = {{"codec", "none"}, {"level", 0}, {"hdf5_filter_id", 0}};
+  }
+  index["tokenizer"] = {{"file", std::string(mm::format::kTokenizerFile)},
+                        {"sha256", sha256},
+                        {"vocab_size", tokenizer->vocab_size()},
+                        {"pad_id", tokenizer->pad_id()},
+                        {"unk_id", tokenizer->unk_id()},
+                        {"bos_id", tokenizer->bos_id()},
+                        {"eos_id", tokenizer->eos_id()},
+                        {"max_tokens", o.max_tokens},
+                        {"trained", trained}};
+  index["build_options"] = {{"input_format", ingest.format},
+                            {"max_pixels", o.max_pixels},
+                            {"shard_size", o.shard_size},
+                            {"samples_per_shard", o.samples_per_shard},
+                            {"vocab_size", o.vocab_size}};
+  index["shards"] = std::move(shards_json);
+  index["totals"] = {{"shards", static_cast<int64_t>(shards.size())},
+                     {"samples", written},
+                     {"captions", total_captions},
+                     {"tokens", total_tokens},
+                     {"bytes", total_bytes}};
+  ojson by_reason_json = ojson::object();
+  for (const auto& [reason, n] : by_reason) by_reason_json[reason] = n;
+  index["dropped"] = {{"total", static_cast<int64_t>(dropped.size())},
+                      {"by_reason", std::move(by_reason_json)}};
+  MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kIndexFile), Dump(index)));
+
+  MM_RETURN_NOT_OK(Publish(staging, o.output));
+  guard.Disarm();
+
+  // Counts by reason, then the one-line summary.
+  const double seconds = timer.ElapsedSeconds();
+  if (!o.quiet) {
+    for (const auto& [reason, n] : by_reason) {
+      std::fprintf(stderr, "mmpack build: dropped %s: %lld\n", reason.c_str(),
+                   static_cast<long long>(n));
+    }
+    if (!dropped_captions.empty()) {
+      std::fprintf(stderr, "mmpack build: %zu caption(s) dropped from kept samples or with "
+                   "their sample (see report.json)\n", dropped_captions.size());
+    }
+  }
+  std::fprintf(stderr,
+               "mmpack build: wrote %lld samples (%lld captions, %lld truncated) in %zu "
+               "shard(s), %s (%s a sample), dropped %zu%s%s%s, %.1f s (%.1f samples/s) -> %s\n",
+               static_cast<long long>(written), static_cast<long long>(written_captions),
+               static_cast<long long>(truncated), shards.size(),
+               HumanBytes(static_cast<double>(total_bytes)).c_str(),
+               HumanBytes(static_cast<double>(total_bytes) / written).c_str(), dropped.size(),
+               dropped.empty() ? "" : " (", dropped.empty() ? "" : reasons_text().c_str(),
+               dropped.empty() ? "" : ")", seconds, seconds > 0 ? written / seconds : 0.0,
+               o.output.c_str());
+  return Status::OK();
+}
+
+}  // namespace mm::pack

@@ -1,1 +1,461 @@
-// placeholder: see tools/CMakeLists.txt for the owner
+// image_pipeline.cc: see image_pipeline.h. The only place that reads vips_error_buffer().
+#include "image_pipeline.h"
+
+#include <vips/vips.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+namespace mm::pack {
+namespace {
+
+struct GObjectUnref {
+  void operator()(VipsImage* image) const {
+    if (image != nullptr) g_object_unref(image);
+  }
+};
+using ImagePtr = std::unique_ptr<VipsImage, GObjectUnref>;
+
+struct GFree {
+  void operator()(void* p) const { g_free(p); }
+};
+
+enum class Kind { kUnknown, kJpeg, kPng, kGif, kWebp, kTiff, kBmp };
+
+Kind Sniff(const std::string& b) {
+  auto starts = [&](const char* magic, size_t n, size_t at = 0) {
+    return b.size() >= at + n && std::memcmp(b.data() + at, magic, n) == 0;
+  };
+  if (starts("\xFF\xD8\xFF", 3)) return Kind::kJpeg;
+  if (starts("\x89PNG\r\n\x1A\n", 8)) return Kind::kPng;
+  if (starts("GIF87a", 6) || starts("GIF89a", 6)) return Kind::kGif;
+  if (starts("RIFF", 4) && starts("WEBP", 4, 8)) return Kind::kWebp;
+  if (starts("II*\0", 4) || starts("MM\0*", 4) || starts("II+\0", 4) || starts("MM\0+", 4)) {
+    return Kind::kTiff;
+  }
+  if (starts("BM", 2) && b.size() >= 26) return Kind::kBmp;
+  return Kind::kUnknown;
+}
+
+uint32_t Le32(const std::string& b, size_t at) {
+  return static_cast<uint32_t>(static_cast<unsigned char>(b[at])) |
+         static_cast<uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8 |
+         static_cast<uint32_t>(static_cast<unsigned char>(b[at + 2])) << 16 |
+         static_cast<uint32_t>(static_cast<unsigned char>(b[at + 3])) << 24;
+}
+
+uint32_t Be32(const std::string& b, size_t at) {
+  return static_cast<uint32_t>(static_cast<unsigned char>(b[at])) << 24 |
+         static_cast<uint32_t>(static_cast<unsigned char>(b[at + 1])) << 16 |
+         static_cast<uint32_t>(static_cast<unsigned char>(b[at + 2])) << 8 |
+         static_cast<uint32_t>(static_cast<unsigned char>(b[at + 3]));
+}
+
+// The pixel size the file's own header states, read without libvips, so that a huge
+// image is refused even when its header is all there is (or libvips' header read would
+// already allocate). False when the header is not where the format puts it.
+bool PeekSize(Kind kind, const std::string& b, int64_t* w, int64_t* h) {
+  auto u8 = [&](size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(b[i])); };
+  switch (kind) {
+    case Kind::kPng:
+      if (b.size() < 24 || b.compare(12, 4, "IHDR") != 0) return false;
+      *w = Be32(b, 16);
+      *h = Be32(b, 20);
+      return true;
+    case Kind::kGif:
+      if (b.size() < 10) return false;
+      *w = u8(6) | u8(7) << 8;
+      *h = u8(8) | u8(9) << 8;
+      return true;
+    case Kind::kBmp: {
+      int32_t bw = static_cast<int32_t>(Le32(b, 18)), bh = static_cast<int32_t>(Le32(b, 22));
+      *w = std::abs(int64_t{bw});
+      *h = std::abs(int64_t{bh});
+      return true;
+    }
+    case Kind::kJpeg: {
+      size_t i = 2;
+      while (i + 9 < b.size()) {
+        if (u8(i) != 0xFF) return false;
+        unsigned marker = u8(i + 1);
+        if (marker == 0xFF) {
+          ++i;
+          continue;
+        }
+        if (marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) {
+          i += 2;
+          continue;
+        }
+        size_t len = u8(i + 2) << 8 | u8(i + 3);
+        if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 &&
+            marker != 0xCC) {
+          *h = u8(i + 5) << 8 | u8(i + 6);
+          *w = u8(i + 7) << 8 | u8(i + 8);
+          return true;
+        }
+        if (marker == 0xDA || len < 2) return false;
+        i += 2 + len;
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
+// Whether the file's structure says it was cut short. Decided from the bytes alone, so the
+// reason does not depend on which thread's libvips message happened to be in the buffer.
+bool LooksTruncated(Kind kind, const std::string& b, const std::string& message) {
+  switch (kind) {
+    case Kind::kJpeg: {
+      // Entropy-coded data never holds FF D9 (FF is stuffed), so a complete file has an EOI
+      // after its last SOS.
+      size_t sos = std::string::npos;
+      for (size_t i = b.size(); i-- > 1;) {
+        if (static_cast<unsigned char>(b[i - 1]) == 0xFF &&
+            static_cast<unsigned char>(b[i]) == 0xDA) {
+          sos = i;
+          break;
+        }
+      }
+      if (sos == std::string::npos) return b.size() < 1024;
+      return b.find("\xFF\xD9", sos) == std::string::npos;
+    }
+    case Kind::kPng:
+      return b.find("IEND", b.size() > 64 ? b.size() - 64 : 0) == std::string::npos;
+    case Kind::kGif:
+      return b.back() != 0x3B;
+    case Kind::kWebp:
+      return b.size() >= 12 && static_cast<uint64_t>(Le32(b, 4)) + 8 > b.size();
+    case Kind::kBmp:
+      return Le32(b, 2) > b.size();
+    default:
+      break;
+  }
+  std::string m = message;
+  for (char& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return m.find("truncat") != std::string::npos || m.find("premature") != std::string::npos ||
+         m.find("unexpected end") != std::string::npos;
+}
+
+// Takes (and clears) libvips' error text: its first line, for report.json.
+std::string TakeVipsError() {
+  std::unique_ptr<char, GFree> text(vips_error_buffer_copy());
+  std::string s = text ? text.get() : "";
+  size_t nl = s.find('\n');
+  if (nl != std::string::npos) s.resize(nl);
+  if (s.empty()) s = "libvips failed without a message";
+  return s;
+}
+
+bool Fail(ImageFailure* failure, const char* reason, std::string detail) {
+  failure->reason = reason;
+  failure->detail = std::move(detail);
+  return false;
+}
+
+bool DecodeFail(Kind kind, const std::string& bytes, ImageFailure* failure) {
+  std::string detail = TakeVipsError();
+  return Fail(failure, LooksTruncated(kind, bytes, detail) ? "truncated_image" : "corrupt_image",
+              std::move(detail));
+}
+
+// Largest k in {1, 2, 4, 8} with k <= limit.
+int PowerOfTwoShrink(double limit) {
+  int k = 1;
+  while (k < 8 && 2.0 * k <= limit + 1e-9) k *= 2;
+  return k;
+}
+
+std::once_flag g_vips_once;
+bool g_vips_ok = false;
+std::string g_vips_error;
+
+}  // namespace
+
+Result<ResizeMode> ParseResizeMode(const std::string& text) {
+  if (text == "center-crop") return ResizeMode::kCenterCrop;
+  if (text == "pad") return ResizeMode::kPad;
+  if (text == "stretch") return ResizeMode::kStretch;
+  return Status::InvalidArgument("--resize-mode must be center-crop, pad or stretch, got '" +
+                                 text + "'");
+}
+
+Result<Rgb> ParseColour(const std::string& text_in) {
+  std::string text;
+  for (char c : text_in) {
+    if (c != ' ') text.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  auto bad = [&] {
+    return Status::InvalidArgument("--background must be white, black, gray, #rrggbb or r,g,b; "
+                                   "got '" + text_in + "'");
+  };
+  Rgb c;
+  if (text == "white") return Rgb{255, 255, 255};
+  if (text == "black") return Rgb{0, 0, 0};
+  if (text == "gray" || text == "grey") return Rgb{128, 128, 128};
+  if (!text.empty() && text[0] == '#') {
+    std::string hex = text.substr(1);
+    if (hex.size() == 3) hex = {hex[0], hex[0], hex[1], hex[1], hex[2], hex[2]};
+    if (hex.size() != 6 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return bad();
+    }
+    unsigned long v = std::strtoul(hex.c_str(), nullptr, 16);
+    c.r = static_cast<uint8_t>(v >> 16);
+    c.g = static_cast<uint8_t>(v >> 8);
+    c.b = static_cast<uint8_t>(v);
+    return c;
+  }
+  int r, g, b;
+  char tail;
+  if (std::sscanf(text.c_str(), "%d,%d,%d%c", &r, &g, &b, &tail) == 3 && r >= 0 && r <= 255 &&
+      g >= 0 && g <= 255 && b >= 0 && b <= 255) {
+    return Rgb{static_cast<uint8_t>(r), static_cast<uint8_t>(g), static_cast<uint8_t>(b)};
+  }
+  return bad();
+}
+
+std::string ColourHex(Rgb c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c.r, c.g, c.b);
+  return buf;
+}
+
+Status InitVips() {
+  std::call_once(g_vips_once, [] {
+    if (VIPS_INIT("mmpack") != 0) {
+      g_vips_error = TakeVipsError();
+      return;
+    }
+    // Decode problems become ImageFailures; libvips' own warnings would only repeat them.
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING,
+                      [](const gchar*, GLogLevelFlags, const gchar*, gpointer) {}, nullptr);
+    vips_concurrency_set(1);  // parallelism is across samples (TBB), not inside one
+    vips_cache_set_max(0);    // no operation cache: memory must not grow with the input
+    vips_cache_set_max_mem(0);
+    vips_cache_set_max_files(0);
+    g_vips_ok = true;
+  });
+  if (!g_vips_ok) return Status::Internal("cannot start libvips: " + g_vips_error);
+  return Status::OK();
+}
+
+bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedImage* out,
+                  ImageFailure* failure) {
+  if (Status st = InitVips(); !st.ok()) return Fail(failure, "unreadable", st.message());
+  if (bytes.empty()) return Fail(failure, "corrupt_image", "empty file");
+  const Kind kind = Sniff(bytes);
+  if (kind == Kind::kUnknown) {
+    return Fail(failure, "unsupported_format",
+                "not a JPEG, PNG, GIF, WebP, TIFF or BMP file (magic bytes)");
+  }
+  const void* data = bytes.data();
+  const size_t size = bytes.size();
+  auto too_many = [&](int64_t w, int64_t h) {
+    return Fail(failure, "too_many_pixels",
+                std::to_string(w) + "x" + std::to_string(h) + " = " + std::to_string(w * h) +
+                    " pixels > --max-pixels " + std::to_string(opt.max_pixels));
+  };
+  if (int64_t w = 0, h = 0; PeekSize(kind, bytes, &w, &h) && w * h > opt.max_pixels) {
+    return too_many(w, h);
+  }
+
+  // 1. Header only: nothing is decoded until pixels are asked for.
+  ImagePtr header(vips_image_new_from_buffer(data, size, "", "access",
+                                             VIPS_ACCESS_SEQUENTIAL, "fail_on",
+                                             VIPS_FAIL_ON_TRUNCATED, nullptr));
+  if (!header) return DecodeFail(kind, bytes, failure);
+  const int raw_w = vips_image_get_width(header.get());
+  const int raw_h = vips_image_get_height(header.get());
+  if (raw_w <= 0 || raw_h <= 0) return Fail(failure, "corrupt_image", "zero-sized image");
+  const int64_t pixels = int64_t{raw_w} * raw_h;
+  if (pixels > opt.max_pixels) return too_many(raw_w, raw_h);
+  int orientation = 1;
+  if (vips_image_get_typeof(header.get(), VIPS_META_ORIENTATION)) {
+    if (vips_image_get_int(header.get(), VIPS_META_ORIENTATION, &orientation) != 0) {
+      orientation = 1;
+    }
+    if (orientation < 1 || orientation > 8) orientation = 1;
+  }
+  const bool swap = orientation >= 5;  // 90 or 270 degrees
+  const int ow = swap ? raw_h : raw_w;  // oriented source size
+  const int oh = swap ? raw_w : raw_h;
+  out->original_width = ow;
+  out->original_height = oh;
+
+  const double sx_full = static_cast<double>(opt.width) / ow;
+  const double sy_full = static_cast<double>(opt.height) / oh;
+  const double cover = std::max(sx_full, sy_full);
+  const double fit_scale = opt.mode == ResizeMode::kPad ? std::min(sx_full, sy_full) : cover;
+
+  // 2. Decode, shrinking on load where the codec can (a factor that keeps the target covered).
+  ImagePtr image;
+  const int shrink = fit_scale < 1.0 ? PowerOfTwoShrink(1.0 / fit_scale) : 1;
+  if (shrink > 1 && kind == Kind::kJpeg) {
+    image.reset(vips_image_new_from_buffer(data, size, "", "access", VIPS_ACCESS_SEQUENTIAL,
+                                           "fail_on", VIPS_FAIL_ON_TRUNCATED, "shrink", shrink,
+                                           nullptr));
+  } else if (shrink > 1 && kind == Kind::kWebp) {
+    image.reset(vips_image_new_from_buffer(data, size, "", "access", VIPS_ACCESS_SEQUENTIAL,
+                                           "fail_on", VIPS_FAIL_ON_TRUNCATED, "scale",
+                                           1.0 / shrink, nullptr));
+  } else {
+    image = std::move(header);
+  }
+  if (!image) return DecodeFail(kind, bytes, failure);
+  header.reset();
+
+  // 3. Colour to 8-bit sRGB (grey stays one band until after the resize: a third the work).
+  VipsInterpretation interp = vips_image_guess_interpretation(image.get());
+  const bool alpha = vips_image_hasalpha(image.get());
+  VipsImage* tmp = nullptr;
+  const bool plain_uchar = vips_image_get_format(image.get()) == VIPS_FORMAT_UCHAR && !alpha;
+  const int bands = vips_image_get_bands(image.get());
+  const bool plain_rgb = plain_uchar && bands == 3 && interp == VIPS_INTERPRETATION_sRGB;
+  const bool plain_grey = plain_uchar && bands == 1 && interp == VIPS_INTERPRETATION_B_W;
+  if (!plain_rgb && !plain_grey) {
+    if (interp == VIPS_INTERPRETATION_CMYK) {
+      // Embedded profile if any, else libvips' default CMYK profile.
+      if (vips_icc_transform(image.get(), &tmp, "srgb", "embedded", TRUE, "input_profile",
+                             "cmyk", "intent", VIPS_INTENT_RELATIVE, nullptr) != 0) {
+        return DecodeFail(kind, bytes, failure);
+      }
+      image.reset(tmp);
+    } else if (interp != VIPS_INTERPRETATION_sRGB ||
+               vips_image_get_format(image.get()) != VIPS_FORMAT_UCHAR) {
+      if (vips_colourspace(image.get(), &tmp, VIPS_INTERPRETATION_sRGB, nullptr) != 0) {
+        return DecodeFail(kind, bytes, failure);
+      }
+      image.reset(tmp);
+    }
+    if (vips_image_hasalpha(image.get())) {
+      VipsArrayDouble* bg = vips_array_double_newv(3, static_cast<double>(opt.background.r),
+                                                   static_cast<double>(opt.background.g),
+                                                   static_cast<double>(opt.background.b));
+      double max_alpha =
+          vips_image_get_format(image.get()) == VIPS_FORMAT_USHORT ? 65535.0 : 255.0;
+      int r = vips_flatten(image.get(), &tmp, "background", bg, "max_alpha", max_alpha,
+                           nullptr);
+      vips_area_unref(VIPS_AREA(bg));
+      if (r != 0) return DecodeFail(kind, bytes, failure);
+      image.reset(tmp);
+    }
+    if (vips_image_get_format(image.get()) != VIPS_FORMAT_UCHAR) {
+      if (vips_cast_uchar(image.get(), &tmp, nullptr) != 0) {
+        return DecodeFail(kind, bytes, failure);
+      }
+      image.reset(tmp);
+    }
+    int nb = vips_image_get_bands(image.get());
+    if (nb > 3) {
+      if (vips_extract_band(image.get(), &tmp, 0, "n", 3, nullptr) != 0) {
+        return DecodeFail(kind, bytes, failure);
+      }
+      image.reset(tmp);
+    } else if (nb == 2) {
+      if (vips_extract_band(image.get(), &tmp, 0, nullptr) != 0) {
+        return DecodeFail(kind, bytes, failure);
+      }
+      image.reset(tmp);
+    }
+  }
+
+  // 4. Resize in the source's orientation; scales computed in the oriented frame.
+  const int lw = vips_image_get_width(image.get());
+  const int lh = vips_image_get_height(image.get());
+  const int low = swap ? lh : lw;
+  const int loh = swap ? lw : lh;
+  double sx, sy;  // oriented frame
+  if (opt.mode == ResizeMode::kStretch) {
+    sx = static_cast<double>(opt.width) / low;
+    sy = static_cast<double>(opt.height) / loh;
+  } else {
+    double s = opt.mode == ResizeMode::kPad
+                   ? std::min(static_cast<double>(opt.width) / low,
+                              static_cast<double>(opt.height) / loh)
+                   : std::max(static_cast<double>(opt.width) / low,
+                              static_cast<double>(opt.height) / loh);
+    sx = sy = s;
+  }
+  const double hscale = swap ? sy : sx;
+  const double vscale = swap ? sx : sy;
+  if (std::abs(hscale - 1.0) > 1e-9 || std::abs(vscale - 1.0) > 1e-9) {
+    if (vips_resize(image.get(), &tmp, hscale, "vscale", vscale, "kernel",
+                    VIPS_KERNEL_LANCZOS3, nullptr) != 0) {
+      return DecodeFail(kind, bytes, failure);
+    }
+    image.reset(tmp);
+  }
+  if (orientation != 1) {
+    // Rotation reads the whole image: make the (small) resized image real first.
+    VipsImage* mem = vips_image_copy_memory(image.get());
+    if (mem == nullptr) return DecodeFail(kind, bytes, failure);
+    image.reset(mem);
+    if (vips_autorot(image.get(), &tmp, nullptr) != 0) return DecodeFail(kind, bytes, failure);
+    image.reset(tmp);
+  }
+  if (vips_image_get_bands(image.get()) == 1) {
+    VipsImage* three[3] = {image.get(), image.get(), image.get()};
+    if (vips_bandjoin(three, &tmp, 3, nullptr) != 0) return DecodeFail(kind, bytes, failure);
+    image.reset(tmp);
+    vips_image_set_int(image.get(), "interpretation", VIPS_INTERPRETATION_sRGB);
+  }
+
+  // 5. Fit to [height, width]: centre the resized image; crop what overhangs, fill the rest
+  // (background in pad mode; edge pixels for the rounding pixel in the other modes).
+  const int rw = vips_image_get_width(image.get());
+  const int rh = vips_image_get_height(image.get());
+  const int x = (opt.width - rw) / 2;
+  const int y = (opt.height - rh) / 2;
+  if (rw != opt.width || rh != opt.height || x != 0 || y != 0) {
+    int r;
+    if (opt.mode == ResizeMode::kPad) {
+      VipsArrayDouble* bg = vips_array_double_newv(3, static_cast<double>(opt.background.r),
+                                                   static_cast<double>(opt.background.g),
+                                                   static_cast<double>(opt.background.b));
+      r = vips_embed(image.get(), &tmp, x, y, opt.width, opt.height, "extend",
+                     VIPS_EXTEND_BACKGROUND, "background", bg, nullptr);
+      vips_area_unref(VIPS_AREA(bg));
+    } else {
+      r = vips_embed(image.get(), &tmp, x, y, opt.width, opt.height, "extend",
+                     VIPS_EXTEND_COPY, nullptr);
+    }
+    if (r != 0) return DecodeFail(kind, bytes, failure);
+    image.reset(tmp);
+  }
+  if (opt.mode == ResizeMode::kPad) {
+    const int x0 = std::max(0, x), y0 = std::max(0, y);
+    const int x1 = std::min(opt.width, x + rw), y1 = std::min(opt.height, y + rh);
+    out->valid_box[0] = x0;
+    out->valid_box[1] = y0;
+    out->valid_box[2] = x1 - x0;
+    out->valid_box[3] = y1 - y0;
+  } else {
+    out->valid_box[0] = 0;
+    out->valid_box[1] = 0;
+    out->valid_box[2] = opt.width;
+    out->valid_box[3] = opt.height;
+  }
+
+  // Pixels: this is where the decode actually runs.
+  size_t got = 0;
+  std::unique_ptr<void, GFree> mem(vips_image_write_to_memory(image.get(), &got));
+  if (!mem) return DecodeFail(kind, bytes, failure);
+  const size_t want = static_cast<size_t>(opt.width) * opt.height * 3;
+  if (got != want || vips_image_get_bands(image.get()) != 3 ||
+      vips_image_get_format(image.get()) != VIPS_FORMAT_UCHAR) {
+    return Fail(failure, "corrupt_image",
+                "internal: pipeline produced " + std::to_string(got) + " bytes, expected " +
+                    std::to_string(want));
+  }
+  const uint8_t* p = static_cast<const uint8_t*>(mem.get());
+  out->pixels.assign(p, p + want);
+  return true;
+}
+
+}  // namespace mm::pack

@@ -1,1 +1,202 @@
-// placeholder: see tools/CMakeLists.txt for the owner
+// tokenizer.cc: see tokenizer.h. sentencepiece's util::Status is translated here only.
+#include "tokenizer.h"
+
+#include <openssl/evp.h>
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+#include <utility>
+
+#include "ingest.h"
+
+namespace mm::pack {
+namespace {
+
+Status FromSp(const sentencepiece::util::Status& st, const std::string& context) {
+  if (st.ok()) return Status::OK();
+  return Status::Internal(context + ": sentencepiece: " + st.ToString());
+}
+
+// Feeds captions to the trainer without a temporary file.
+class CaptionIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit CaptionIterator(const std::vector<std::string_view>& captions)
+      : captions_(captions) {
+    Load();
+  }
+  bool done() const override { return i_ >= captions_.size(); }
+  void Next() override {
+    ++i_;
+    Load();
+  }
+  const std::string& value() const override { return value_; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  void Load() {
+    if (i_ < captions_.size()) value_.assign(captions_[i_]);
+  }
+  const std::vector<std::string_view>& captions_;
+  size_t i_ = 0;
+  std::string value_;
+};
+
+}  // namespace
+
+size_t FirstInvalidUtf8(std::string_view s) {
+  size_t i = 0, n = s.size();
+  while (i < n) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return i;  // continuation byte, C0/C1 (overlong), F5..FF
+    }
+    if (i + len > n) return i;
+    for (int k = 1; k < len; ++k) {
+      unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+const char* CheckCaption(std::string_view caption) {
+  if (FirstInvalidUtf8(caption) != std::string_view::npos) return "invalid_utf8";
+  if (caption.find_first_not_of(" \t\n\v\f\r") == std::string_view::npos) return "empty_caption";
+  return nullptr;
+}
+
+std::string Sha256Hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) {
+    return std::string();
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * len);
+  for (unsigned int i = 0; i < len; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 15]);
+  }
+  return hex;
+}
+
+Tokenizer::Tokenizer() = default;
+Tokenizer::~Tokenizer() = default;
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSerialized(std::string model_bytes) {
+  std::unique_ptr<Tokenizer> t(new Tokenizer());
+  t->processor_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  auto st = t->processor_->LoadFromSerializedProto(model_bytes);
+  if (!st.ok()) {
+    return Status::InvalidArgument("not a SentencePiece model: " + st.ToString());
+  }
+  t->model_bytes_ = std::move(model_bytes);
+  const int pieces = t->processor_->GetPieceSize();
+  auto control = [&](int id) {
+    return id >= 0 && id < pieces && t->processor_->IsControl(id) ? id : -1;
+  };
+  t->bos_id_ = control(t->processor_->bos_id());
+  t->eos_id_ = control(t->processor_->eos_id());
+  return t;
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
+  std::string bytes;
+  MM_RETURN_NOT_OK(ReadFile(path, &bytes));
+  auto t = FromSerialized(std::move(bytes));
+  if (!t.ok()) return t.status().WithContext(path);
+  return t;
+}
+
+Result<std::string> Tokenizer::Train(const std::vector<std::string_view>& captions,
+                                     int vocab_size, std::string* note) {
+  if (captions.empty()) return Status::InvalidArgument("no captions to train a tokenizer on");
+  std::unordered_map<std::string, std::string> args = {
+      {"model_type", "unigram"},
+      {"vocab_size", std::to_string(vocab_size)},
+      {"pad_id", "0"},
+      {"unk_id", "1"},
+      {"bos_id", "2"},
+      {"eos_id", "3"},
+      // Determinism: one thread, every sentence, no shuffling.
+      {"num_threads", "1"},
+      {"input_sentence_size", "0"},
+      {"shuffle_input_sentence", "false"},
+      {"minloglevel", "2"},
+      {"model_prefix", "mmpack-unused"},
+  };
+  std::string model;
+  CaptionIterator it(captions);
+  auto st = sentencepiece::SentencePieceTrainer::Train(args, &it, &model);
+  if (!st.ok() && st.ToString().find("Vocabulary size") != std::string::npos) {
+    // Too few distinct pieces for the requested size: let the trainer stop where it can.
+    args["hard_vocab_limit"] = "false";
+    CaptionIterator again(captions);
+    model.clear();
+    st = sentencepiece::SentencePieceTrainer::Train(args, &again, &model);
+    if (st.ok() && note != nullptr) {
+      *note = "the captions hold too few distinct pieces for --vocab-size " +
+              std::to_string(vocab_size) + "; trained a smaller vocabulary";
+    }
+  }
+  MM_RETURN_NOT_OK(FromSp(st, "training the tokenizer"));
+  return model;
+}
+
+Result<TokenizedCaption> Tokenizer::Encode(std::string_view caption, int max_tokens) const {
+  TokenizedCaption out;
+  std::vector<int> pieces;
+  auto st = processor_->Encode(caption, &pieces);
+  if (!st.ok()) return FromSp(st, "encoding a caption");
+  if (max_tokens < 1) max_tokens = 1;
+  const int specials = (bos_id_ >= 0 ? 1 : 0) + (eos_id_ >= 0 ? 1 : 0);
+  const int room = std::max(0, max_tokens - specials);
+  if (static_cast<int>(pieces.size()) > room) {
+    pieces.resize(room);
+    out.truncated = true;
+  }
+  out.ids.reserve(pieces.size() + specials);
+  if (bos_id_ >= 0) out.ids.push_back(bos_id_);
+  out.ids.insert(out.ids.end(), pieces.begin(), pieces.end());
+  if (eos_id_ >= 0) out.ids.push_back(eos_id_);
+  // Only when max_tokens < number of specials: bos wins over eos.
+  if (static_cast<int>(out.ids.size()) > max_tokens) out.ids.resize(max_tokens);
+  return out;
+}
+
+int Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+int Tokenizer::unk_id() const { return processor_->unk_id(); }
+int Tokenizer::pad_id() const {
+  int pad = processor_->pad_id();
+  return pad >= 0 && pad < vocab_size() ? pad : unk_id();
+}
+
+}  // namespace mm::pack

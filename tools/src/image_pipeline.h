@@ -1,0 +1,77 @@
+// image_pipeline.h: one encoded image in, one [H, W, 3] uint8 sRGB image out (libvips).
+//
+// Steps, per sample, on the calling thread (libvips' own threading is set to 1: mmpack
+// parallelises across samples):
+//   1. sniff the type from the magic bytes (JPEG, PNG, GIF, WebP, TIFF, BMP; anything else
+//      is unsupported_format) and read the header only: width*height > max_pixels is refused
+//      (too_many_pixels) before any pixel is decoded;
+//   2. decode with shrink-on-load (JPEG DCT scaling `shrink` 2/4/8, WebP `scale`) to the
+//      smallest size that still covers the target, sequential access, first frame/page only,
+//      truncated data an error (`fail_on` = truncated);
+//   3. colour: CMYK through ICC (embedded profile, else libvips' CMYK default) to sRGB; grey,
+//      16-bit and other interpretations through vips_colourspace to 8-bit sRGB; alpha
+//      composited onto the background (vips_flatten);
+//   4. resize with a Lanczos-3 kernel (antialiased when shrinking), in the source's
+//      orientation, then apply the EXIF orientation (vips_autorot) on the small image;
+//   5. fit: center-crop (cover, crop the middle), pad (contain, letterbox centred on the
+//      background), stretch (both axes scaled independently).
+// Errors from libvips (vips_error_buffer) are translated here only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mm/status.h"
+
+namespace mm::pack {
+
+enum class ResizeMode { kCenterCrop, kPad, kStretch };
+
+/// "center-crop" | "pad" | "stretch". Errors: InvalidArgument.
+[[nodiscard]] Result<ResizeMode> ParseResizeMode(const std::string& text);
+
+struct Rgb {
+  uint8_t r = 255, g = 255, b = 255;
+};
+/// "white", "black", "gray"/"grey", "#rrggbb", "#rgb" or "r,g,b" (0..255).
+/// Errors: InvalidArgument.
+[[nodiscard]] Result<Rgb> ParseColour(const std::string& text);
+/// "#rrggbb", lowercase.
+std::string ColourHex(Rgb colour);
+
+struct ImageOptions {
+  int width = 224;   // output pixels
+  int height = 224;  // output pixels
+  ResizeMode mode = ResizeMode::kCenterCrop;
+  Rgb background;                // behind alpha and around a padded image
+  int64_t max_pixels = 89478485;  // width*height of the source, from its header
+};
+
+struct ProcessedImage {
+  std::vector<uint8_t> pixels;  // [height, width, 3] uint8, sRGB, row-major
+  int32_t original_width = 0;   // source pixels, after EXIF orientation
+  int32_t original_height = 0;
+  int32_t valid_box[4] = {0, 0, 0, 0};  // x, y, width, height of the image region
+};
+
+/// Why an image failed, as report.json names it.
+struct ImageFailure {
+  std::string reason;  // unsupported_format | too_many_pixels | corrupt_image | truncated_image
+  std::string detail;  // one line, libvips' message where there is one
+};
+
+/// Starts libvips once per process (VIPS_INIT, concurrency 1, operation cache off so memory
+/// does not grow with the input). Thread-safe; ProcessImage calls it too.
+/// Errors: Internal.
+[[nodiscard]] Status InitVips();
+
+/// Decodes and fits one encoded image (`bytes`: the file's contents).
+/// Thread-safe: call from many threads at once, one image each.
+/// Returns true and fills `out`, or false and fills `failure`; `out` is then unspecified.
+/// The reason depends only on the bytes (not on timing), so reports are the same at any
+/// thread count.
+bool ProcessImage(const std::string& bytes, const ImageOptions& options, ProcessedImage* out,
+                  ImageFailure* failure);
+
+}  // namespace mm::pack

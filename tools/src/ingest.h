@@ -1,0 +1,95 @@
+// ingest.h: enumerate the raw input of `mmpack build` into samples, in a deterministic order.
+//
+// Formats (schemas/FORMAT.md says what ends up in the shards):
+//   files  a folder of pairs, searched recursively: `key.{jpg,jpeg,png,webp,gif,tif,tiff,bmp}`
+//          beside `key.txt` (the img2dataset / WebDataset "files" layout). key = the path
+//          relative to the folder without its extension. The whole .txt is one caption, with
+//          one trailing newline ("\n" or "\r\n") and a UTF-8 byte-order mark removed.
+//          Order: paths sorted bytewise.
+//   jsonl  one JSON object a line: image from `image` | `image_path` | `file_name`, text from
+//          `text` | `caption`. Lines naming the same image are that sample's captions, in
+//          line order; samples in order of first appearance. A line that is not valid JSON or
+//          lacks the fields is reported (reason `invalid_manifest_line`) and skipped.
+//   csv    a header row, then rows (RFC 4180 quoting, "," separated); same column names.
+//   tsv    the same with tab separators.
+//   coco   COCO captions JSON: `images[]` (`id`, `file_name`) and `annotations[]`
+//          (`image_id`, `caption`). Samples in `images[]` order, captions in annotation order.
+//          `file_name` resolves against the JSON's folder, else its `images/` subfolder.
+//   wds    WebDataset tar files (one .tar, or a folder of .tar files sorted by name): members
+//          grouped by key (member path up to the first dot of its base name); an image member
+//          (extensions above) plus `.txt` / `.caption` members (several: several captions, in
+//          member order). Image bytes are not held here: ImageReader streams them later.
+// Relative image paths resolve against the manifest's folder.
+//
+// Memory: keys, sources and captions of every sample are held (text only); image bytes never.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mm/status.h"
+
+namespace mm::pack {
+
+/// One image with its captions, as the input gave them.
+struct RawSample {
+  std::string key;                    // unique in the set
+  std::string source;                 // image path (or "tar_file:member") as given, UTF-8
+  std::string path;                   // file to read; for wds, the tar file
+  std::string tar_member;             // wds only: the image member's name in `path`
+  int64_t tar_member_index = -1;      // wds only: position of the member in the tar (0-based)
+  std::vector<std::string> captions;  // raw bytes, input order (validated later)
+};
+
+/// Something the input named that cannot become a sample (a bad manifest line, an image
+/// without captions, a caption file without image). Goes to report.json as a dropped entry.
+struct IngestIssue {
+  std::string source;
+  std::string key;
+  std::string reason;  // invalid_manifest_line | missing_caption | missing_file | duplicate_key
+  std::string detail;
+};
+
+struct IngestResult {
+  std::string format;  // the format used: files|jsonl|csv|tsv|coco|wds
+  std::vector<RawSample> samples;
+  std::vector<IngestIssue> issues;
+};
+
+/// Detects the format of `input` (a folder or a file) from its extension or contents:
+/// .jsonl/.ndjson -> jsonl, .csv -> csv, .tsv -> tsv, .json -> coco, .tar -> wds, a folder
+/// with .tar files and no images -> wds, another folder -> files.
+/// Errors: NotFound (no such path), InvalidArgument (cannot tell).
+[[nodiscard]] Result<std::string> DetectInputFormat(const std::string& input);
+
+/// Enumerates `input` in `format` ("auto": DetectInputFormat).
+/// Errors: NotFound, IOError (unreadable input), InvalidArgument (malformed as a whole, e.g.
+/// a CSV without an image column or a COCO file that is not JSON). Per-line or per-file
+/// problems are IngestIssues, not errors.
+[[nodiscard]] Result<IngestResult> Ingest(const std::string& input, const std::string& format);
+
+/// Reads the image bytes of samples in order. For plain files it reads the file; for wds it
+/// keeps the tar open and moves forward to the member (reopening only if asked to go back),
+/// so a tar is read once, sequentially. Not thread-safe: one reader per thread.
+class ImageReader {
+ public:
+  ImageReader();
+  ~ImageReader();
+  ImageReader(const ImageReader&) = delete;
+  ImageReader& operator=(const ImageReader&) = delete;
+
+  /// Fills `bytes` with the sample's encoded image.
+  /// Errors: NotFound (missing file or member), IOError (unreadable).
+  [[nodiscard]] Status Read(const RawSample& sample, std::string* bytes);
+
+ private:
+  struct Tar;
+  std::unique_ptr<Tar> tar_;
+};
+
+/// Reads a whole file. Errors: NotFound, IOError.
+[[nodiscard]] Status ReadFile(const std::string& path, std::string* bytes);
+
+}  // namespace mm::pack
