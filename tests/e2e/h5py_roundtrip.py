@@ -3,6 +3,7 @@
 
 Usage:
   /usr/bin/python3 h5py_roundtrip.py OUT [--expected EXPECTED.json] [--manifest captions.jsonl]
+  /usr/bin/python3 h5py_roundtrip.py          (ctest: builds the real sets with MM_BIN_DIR/mmpack)
 
 Needs HDF5_PLUGIN_PATH pointing at the zstd filter plugin (`eval "$(mmpack env)"`).
 
@@ -18,6 +19,12 @@ With --manifest (the JSONL the set was built from: "image"/"text" lines): every 
 are exactly the manifest's captions of its image, byte for byte, and its token ids are what the
 set's tokenizer.model (sentencepiece) gives for them.
 Exit status 0 when all holds; otherwise an AssertionError names the shard and sample.
+
+Without OUT (as ctest runs it, env MM_BIN_DIR, MM_SHARED_DIR, HDF5_PLUGIN_PATH): builds
+MM_SHARED_DIR/data/{coco-cc (zstd, 3 shards), skimage-micro (pad, none), openclipart-pd (pad,
+none)} with the real `mmpack build`, checks each with `mmpack verify` and the round trip above
+against its captions.jsonl, and checks that coco-cc built with --threads 1 and --threads 2 gives
+byte-identical shards.
 """
 import argparse
 import collections
@@ -107,7 +114,44 @@ def read_set(out_dir):
     assert total == index["totals"]["samples"], "totals.samples"
 
 
+def build_and_check_real_sets():
+    """ctest mode: build the real sets with mmpack and check each one."""
+    mmpack = os.path.join(os.environ["MM_BIN_DIR"], "mmpack")
+    shared = os.environ["MM_SHARED_DIR"]
+    tokenizer = os.path.join(shared, "tokenizers", "albert-30k-clean.model")
+    assert os.environ.get("HDF5_PLUGIN_PATH"), "HDF5_PLUGIN_PATH must name the zstd plugin folder"
+    runs = [("coco-cc", ["--samples-per-shard", "20", "--threads", "2"]),
+            ("skimage-micro", ["--resize-mode", "pad", "--compression", "none"]),
+            ("openclipart-pd", ["--resize-mode", "pad", "--compression", "none",
+                                "--image-size", "96"])]
+    with tempfile.TemporaryDirectory(prefix="mm_h5py_") as tmp:
+        for name, options in runs:
+            manifest = os.path.join(shared, "data", name, "captions.jsonl")
+            out = os.path.join(tmp, name)
+            subprocess.run([mmpack, "build", manifest, "-o", out, "--tokenizer", tokenizer,
+                            "--quiet"] + options, check=True)
+            subprocess.run([mmpack, "verify", out], check=True)
+            subprocess.run([sys.executable, os.path.abspath(__file__), out, "--manifest",
+                            manifest], check=True)
+        # The same input and options give byte-identical shards whatever --threads is.
+        manifest = os.path.join(shared, "data", "coco-cc", "captions.jsonl")
+        other = os.path.join(tmp, "coco-cc-1-thread")
+        subprocess.run([mmpack, "build", manifest, "-o", other, "--tokenizer", tokenizer,
+                        "--quiet", "--samples-per-shard", "20", "--threads", "1"], check=True)
+        a = json.load(open(os.path.join(tmp, "coco-cc", "index.json")))
+        b = json.load(open(os.path.join(other, "index.json")))
+        assert a["shards"] == b["shards"], "index shards differ between --threads 2 and 1"
+        for entry in a["shards"]:
+            with open(os.path.join(tmp, "coco-cc", entry["file"]), "rb") as fa, \
+                    open(os.path.join(other, entry["file"]), "rb") as fb:
+                assert fa.read() == fb.read(), entry["file"] + " differs between thread counts"
+    print("h5py round trip of the real sets: OK")
+    return 0
+
+
 def main():
+    if len(sys.argv) == 1:
+        return build_and_check_real_sets()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--expected")
