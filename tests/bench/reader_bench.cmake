@@ -1,0 +1,12 @@
+# The reader benchmark (issue 3): tests/bench/run_reader_bench.sh drives it; this adds the
+# baseline program it compares against (zstd tight-loop ceiling and HDF5's H5Dread path, on the
+# same shards). Also a ctest labelled "bench" that only runs in the Bench configuration:
+#   ctest --test-dir BUILD -C Bench -L bench --output-on-failure
+add_executable(mm_reader_ceiling ${CMAKE_CURRENT_LIST_DIR}/reader_ceiling.cc)
+target_link_libraries(mm_reader_ceiling PRIVATE mm_reader ${HDF5_C_LIBRARIES} PkgConfig::ZSTD)
+target_include_directories(mm_reader_ceiling PRIVATE ${PROJECT_SOURCE_DIR}/reader/src
+                           ${HDF5_C_INCLUDE_DIRS})
+add_test(NAME reader_bench CONFIGURATIONS Bench
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_reader_bench.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(reader_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
+                     TIMEOUT 1800)
