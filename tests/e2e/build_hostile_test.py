@@ -26,6 +26,7 @@ COCO = os.path.join(u.DATA_DIR, "coco-cc", "images")
 
 # The reasons FORMAT.md names; a hostile file may fairly be classed in any reason of its set.
 UNREADABLE = {"unreadable", "corrupt_image", "unsupported_format", "empty_file"}
+TRUNCATED = {"corrupt_image", "truncated_image"}
 
 MULTILINGUAL = [
     "一只猫坐在窗台上，看着外面的雨。",
@@ -82,7 +83,7 @@ class Hostile(u.TempDirTest):
         good("images/cmyk.jpg", "a CMYK JPEG, red left and blue right")
         x = np.linspace(0, 65535, 300).astype(">u2")
         rgb16 = np.stack([np.tile(x, (200, 1)), np.tile(x[::-1], (200, 1)),
-                          np.full((200, 300), 30000, ">u2")], -1)
+                          np.full((200, 300), 30000, ">u2")], -1).astype(">u2")  # PNG: big-endian
         with open(os.path.join(img, "rgb16.png"), "wb") as f:
             f.write(u.png_bytes(300, 200, lambda y: rgb16[y].tobytes(), bit_depth=16, color_type=2))
         good("images/rgb16.png", "a 16-bit RGB PNG gradient")
@@ -137,13 +138,13 @@ class Hostile(u.TempDirTest):
         data = open(os.path.join(COCO, photos[2]), "rb").read()
         with open(os.path.join(img, "truncated.jpg"), "wb") as f:
             f.write(data[:len(data) * 6 // 10])
-        bad("images/truncated.jpg", "a JPEG cut at 60%", {"corrupt_image"})
+        bad("images/truncated.jpg", "a JPEG cut at 60%", TRUNCATED)
         Image.open(os.path.join(COCO, photos[3])).save(os.path.join(img, "full.png"))
         data = open(os.path.join(img, "full.png"), "rb").read()
         os.remove(os.path.join(img, "full.png"))
         with open(os.path.join(img, "truncated.png"), "wb") as f:
             f.write(data[:len(data) // 2])
-        bad("images/truncated.png", "a PNG cut in half", {"corrupt_image"})
+        bad("images/truncated.png", "a PNG cut in half", TRUNCATED)
         with open(os.path.join(img, "random.jpg"), "wb") as f:
             f.write(random.Random(7).randbytes(5000))
         bad("images/random.jpg", "random bytes named .jpg", UNREADABLE)
@@ -174,7 +175,7 @@ class Hostile(u.TempDirTest):
             for path, caption in rows:
                 f.write(json.dumps({"image": path, "text": caption}, ensure_ascii=False) + "\n")
         cls.out = os.path.join(cls.tmp, "out")
-        cls.run = u.build(os.path.join(raw, "pairs.jsonl"), cls.out)
+        cls.build_run = u.build(os.path.join(raw, "pairs.jsonl"), cls.out)
         cls.shards = u.ShardSet(cls.out)
         cls.tok = u.Tokenizer(u.ALBERT)
 
@@ -216,10 +217,17 @@ class Hostile(u.TempDirTest):
         self.assertEqual(idx["by_reason"], counts)
 
     def test_stderr_counts_dropped_by_reason(self):
-        lines = self.run.stderr.splitlines() + self.run.stdout.splitlines()
+        lines = self.build_run.stderr.splitlines() + self.build_run.stdout.splitlines()
         for reason, n in self.shards.report["dropped_by_reason"].items():
             self.assertTrue(any(reason in l and str(n) in l for l in lines),
-                            "no line counting %s=%d in:\n%s" % (reason, n, self.run.stderr))
+                            "no line counting %s=%d in:\n%s" % (reason, n, self.build_run.stderr))
+
+    def test_info_shows_dropped_by_reason(self):
+        run = u.mmpack("info", self.out)
+        self.assertEqual(run.rc, 0, str(run))
+        self.assertRegex(run.stdout, r"\b%d\b" % len(self.good))
+        for reason in self.shards.report["dropped_by_reason"]:
+            self.assertIn(reason, run.stdout)
 
     def test_verify_accepts_the_set(self):
         run = u.mmpack("verify", self.out)
@@ -304,7 +312,7 @@ class HostileFilesLayout(u.TempDirTest):
         with open(os.path.join(raw, "big.txt"), "w") as f:
             f.write("1.2 megapixels, over the limit of this build")
         cls.out = os.path.join(cls.tmp, "out")
-        cls.run = u.build(raw, cls.out, "--max-pixels", "1000000")
+        cls.build_run = u.build(raw, cls.out, "--max-pixels", "1000000")
         cls.shards = u.ShardSet(cls.out)
 
     def test_good_pairs_written(self):

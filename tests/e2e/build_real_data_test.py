@@ -39,7 +39,7 @@ class RealSetChecks:
         cls.set_dir = os.path.join(u.DATA_DIR, cls.SET)
         cls.expected = u.read_manifest_jsonl(os.path.join(cls.set_dir, "captions.jsonl"))
         cls.out = os.path.join(cls.tmp, "out")
-        cls.run = u.build(os.path.join(cls.set_dir, cls.MANIFEST), cls.out, *cls.EXTRA,
+        cls.build_run = u.build(os.path.join(cls.set_dir, cls.MANIFEST), cls.out, *cls.EXTRA,
                           tokenizer=cls.TOKENIZER)
         cls.shards = u.ShardSet(cls.out)
         model = cls.TOKENIZER or os.path.join(cls.out, "tokenizer.model")
