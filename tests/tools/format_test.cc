@@ -753,6 +753,21 @@ TEST_F(VerifyTest, CatchesTotalsMismatchAndMissingIndexKeys) {
   EXPECT_NE(st.message().find("tokenizer"), std::string::npos) << st.ToString();
 }
 
+TEST(Verify, CatchesACaptionThatIsNotUtf8) {
+  TempDir tmp;
+  WriterOptions o = Options(tmp.path());
+  PlainSample bad = MakePlain(1);
+  bad.captions[1] = "caf\xe9 latin-1";  // the writer stores bytes; verify must notice
+  auto entries = WriteSet(o, {MakePlain(0), bad});
+  ASSERT_EQ(entries.size(), 1u);
+  WriteIndex(o, entries);
+  std::ostringstream out;
+  Status st = RunVerify(o.output_dir, out);
+  ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find("sample 1 (key 'coco-1001')"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("UTF-8"), std::string::npos) << st.ToString();
+}
+
 TEST_F(VerifyTest, RefusesAnIndexOfAnotherFormatVersion) {
   json index = json::parse(std::ifstream(tmp_.path() / "index.json"));
   index["format_version"] = 99;
@@ -873,9 +888,8 @@ TEST(H5py, ReadsImagesTokensCaptionsAndKeysAsWritten) {
   int rc = 0;
   std::string out =
       RunCommand("env HDF5_PLUGIN_PATH='" + std::string(MM_PLUGIN_DIR) + "' /usr/bin/python3 '" +
-                     std::string(MM_SOURCE_DIR) + "/tests/e2e/h5py_roundtrip.py' '" +
-                     o.output_dir + "' --expected '" + (tmp.path() / "expected.json").string() +
-                     "'",
+                     std::string(MM_SOURCE_DIR) + "/tests/e2e/h5py_roundtrip.py' '" + o.output_dir +
+                     "' --expected '" + (tmp.path() / "expected.json").string() + "'",
                  &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("h5py round trip: OK: 6 samples"), std::string::npos) << out;
@@ -883,11 +897,11 @@ TEST(H5py, ReadsImagesTokensCaptionsAndKeysAsWritten) {
   // The script can fail: a changed caption in the expectation is caught.
   expected["samples"][3]["captions"][0] = "something else";
   std::ofstream(tmp.path() / "expected.json") << expected.dump();
-  out = RunCommand("env HDF5_PLUGIN_PATH='" + std::string(MM_PLUGIN_DIR) + "' /usr/bin/python3 '" +
-                       std::string(MM_SOURCE_DIR) + "/tests/e2e/h5py_roundtrip.py' '" +
-                       o.output_dir + "' --expected '" +
-                       (tmp.path() / "expected.json").string() + "'",
-                   &rc);
+  out =
+      RunCommand("env HDF5_PLUGIN_PATH='" + std::string(MM_PLUGIN_DIR) + "' /usr/bin/python3 '" +
+                     std::string(MM_SOURCE_DIR) + "/tests/e2e/h5py_roundtrip.py' '" + o.output_dir +
+                     "' --expected '" + (tmp.path() / "expected.json").string() + "'",
+                 &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("shard-000000.h5 sample 3"), std::string::npos) << out;
 }

@@ -192,6 +192,56 @@ Result<std::vector<std::string>> ReadFixedStrings(hid_t file, const char* name, 
   return out;
 }
 
+Result<std::vector<std::string>> ReadVlenStrings(hid_t file, const char* name, size_t count) {
+  MM_ASSIGN_OR_RETURN(h5::Dataset dset, h5::Own<h5::Dataset>(H5Dopen2(file, name, H5P_DEFAULT),
+                                                             std::string("opening ") + name,
+                                                             StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(h5::Datatype type, h5::VlenUtf8Type());
+  std::vector<char*> pointers(count, nullptr);
+  if (count > 0) {
+    MM_RETURN_NOT_OK(
+        h5::Check(H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()),
+                  std::string("reading ") + name, StatusCode::kCorruption));
+  }
+  std::vector<std::string> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (pointers[i] != nullptr) out[i] = pointers[i];
+    H5free_memory(pointers[i]);
+  }
+  return out;
+}
+
+// True when `text` is well-formed UTF-8 (RFC 3629: no overlongs, surrogates or > U+10FFFF).
+bool IsUtf8(const std::string& text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    unsigned c = *p;
+    int extra = 0;
+    unsigned min = 0, code = 0;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      extra = 1, min = 0x80, code = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      extra = 2, min = 0x800, code = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      extra = 3, min = 0x10000, code = c & 0x07;
+    } else {
+      return false;
+    }
+    if (end - p <= extra) return false;
+    for (int k = 1; k <= extra; ++k) {
+      if ((p[k] & 0xC0) != 0x80) return false;
+      code = (code << 6) | (p[k] & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    p += extra + 1;
+  }
+  return true;
+}
+
 class ShardVerifier {
  public:
   ShardVerifier(const json& schema, std::unordered_set<std::string>* keys)
@@ -364,7 +414,38 @@ class ShardVerifier {
         return Status::Corruption("key '" + keys[i] + "' is empty or not unique in the set");
       }
     }
+    for (size_t i = 0; i < n; ++i) {
+      if (!IsUtf8(keys[i])) {
+        *sample = static_cast<int64_t>(i);
+        return Status::Corruption("key is not valid UTF-8");
+      }
+    }
     keys_of_shard_ = std::move(keys);
+    MM_ASSIGN_OR_RETURN(auto sources, ReadVlenStrings(file, format::kSources, n));
+    for (size_t i = 0; i < n; ++i) {
+      if (!IsUtf8(sources[i])) {
+        *sample = static_cast<int64_t>(i);
+        return Status::Corruption("source is not valid UTF-8");
+      }
+    }
+    MM_ASSIGN_OR_RETURN(auto captions, ReadVlenStrings(file, format::kCaptions, c));
+    for (size_t i = 0; i < n; ++i) {
+      for (int64_t k = caption_offsets[i]; k < caption_offsets[i + 1]; ++k) {
+        const std::string& caption = captions[static_cast<size_t>(k)];
+        if (caption.empty() || !IsUtf8(caption)) {
+          *sample = static_cast<int64_t>(i);
+          return Status::Corruption("caption " + std::to_string(k) + " is empty or not UTF-8");
+        }
+      }
+    }
+    MM_ASSIGN_OR_RETURN(auto sizes,
+                        ReadNumeric<int32_t>(file, format::kOriginalSize, H5T_NATIVE_INT32, n * 2));
+    for (size_t i = 0; i < n; ++i) {
+      if (sizes[2 * i] <= 0 || sizes[2 * i + 1] <= 0) {
+        *sample = static_cast<int64_t>(i);
+        return Status::Corruption("original_size is not positive");
+      }
+    }
     MM_ASSIGN_OR_RETURN(auto boxes,
                         ReadNumeric<int32_t>(file, format::kValidBox, H5T_NATIVE_INT32, n * 4));
     for (size_t i = 0; i < n; ++i) {
