@@ -1,0 +1,132 @@
+#include "amp.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <stdexcept>
+
+namespace mm::train {
+
+AmpMode ParseAmp(const std::string& s) {
+  if (s == "off") return AmpMode::kOff;
+  if (s == "bf16") return AmpMode::kBf16;
+  if (s == "fp16") return AmpMode::kFp16;
+  throw std::invalid_argument("--amp must be off, bf16 or fp16, not '" + s + "'");
+}
+
+const char* AmpName(AmpMode m) {
+  switch (m) {
+    case AmpMode::kOff: return "off";
+    case AmpMode::kBf16: return "bf16";
+    case AmpMode::kFp16: return "fp16";
+  }
+  return "?";
+}
+
+void CheckAmpSupported(AmpMode mode, const torch::Device& device) {
+  if (mode == AmpMode::kFp16 && !device.is_cuda()) {
+    throw std::invalid_argument(
+        "--amp fp16 needs a CUDA device (CPU autocast supports bfloat16 only): use --amp bf16 "
+        "or --amp off");
+  }
+}
+
+// The autocast API changed in 2.4 (device-type-generic setters); older versions, 1.13
+// included, have per-device functions.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define MM_AUTOCAST_GENERIC 1
+#endif
+
+AutocastScope::AutocastScope(AmpMode mode, const torch::Device& device) {
+  if (mode == AmpMode::kOff) return;
+  active_ = true;
+  cuda_ = device.is_cuda();
+  const at::ScalarType dtype = mode == AmpMode::kBf16 ? at::kBFloat16 : at::kHalf;
+#ifdef MM_AUTOCAST_GENERIC
+  const auto type = cuda_ ? at::kCUDA : at::kCPU;
+  prev_enabled_ = at::autocast::is_autocast_enabled(type);
+  prev_dtype_ = at::autocast::get_autocast_dtype(type);
+  at::autocast::set_autocast_enabled(type, true);
+  at::autocast::set_autocast_dtype(type, dtype);
+#else
+  if (cuda_) {
+    prev_enabled_ = at::autocast::is_enabled();
+    prev_dtype_ = at::autocast::get_autocast_gpu_dtype();
+    at::autocast::set_enabled(true);
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    prev_enabled_ = at::autocast::is_cpu_enabled();
+    prev_dtype_ = at::autocast::get_autocast_cpu_dtype();
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+#endif
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#ifdef MM_AUTOCAST_GENERIC
+  const auto type = cuda_ ? at::kCUDA : at::kCPU;
+  at::autocast::set_autocast_enabled(type, prev_enabled_);
+  at::autocast::set_autocast_dtype(type, prev_dtype_);
+#else
+  if (cuda_) {
+    at::autocast::set_enabled(prev_enabled_);
+    at::autocast::set_autocast_gpu_dtype(prev_dtype_);
+  } else {
+    at::autocast::set_cpu_enabled(prev_enabled_);
+    at::autocast::set_autocast_cpu_dtype(prev_dtype_);
+  }
+#endif
+}
+
+LossScaler::LossScaler(bool enabled, const torch::Device& device, double init_scale,
+                       double growth_factor, double backoff_factor, int64_t growth_interval)
+    : enabled_(enabled),
+      growth_factor_(growth_factor),
+      backoff_factor_(backoff_factor),
+      growth_interval_(growth_interval) {
+  auto f = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  scale_ = torch::full({}, enabled ? init_scale : 1.0, f);
+  growth_tracker_ = torch::zeros({}, f.dtype(torch::kInt));
+  found_inf_ = torch::zeros({}, f);
+}
+
+torch::Tensor LossScaler::Scale(const torch::Tensor& loss) const {
+  return enabled_ ? loss * scale_ : loss;
+}
+
+void LossScaler::Unscale(const std::vector<torch::Tensor>& params) {
+  if (!enabled_) return;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  found_inf_.zero_();
+  auto inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale);
+}
+
+bool LossScaler::StepIsFinite() const {
+  return !enabled_ || found_inf_.item<float>() == 0.0f;
+}
+
+void LossScaler::Update() {
+  if (!enabled_) return;
+  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, growth_factor_, backoff_factor_,
+                         growth_interval_);
+}
+
+double LossScaler::scale() const { return scale_.item<double>(); }
+
+std::vector<torch::Tensor> LossScaler::State() const {
+  return {scale_.cpu().clone(), growth_tracker_.cpu().clone()};
+}
+
+void LossScaler::LoadState(const std::vector<torch::Tensor>& state) {
+  TORCH_CHECK(state.size() == 2, "loss scaler state must hold scale and growth tracker");
+  scale_.copy_(state[0]);
+  growth_tracker_.copy_(state[1]);
+}
+
+}  // namespace mm::train

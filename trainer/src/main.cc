@@ -1,0 +1,84 @@
+// mmtrain: train a CoCa-style image-text model on mmpack shards (see trainer.h).
+//
+//   mmtrain --shards OUT --val-shards VAL --out RUN [--steps N] [--amp bf16] ...
+//   mpirun -n 2 mmtrain ...            (or torchrun / srun; see distributed.h)
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <sstream>
+
+#include "trainer.h"
+
+int main(int argc, char** argv) {
+  mm::train::TrainConfig c;
+  CLI::App app{"mmtrain: train a CoCa-style model (contrastive + captioning) on mmpack shards"};
+  std::string loss_weights = "1,1";
+  app.add_option("--shards", c.shards, "training shard set (directory with index.json)")
+      ->required();
+  app.add_option("--val-shards", c.val_shards, "validation shard set");
+  app.add_option("--out", c.out, "run directory: metrics.jsonl, checkpoints, summary.json");
+  app.add_option("--preset", c.preset, "default model size: cpu (dim 128, 2 layers, patch 32) "
+                                       "or gpu (dim 512, 6 layers, patch 16)");
+  app.add_option("--dim", c.dim, "model width (overrides the preset)");
+  app.add_option("--layers", c.layers, "blocks per tower (image, text, fusion)");
+  app.add_option("--heads", c.heads, "attention heads");
+  app.add_option("--patch", c.patch, "ViT patch side in pixels");
+  app.add_option("--loss-weights", loss_weights, "\"contrastive,caption\" weights");
+  app.add_option("--amp", c.amp, "off | bf16 | fp16 (fp16 needs CUDA)");
+  app.add_option("--device", c.device, "cpu | cuda | cuda:N");
+  app.add_option("--batch-size", c.batch_size, "items per micro-batch per rank");
+  app.add_option("--accum-steps", c.accum_steps, "micro-batches per optimizer step");
+  app.add_option("--steps", c.steps, "optimizer steps (0: --epochs)");
+  app.add_option("--epochs", c.epochs, "epochs when --steps is 0");
+  app.add_option("--lr", c.lr, "peak learning rate");
+  app.add_option("--weight-decay", c.weight_decay, "AdamW weight decay");
+  app.add_option("--warmup", c.warmup, "linear warmup steps (-1: 5% of steps)");
+  app.add_option("--clip-grad", c.clip_grad, "max gradient L2 norm (0: off)");
+  app.add_option("--seed", c.seed, "seed of initialisation and data order");
+  app.add_option("--log-every", c.log_every, "steps between log lines");
+  app.add_option("--eval-every", c.eval_every, "steps between evaluations (0: only at the end "
+                                               "when --val-shards is given)");
+  app.add_option("--save-every", c.save_every, "steps between checkpoints (and one at the end)");
+  app.add_option("--patience", c.patience, "stop after this many evaluations without "
+                                           "val-loss improvement (0: never)");
+  app.add_option("--resume", c.resume, "checkpoint to continue from");
+  app.add_option("--dump-params", c.dump_params, "write the final parameters to this file "
+                                                 "(.rankN appended under DDP)");
+  app.add_option("--dump-grads", c.dump_grads, "write the first step's gradients to this file");
+  app.add_option("--dist-timeout", c.dist_timeout_s, "seconds before a collective or the "
+                                                     "rendezvous fails");
+  app.add_option("--threads", c.threads, "LibTorch intra-op threads (0: default)");
+  app.add_option("--loader-threads", c.loader_threads, "reader decode threads");
+  app.add_option("--prefetch", c.prefetch, "reader batches in flight");
+  app.add_option("--eval-max", c.eval_max, "evaluate on at most this many val samples");
+  bool no_shuffle = false;
+  app.add_flag("--no-shuffle", no_shuffle, "read the training set in file order");
+  app.add_flag("--quiet", c.quiet, "no per-step lines");
+  CLI11_PARSE(app, argc, argv);
+  c.shuffle = !no_shuffle;
+  int rank = 0;
+  try {
+    rank = mm::train::RankFromEnvironment();
+    char comma = 0;
+    std::istringstream lw(loss_weights);
+    if (!(lw >> c.w_contrastive >> comma >> c.w_caption) || comma != ',' ||
+        c.w_contrastive < 0 || c.w_caption < 0) {
+      throw std::invalid_argument("--loss-weights must be two non-negative numbers "
+                                  "\"contrastive,caption\", not '" + loss_weights + "'");
+    }
+    if (c.eval_every == 0 && !c.val_shards.empty()) c.eval_every = 1LL << 62;  // end only
+    mm::train::Train(c);
+  } catch (const std::exception& e) {
+    // One line; the first line of a c10::Error (its backtrace follows on later lines).
+    std::string msg = e.what();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    std::fprintf(stderr, "mmtrain (rank %d): error: %s\n", rank, msg.c_str());
+    std::fflush(stderr);
+    std::fflush(stdout);
+    // Do not run destructors: a process group whose peer died may block in them.
+    std::_Exit(1);
+  }
+  return 0;
+}
