@@ -53,7 +53,7 @@ struct Shared {
 
   // Caller holds mu.
   void RecycleLocked(std::unique_ptr<Batch> b) {
-    if (!stop && free.size() < capacity) free.push_back(std::move(b));
+    if (b && !stop && free.size() < capacity) free.push_back(std::move(b));
   }
   void Recycle(std::unique_ptr<Batch> b) {
     std::lock_guard<std::mutex> lock(mu);

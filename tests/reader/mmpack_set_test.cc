@@ -95,6 +95,15 @@ TEST(MmpackSet, ReaderEqualsH5pyOnMixedModesAndUncompressed) {
   }
 }
 
+TEST(MmpackSet, ReaderEqualsH5pyOnClipArt) {
+  // openclipart-pd: RGBA, palette, L, bilevel, extreme aspect ratios, non-ASCII captions.
+  TempDir tmp;
+  std::string out = tmp / "clipart";
+  ASSERT_TRUE(Build(SharedDir() + "/data/openclipart-pd/captions.jsonl", out,
+                    "--image-size 48 --resize-mode pad --samples-per-shard 100"));
+  ExpectEqualsH5py(out, tmp);
+}
+
 TEST(MmpackSet, LoaderReadsAllCaptionPairsOfABuiltSet) {
   TempDir tmp;
   std::string out = tmp / "coco";
