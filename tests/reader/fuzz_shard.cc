@@ -53,8 +53,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   shard["file"] = "shard-000000.h5";
   shard["bytes"] = size;
   index["shards"] = nlohmann::json::array({shard});
-  index["totals"] = {{"shards", 1}, {"samples", shard["samples"]},
-                     {"captions", shard["captions"]}, {"tokens", shard["tokens"]},
+  index["totals"] = {{"shards", 1},
+                     {"samples", shard["samples"]},
+                     {"captions", shard["captions"]},
+                     {"tokens", shard["tokens"]},
                      {"bytes", size}};
   {
     std::ofstream out(dir + "/index.json", std::ios::trunc);
