@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Expands coco-cc (51 real COCO photos, 5 captions each) to N distinct JPEGs for the
-`mmpack build` benchmark: each output is a random crop (60-100% of each side, seeded) of one
-real photo, sometimes mirrored, re-encoded at JPEG quality 75-95, with that photo's captions.
+`mmpack build` benchmark, keeping COCO's size distribution (383-640 px): half the outputs are
+full-size re-encodes, half mild random crops (80-100% of each side); each is mirrored with
+probability 1/2 and re-encoded at a random JPEG quality 75-95 (seeded), with its photo's captions.
 
 Usage: build_expand.py COCO_DIR OUT_DIR [N=2000] [SEED=2]
 Writes OUT_DIR/images/NNNNNN.jpg, OUT_DIR/captions.jsonl (one line per caption, paths relative
@@ -23,7 +24,7 @@ def main():
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     stamp = os.path.join(out, "expand.json")
-    if os.path.exists(stamp) and json.load(open(stamp)) == {"n": n, "seed": seed}:
+    if os.path.exists(stamp) and json.load(open(stamp)) == {"n": n, "seed": seed, "version": 2}:
         return
     captions = collections.OrderedDict()
     with open(os.path.join(coco, "captions.jsonl"), encoding="utf-8") as f:
@@ -38,7 +39,10 @@ def main():
         for i in range(n):
             path, im = photos[i % len(photos)]
             w, h = im.size
-            cw, ch = int(w * rng.uniform(0.6, 1.0)), int(h * rng.uniform(0.6, 1.0))
+            if rng.random() < 0.5:
+                cw, ch = w, h
+            else:
+                cw, ch = int(w * rng.uniform(0.8, 1.0)), int(h * rng.uniform(0.8, 1.0))
             x, y = rng.randint(0, w - cw), rng.randint(0, h - ch)
             crop = im.crop((x, y, x + cw, y + ch))
             if rng.random() < 0.5:
@@ -48,7 +52,7 @@ def main():
             files.write(os.path.abspath(os.path.join(out, name)) + "\n")
             for text in captions[path]:
                 man.write(json.dumps({"image": name, "text": text}, ensure_ascii=False) + "\n")
-    json.dump({"n": n, "seed": seed}, open(stamp, "w"))
+    json.dump({"n": n, "seed": seed, "version": 2}, open(stamp, "w"))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ sizes, --compression none, and `mmpack verify` catching a damaged set."""
 import filecmp
 import json
 import os
+import pty
+import subprocess
 import shutil
 import sys
 import unittest
@@ -99,6 +101,41 @@ class Progress(u.TempDirTest):
         self.assertNotIn("\r", text)
         self.assertNotIn("\x1b", text)
         self.assertGreaterEqual(len(output_lines(run)), 1)
+
+    def run_on_terminal(self, *args):
+        """Runs mmpack with stdout and stderr on a pseudo-terminal; returns (rc, text)."""
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([u.MMPACK] + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                                stdout=slave, stderr=slave)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        os.close(master)
+        return proc.wait(timeout=u.TIMEOUT_S), b"".join(chunks).decode("utf-8", "replace")
+
+    def test_progress_bar_on_a_terminal(self):
+        rc, text = self.run_on_terminal("build", COCO, "-o", os.path.join(self.tmp, "tty"),
+                                        "--tokenizer", u.ALBERT, "--threads", "2")
+        self.assertEqual(rc, 0, text)
+        self.assertIn("\r", text, "no bar redrawn in place")
+        self.assertRegex(text, r"51/51")
+        self.assertRegex(text, r"samples/s")
+        self.assertIn("ETA", text)
+
+    def test_quiet_on_a_terminal_draws_no_bar(self):
+        rc, text = self.run_on_terminal("build", COCO, "-o", os.path.join(self.tmp, "tty_quiet"),
+                                        "--tokenizer", u.ALBERT, "--quiet")
+        self.assertEqual(rc, 0, text)
+        self.assertNotIn("ETA", text)
+        self.assertNotIn("\x1b", text)
+        self.assertLessEqual(len([l for l in text.splitlines() if l.strip()]), 3, text)
 
     def test_quiet_prints_only_the_summary(self):
         loud = u.build(SKIMAGE, os.path.join(self.tmp, "loud"))

@@ -130,6 +130,28 @@ class Hostile(u.TempDirTest):
         absolute = os.path.join(cls.tmp, "elsewhere.jpg")
         shutil.copy(os.path.join(COCO, photos[11]), absolute)
         good(absolute, "an image given by its absolute path")
+        # a file name with spaces and Cyrillic; a caption line that comes back much later
+        shutil.copy(os.path.join(COCO, photos[12]), os.path.join(img, "фото 1.jpg"))
+        good("images/фото 1.jpg", "a file name with a space and Cyrillic letters")
+        # a caption far longer than --max-tokens (77): truncated, counted
+        good("images/photo.webp", "a very long caption " + "with many many words " * 60)
+        # more decodable oddities: grey JPEG, progressive JPEG, 16-bit RGBA PNG, WebP with alpha
+        Image.open(os.path.join(COCO, photos[13])).convert("L").save(os.path.join(img, "grey.jpg"))
+        good("images/grey.jpg", "a one-channel grey JPEG")
+        Image.open(os.path.join(COCO, photos[14])).save(os.path.join(img, "progressive.jpg"),
+                                                         progressive=True, quality=90)
+        good("images/progressive.jpg", "a progressive JPEG")
+        rgba16 = np.zeros((64, 64, 4), ">u2")
+        rgba16[:, :, 1] = 65535  # green
+        rgba16[:, 32:, 3] = 65535  # right half opaque, left half transparent
+        with open(os.path.join(img, "rgba16.png"), "wb") as f:
+            f.write(u.png_bytes(64, 64, lambda y: rgba16[y].tobytes(), bit_depth=16, color_type=6))
+        good("images/rgba16.png", "a 16-bit RGBA PNG, left half transparent")
+        rgba = np.zeros((64, 64, 4), np.uint8)
+        rgba[:, :, 2] = 255  # blue
+        rgba[:, 32:, 3] = 255
+        Image.fromarray(rgba, "RGBA").save(os.path.join(img, "alpha.webp"), lossless=True)
+        good("images/alpha.webp", "a WebP with alpha, left half transparent")
 
         # --- bad: each must be skipped and reported
         bad("images/missing.jpg", "a missing file", {"missing_file"})
@@ -195,9 +217,14 @@ class Hostile(u.TempDirTest):
                          list(self.good), "input order")
 
     def test_tokens_of_multilingual_captions_match_sentencepiece(self):
+        truncated = 0
         for s in self.shards.samples:
             for cap, toks in zip(s["captions"], s["tokens"]):
-                self.assertEqual(toks, self.tok.expected(cap, 77)[0], cap.decode("utf-8"))
+                want, cut = self.tok.expected(cap, 77)
+                truncated += cut
+                self.assertEqual(toks, want, cap.decode("utf-8"))
+        self.assertGreaterEqual(truncated, 1)
+        self.assertEqual(self.shards.report["truncated_captions"], truncated)
 
     def test_every_bad_sample_reported_with_path_and_reason(self):
         report = self.shards.report
@@ -265,6 +292,18 @@ class Hostile(u.TempDirTest):
             self.assertTrue(np.all(np.abs(got[:, :100] - 255) <= 2), name)
             self.assertTrue(np.all(np.abs(got[:, 124:] - np.array(right)) <= 2), name)
 
+    def test_more_alpha_and_jpeg_kinds(self):
+        for name, right in (("images/rgba16.png", (0, 255, 0)), ("images/alpha.webp", (0, 0, 255))):
+            got = self.image(name)
+            self.assertTrue(np.all(np.abs(got[:, :100] - 255) <= 2), name)
+            self.assertTrue(np.all(np.abs(got[:, 124:] - np.array(right)) <= 2), name)
+        for name in ("images/grey.jpg", "images/progressive.jpg"):
+            ref = u.reference_image(os.path.join(self.raw, name), 224, 224)
+            self.assertLess(u.mean_abs_diff(self.image(name), ref), 8, name)
+        grey = self.image("images/grey.jpg")
+        self.assertTrue(np.array_equal(grey[:, :, 0], grey[:, :, 1]))
+        self.assertTrue(np.array_equal(grey[:, :, 0], grey[:, :, 2]))
+
     def test_animated_gif_first_frame(self):
         got = self.image("images/anim.gif")
         self.assertTrue(np.all(np.abs(got - np.array((255, 0, 0))) <= 3), got.mean((0, 1)))
@@ -328,6 +367,30 @@ class HostileFilesLayout(u.TempDirTest):
                                    "overlong.jpg": "invalid_utf8",
                                    "empty.jpg": "empty_caption",
                                    "big.png": "too_many_pixels"})
+
+
+class NulInCaption(u.TempDirTest):
+    """A caption holding U+0000 (valid UTF-8, and legal JSON as \\u0000) must either come back
+    byte-for-byte or be dropped and reported; never silently cut at the NUL."""
+
+    def test_nul_caption_kept_whole_or_reported(self):
+        raw = os.path.join(self.tmp, "raw")
+        os.makedirs(raw)
+        photos = sorted(os.listdir(COCO))
+        for p in photos[:2]:
+            shutil.copy(os.path.join(COCO, p), raw)
+        with open(os.path.join(raw, "m.jsonl"), "w") as f:
+            f.write(json.dumps({"image": photos[0], "text": "before\u0000after"}) + "\n")
+            f.write(json.dumps({"image": photos[1], "text": "fine"}) + "\n")
+        out = os.path.join(self.tmp, "out")
+        u.build(os.path.join(raw, "m.jsonl"), out)
+        s = u.ShardSet(out)
+        got = {x["source"].decode(): x["captions"] for x in s.samples}
+        self.assertEqual(got[photos[1]], [b"fine"])
+        if photos[0] in got:
+            self.assertEqual(got[photos[0]], [b"before\0after"])
+        else:
+            self.assertEqual([d["source"] for d in s.report["dropped"]], [photos[0]])
 
 
 class InvalidUtf8InJsonl(u.TempDirTest):
