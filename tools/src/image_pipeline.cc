@@ -293,9 +293,30 @@ bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedIm
   const double cover = std::max(sx_full, sy_full);
   const double fit_scale = opt.mode == ResizeMode::kPad ? std::min(sx_full, sy_full) : cover;
 
+  // The size the source is resized to before the fit (oriented frame), from its full size.
+  int tw, th;  // oriented frame
+  if (opt.mode == ResizeMode::kStretch) {
+    tw = opt.width;
+    th = opt.height;
+  } else {
+    tw = std::max(1, static_cast<int>(std::lround(ow * fit_scale)));
+    th = std::max(1, static_cast<int>(std::lround(oh * fit_scale)));
+    if (opt.mode == ResizeMode::kCenterCrop) {
+      tw = std::max(tw, opt.width);
+      th = std::max(th, opt.height);
+    } else {
+      tw = std::min(tw, opt.width);
+      th = std::min(th, opt.height);
+    }
+  }
+
   // 2. Decode, shrinking on load where the codec can (a factor that keeps the target covered).
   ImagePtr image;
-  const int shrink = fit_scale < 1.0 ? PowerOfTwoShrink(1.0 / fit_scale) : 1;
+  // A factor that keeps the target covered after libvips' rounding down (427 / 4 = 106), so
+  // the resize below always shrinks: no near-1 upscale that would shift the content.
+  int shrink = fit_scale < 1.0 ? PowerOfTwoShrink(1.0 / fit_scale) : 1;
+  const int need_w = swap ? th : tw, need_h = swap ? tw : th;  // source frame
+  while (shrink > 1 && (raw_w / shrink < need_w || raw_h / shrink < need_h)) shrink /= 2;
   if (shrink > 1 && kind == Kind::kJpeg) {
     image.reset(vips_image_new_from_buffer(data, size, "", "access", VIPS_ACCESS_SEQUENTIAL,
                                            "fail_on", VIPS_FAIL_ON_TRUNCATED, "shrink", shrink,
@@ -365,25 +386,12 @@ bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedIm
     }
   }
 
-  // 4. Resize in the source's orientation; scales computed in the oriented frame.
+  // 4. Resize in the source's orientation, each axis from what was loaded to exactly the
+  // target size computed from the full size above.
   const int lw = vips_image_get_width(image.get());
   const int lh = vips_image_get_height(image.get());
-  const int low = swap ? lh : lw;
-  const int loh = swap ? lw : lh;
-  double sx, sy;  // oriented frame
-  if (opt.mode == ResizeMode::kStretch) {
-    sx = static_cast<double>(opt.width) / low;
-    sy = static_cast<double>(opt.height) / loh;
-  } else {
-    double s = opt.mode == ResizeMode::kPad
-                   ? std::min(static_cast<double>(opt.width) / low,
-                              static_cast<double>(opt.height) / loh)
-                   : std::max(static_cast<double>(opt.width) / low,
-                              static_cast<double>(opt.height) / loh);
-    sx = sy = s;
-  }
-  const double hscale = swap ? sy : sx;
-  const double vscale = swap ? sx : sy;
+  const double hscale = static_cast<double>(swap ? th : tw) / lw;
+  const double vscale = static_cast<double>(swap ? tw : th) / lh;
   if (std::abs(hscale - 1.0) > 1e-9 || std::abs(vscale - 1.0) > 1e-9) {
     if (vips_resize(image.get(), &tmp, hscale, "vscale", vscale, "kernel",
                     VIPS_KERNEL_LANCZOS3, nullptr) != 0) {

@@ -184,8 +184,9 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
 }
 
 // RFC 4180 records: fields separated by `sep`, quoted with '"' ("" inside quotes is a quote),
-// records ended by \n or \r\n outside quotes.
-Status ParseDelimited(const std::string& text, char sep,
+// records ended by \n or \r\n outside quotes. Without `quoting` (TSV, as IANA's
+// text/tab-separated-values and the CC3M/CC12M files have it) a quote is just a character.
+Status ParseDelimited(const std::string& text, char sep, bool quoting,
                       std::vector<std::vector<std::string>>* rows,
                       std::vector<int64_t>* row_lines) {
   std::vector<std::string> row;
@@ -225,7 +226,7 @@ Status ParseDelimited(const std::string& text, char sep,
       ++i;
       continue;
     }
-    if (c == '"' && !field_started) {
+    if (c == '"' && !field_started && quoting) {
       quoted = true;
       field_started = true;
       ++i;
@@ -263,7 +264,7 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::
   StripBom(&text);
   std::vector<std::vector<std::string>> rows;
   std::vector<int64_t> lines;
-  MM_RETURN_NOT_OK(ParseDelimited(text, sep, &rows, &lines).WithContext(file.string()));
+  MM_RETURN_NOT_OK(ParseDelimited(text, sep, /*quoting=*/sep != '\t', &rows, &lines).WithContext(file.string()));
   if (rows.empty()) return Status::InvalidArgument(file.string() + ": no header row");
   const std::vector<std::string>& header = rows[0];
   auto column = [&](std::initializer_list<const char*> names) -> int {
@@ -502,9 +503,11 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
     size_t dot = name.find('.', base_start);
     if (dot == std::string::npos || dot == base_start) continue;
     std::string key = name.substr(0, dot);
+    // WebDataset field names: "jpg", "txt", also "caption", "0.txt", "en.caption".
     std::string ext = Lower(name.substr(dot + 1));
-    bool is_text = ext == "txt" || ext == "caption";
-    bool is_image = IsImageExtension(ext);
+    std::string last = ext.substr(ext.find_last_of('.') + 1);
+    bool is_text = last == "txt" || last == "caption" || last == "text";
+    bool is_image = IsImageExtension(last);
     if (!is_text && !is_image) continue;
     auto [git, inserted] = groups.try_emplace(key);
     if (inserted) order.push_back(key);

@@ -11,14 +11,14 @@
 //          line order; samples in order of first appearance. A line that is not valid JSON or
 //          lacks the fields is reported (reason `invalid_manifest_line`) and skipped.
 //   csv    a header row, then rows (RFC 4180 quoting, "," separated); same column names.
-//   tsv    the same with tab separators.
+//   tsv    tab separators, one record a line, no quoting (quotes are text).
 //   coco   COCO captions JSON: `images[]` (`id`, `file_name`) and `annotations[]`
 //          (`image_id`, `caption`). Samples in `images[]` order, captions in annotation order.
 //          `file_name` resolves against the JSON's folder, else its `images/` subfolder.
 //   wds    WebDataset tar files (one .tar, or a folder of .tar files sorted by name): members
 //          grouped by key (member path up to the first dot of its base name); an image member
-//          (extensions above) plus `.txt` / `.caption` members (several: several captions, in
-//          member order). Image bytes are not held here: ImageReader streams them later.
+//          (extensions above) plus text members whose field ends in `txt`, `caption` or `text`
+//          (`.txt`, `.caption`, `.en.txt`...; several: several captions, in member order). Image bytes are not held here: ImageReader streams them later.
 // Relative image paths resolve against the manifest's folder.
 //
 // Memory: keys, sources and captions of every sample are held (text only); image bytes never.

@@ -151,7 +151,6 @@ Result<std::string> Tokenizer::Train(const std::vector<std::string_view>& captio
       {"input_sentence_size", "0"},
       {"shuffle_input_sentence", "false"},
       {"minloglevel", "2"},
-      {"model_prefix", "mmpack-unused"},
   };
   std::string model;
   CaptionIterator it(captions);
