@@ -906,5 +906,100 @@ TEST(H5py, ReadsImagesTokensCaptionsAndKeysAsWritten) {
   EXPECT_NE(out.find("shard-000000.h5 sample 3"), std::string::npos) << out;
 }
 
+// Writes `chunks` (already encoded) as the chunks of a [n, 4, 4, 3] dataset with filter 32015.
+fs::path WriteRawChunks(const fs::path& path, const std::vector<std::vector<uint8_t>>& chunks) {
+  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  H5Closer cf{f, H5Fclose};
+  hsize_t dims[4] = {chunks.size(), 4, 4, 3}, chunk[4] = {1, 4, 4, 3};
+  hid_t space = H5Screate_simple(4, dims, nullptr);
+  H5Closer cs{space, H5Sclose};
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Closer cp{dcpl, H5Pclose};
+  H5Pset_chunk(dcpl, 4, chunk);
+  const unsigned level[1] = {3};
+  H5Pset_filter(dcpl, 32015, H5Z_FLAG_OPTIONAL, 1, level);
+  hid_t d = H5Dcreate2(f, "images", H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  H5Closer cd{d, H5Dclose};
+  for (hsize_t i = 0; i < chunks.size(); ++i) {
+    hsize_t offset[4] = {i, 0, 0, 0};
+    EXPECT_GE(H5Dwrite_chunk(d, H5P_DEFAULT, 0, offset, chunks[i].size(), chunks[i].data()), 0);
+  }
+  return path;
+}
+
+TEST(ZstdFilter, DecodesFramesWithoutContentSizeAndFailsCleanlyOnGarbage) {
+  TempDir tmp;
+  ASSERT_TRUE(ShardWriter::Create(Options(tmp.path())).ok());  // registers the filter
+  std::vector<uint8_t> pixels(4 * 4 * 3);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7);
+  // A streaming frame: no content size in its header (as `zstd` writes from a pipe).
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0);
+  std::vector<uint8_t> frame(ZSTD_compressBound(pixels.size()) + 64);
+  ZSTD_inBuffer in{pixels.data(), pixels.size(), 0};
+  ZSTD_outBuffer out{frame.data(), frame.size(), 0};
+  ASSERT_EQ(ZSTD_compressStream2(cctx, &out, &in, ZSTD_e_end), 0u);
+  ZSTD_freeCCtx(cctx);
+  frame.resize(out.pos);
+  ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), ZSTD_CONTENTSIZE_UNKNOWN);
+  std::vector<uint8_t> garbage = {1, 2, 3, 4, 5, 6, 7, 8};
+  fs::path file = WriteRawChunks(tmp.path() / "raw.h5", {frame, garbage});
+
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  H5Closer cf{f, H5Fclose};
+  hid_t d = H5Dopen2(f, "images", H5P_DEFAULT);
+  H5Closer cd{d, H5Dclose};
+  hid_t space = H5Dget_space(d);
+  H5Closer cs{space, H5Sclose};
+  hsize_t start[4] = {0, 0, 0, 0}, count[4] = {1, 4, 4, 3};
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  hid_t mem = H5Screate_simple(4, count, nullptr);
+  H5Closer cm{mem, H5Sclose};
+  std::vector<uint8_t> back(pixels.size());
+  ASSERT_GE(H5Dread(d, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, back.data()), 0);
+  EXPECT_EQ(back, pixels);
+  // The garbage chunk: the read fails with the filter's error on HDF5's stack, no crash.
+  start[0] = 1;
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  EXPECT_LT(H5Dread(d, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, back.data()), 0);
+  H5Eclear2(H5E_DEFAULT);
+}
+
+// The plugin's encoder: h5py compresses with filter 32015 (loaded from HDF5_PLUGIN_PATH); the
+// frames decode here, bit for bit.
+TEST(ZstdFilter, PluginCompressesWhatH5pyWrites) {
+  TempDir tmp;
+  ASSERT_TRUE(ShardWriter::Create(Options(tmp.path())).ok());
+  fs::path file = tmp.path() / "h5py.h5";
+  int rc = 0;
+  std::string out = RunCommand(
+      "env HDF5_PLUGIN_PATH='" + std::string(MM_PLUGIN_DIR) +
+          "' /usr/bin/python3 -c 'import h5py, numpy as np, sys\n"
+          "a = (np.arange(3 * 8 * 8 * 3) % 251).astype(np.uint8).reshape(3, 8, 8, 3)\n"
+          "with h5py.File(sys.argv[1], \"w\") as f:\n"
+          "    f.create_dataset(\"images\", data=a, chunks=(1, 8, 8, 3), compression=32015, "
+          "compression_opts=(5,))\n' '" +
+          file.string() + "'",
+      &rc);
+  ASSERT_EQ(rc, 0) << out;
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  H5Closer cf{f, H5Fclose};
+  hid_t d = H5Dopen2(f, "images", H5P_DEFAULT);
+  H5Closer cd{d, H5Dclose};
+  std::vector<uint8_t> back(3 * 8 * 8 * 3);
+  ASSERT_GE(H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, back.data()), 0);
+  for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], i % 251) << i;
+  // The stored chunk is a plain zstd frame.
+  hsize_t offset[4] = {1, 0, 0, 0};
+  hsize_t stored = 0;
+  ASSERT_GE(H5Dget_chunk_storage_size(d, offset, &stored), 0);
+  std::vector<uint8_t> raw(stored);
+  uint32_t mask = 0;
+  ASSERT_GE(H5Dread_chunk(d, H5P_DEFAULT, offset, &mask, raw.data()), 0);
+  EXPECT_EQ(ZSTD_getFrameContentSize(raw.data(), raw.size()), 8u * 8 * 3);
+}
+
 }  // namespace
 }  // namespace mm::pack
