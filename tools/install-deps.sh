@@ -6,7 +6,8 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libhdf5-dev hdf5-tools libzstd-dev libxxhash-dev nlohmann-json3-dev
-  libvips-dev libsentencepiece-dev sentencepiece libtbb-dev libcli11-dev
+  libvips-dev libvips-tools zstd  # vips, zstd commands: format tests, h5py round trip
+  libsentencepiece-dev sentencepiece libtbb-dev libcli11-dev
   libarchive-dev libssl-dev libfmt-dev libturbojpeg0-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev openmpi-bin libopenmpi-dev
