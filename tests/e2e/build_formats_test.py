@@ -32,6 +32,11 @@ CAPTIONS = [
 ]
 
 
+def stem_of(source):
+    """'images/x.jpg', '/abs/x.jpg', 'shard.tar:dir/x.jpg' -> 'x'."""
+    return os.path.splitext(os.path.basename(source.split(":")[-1]))[0]
+
+
 class InputFormats(u.TempDirTest):
 
     @classmethod
@@ -97,8 +102,7 @@ class InputFormats(u.TempDirTest):
     def by_stem(self, shards):
         out = {}
         for s in shards.samples:
-            stem = os.path.splitext(os.path.basename(s["source"].decode("utf-8")))[0]
-            out[stem] = s
+            out[stem_of(s["source"].decode("utf-8"))] = s
         return out
 
     def check_same_samples(self, name):
@@ -142,6 +146,75 @@ class InputFormats(u.TempDirTest):
         u.build(raw, out, "--input-format", "jsonl")
         got = self.by_stem(u.ShardSet(out))
         self.assertEqual({k: v["captions"] for k, v in got.items()}, self.want)
+
+
+class ManifestDetails(u.TempDirTest):
+    """Details of real-world manifests: RFC 4180 quoting, a byte-order mark, captions of one
+    image on lines far apart, a folder of several WebDataset tars."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.photos = sorted(os.listdir(COCO))[:4]
+        cls.dir = os.path.join(cls.tmp, "m")
+        os.makedirs(cls.dir)
+        for p in cls.photos:
+            shutil.copy(os.path.join(COCO, p), cls.dir)
+
+    def captions_by_source(self, out):
+        return [(s["source"].decode("utf-8"), s["captions"]) for s in u.ShardSet(out).samples]
+
+    def test_csv_quoted_newlines_and_quotes(self):
+        p = self.photos
+        raw = os.path.join(self.dir, "quoted.csv")
+        with open(raw, "w", encoding="utf-8", newline="") as f:
+            f.write('image,text\r\n')
+            f.write('%s,"two\r\nlines, and ""quotes"""\r\n' % p[0])
+            f.write('%s,plain\r\n' % p[1])
+        out = os.path.join(self.tmp, "quoted")
+        u.build(raw, out)
+        self.assertEqual(self.captions_by_source(out),
+                         [(p[0], [b'two\r\nlines, and "quotes"']), (p[1], [b"plain"])])
+
+    def test_csv_with_byte_order_mark(self):
+        p = self.photos
+        raw = os.path.join(self.dir, "bom.csv")
+        with open(raw, "w", encoding="utf-8-sig", newline="") as f:  # as Excel writes "CSV UTF-8"
+            f.write("image,caption\n%s,first\n%s,second\n" % (p[0], p[1]))
+        out = os.path.join(self.tmp, "bom")
+        u.build(raw, out)
+        self.assertEqual(self.captions_by_source(out), [(p[0], [b"first"]), (p[1], [b"second"])])
+
+    def test_jsonl_lines_of_one_image_far_apart(self):
+        p = self.photos
+        raw = os.path.join(self.dir, "apart.jsonl")
+        rows = [(p[0], "a0"), (p[1], "b0"), (p[2], "c0"), (p[0], "a1"), (p[1], "b1"), (p[0], "a2")]
+        with open(raw, "w") as f:
+            for image, text in rows:
+                f.write(json.dumps({"image": image, "text": text}) + "\n")
+        out = os.path.join(self.tmp, "apart")
+        u.build(raw, out)
+        self.assertEqual(self.captions_by_source(out),
+                         [(p[0], [b"a0", b"a1", b"a2"]), (p[1], [b"b0", b"b1"]), (p[2], [b"c0"])])
+
+    def test_folder_of_webdataset_tars(self):
+        tars = os.path.join(self.tmp, "tars")
+        os.makedirs(tars)
+        for t, chunk in enumerate((self.photos[:2], self.photos[2:])):
+            with tarfile.open(os.path.join(tars, "part-%05d.tar" % t), "w") as tar:
+                for p in chunk:
+                    stem = os.path.splitext(p)[0]
+                    tar.add(os.path.join(COCO, p), arcname=stem + ".jpg")
+                    data = ("caption of " + stem).encode()
+                    info = tarfile.TarInfo(stem + ".txt")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        out = os.path.join(self.tmp, "tars_out")
+        u.build(tars, out)
+        got = [(stem_of(s), c) for s, c in self.captions_by_source(out)]
+        want = [(os.path.splitext(p)[0], [("caption of " + os.path.splitext(p)[0]).encode()])
+                for p in self.photos]
+        self.assertEqual(got, want)
 
 
 if __name__ == "__main__":

@@ -127,7 +127,10 @@ class ShardSet:
         with open(os.path.join(out, "index.json"), "rb") as f:
             self.index = json.load(f)
         report = os.path.join(out, "report.json")
-        self.report = json.load(open(report, "rb")) if os.path.exists(report) else None
+        self.report = None
+        if os.path.exists(report):
+            with open(report, "rb") as f:
+                self.report = json.load(f)
         self.samples = []  # dicts: shard, row, key, source, original_size, valid_box, captions, tokens
         self.attrs = []
         for s in self.index["shards"]:
