@@ -40,6 +40,7 @@ TEST(CheckCaption, StrictUtf8) {
   EXPECT_STREQ(CheckCaption("cut \xe6\x97"), "invalid_utf8");          // truncated sequence
   EXPECT_EQ(CheckCaption("\xf4\x8f\xbf\xbf"), nullptr);                // U+10FFFF itself
   EXPECT_EQ(FirstInvalidUtf8("ab\xc3"), 2u);
+  EXPECT_STREQ(CheckCaption(std::string("before\0after", 12)), "nul_in_caption");
 }
 
 TEST(Sha256Hex, KnownVectors) {

@@ -176,6 +176,10 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
         caption.replace(at, 3, "\xFF");
       }
     }
+    if (image->get_ref<const std::string&>().find('\0') != std::string::npos) {
+      result.issues.push_back({source, "", "invalid_manifest_line", "image path holds a NUL"});
+      continue;
+    }
     grouper.Add(image->get<std::string>(), std::move(caption));
   }
   if (in.bad()) return Status::IOError("read error in " + file.string());

@@ -85,6 +85,8 @@ size_t FirstInvalidUtf8(std::string_view s) {
 
 const char* CheckCaption(std::string_view caption) {
   if (FirstInvalidUtf8(caption) != std::string_view::npos) return "invalid_utf8";
+  // Valid UTF-8 (U+0000), but HDF5 strings end at NUL: it could not come back whole.
+  if (caption.find('\0') != std::string_view::npos) return "nul_in_caption";
   if (caption.find_first_not_of(" \t\n\v\f\r") == std::string_view::npos) return "empty_caption";
   return nullptr;
 }

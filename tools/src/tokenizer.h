@@ -25,7 +25,8 @@ namespace mm::pack {
 size_t FirstInvalidUtf8(std::string_view text);
 
 /// Why a caption cannot be used: nullptr when it can, else "empty_caption" (empty or only
-/// whitespace: ASCII space, \t \n \v \f \r) or "invalid_utf8".
+/// whitespace: ASCII space, \t \n \v \f \r), "invalid_utf8", or "nul_in_caption" (U+0000:
+/// valid UTF-8, but HDF5 strings end at a NUL, so it could not be stored byte-for-byte).
 const char* CheckCaption(std::string_view caption);
 
 /// Lowercase hex SHA-256 (FIPS 180-4, OpenSSL EVP) of `bytes`.
