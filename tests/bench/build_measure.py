@@ -7,6 +7,7 @@ In one run, on the same cores, over the same N expanded coco-cc JPEGs (build_exp
   (a)      the Python way (build_python_way.py): images/s
   (b)      the decode floor (mm_decode_floor): CPU ms per image
   RSS      peak RSS of mmpack build at 1x (N/10) and 10x (N) inputs
+  also     mmpack at --threads 1 and with --compression none (where its CPU goes)
 and prints the ratios against the targets: mmpack/(a) >= 2.5, mmpack CPU/(b) <= 2,
 RSS(10x)/RSS(1x) close to 1. Each timed run is repeated REPEATS times; the best counts.
 
@@ -119,6 +120,15 @@ def main():
                                   "cpu_ms_per_image": round(1e3 * cpu / n, 3)}
     print("mmpack build --threads 1: %s" % json.dumps(results["mmpack_1_thread"]), flush=True)
 
+    # the same without zstd: how much of mmpack's CPU the chunk compression takes
+    wall, cpu, _, _ = run_measured([mmpack, "build", manifest, "-o", out_dir, "--overwrite",
+                                    "--threads", "2", "--tokenizer", model, "--quiet",
+                                    "--compression", "none"])
+    results["mmpack_no_compression"] = {"wall_s": round(wall, 3), "images_per_s": round(n / wall, 1),
+                                        "cpu_ms_per_image": round(1e3 * cpu / n, 3)}
+    print("mmpack build --compression none: %s" % json.dumps(results["mmpack_no_compression"]),
+          flush=True)
+
     # peak RSS at 1x and 10x input
     small_out = os.path.join(work, "shards_1x")
     wall, cpu, rss1, _ = run_measured([mmpack, "build", small, "-o", small_out, "--overwrite",
@@ -147,6 +157,9 @@ def main():
           % (m["images_per_s"], m["cpu_ms_per_image"], m["max_rss_mb"]))
     print("  mmpack build --threads 1   %8.1f images/s   %6.2f CPU ms/image"
           % (results["mmpack_1_thread"]["images_per_s"], results["mmpack_1_thread"]["cpu_ms_per_image"]))
+    print("  mmpack --compression none  %8.1f images/s   %6.2f CPU ms/image"
+          % (results["mmpack_no_compression"]["images_per_s"],
+             results["mmpack_no_compression"]["cpu_ms_per_image"]))
     print("  (a) Python way, Pool(2)    %8.1f images/s   %6.2f CPU ms/image (work only, in the workers)"
           % (a["images_per_s"], a["cpu_ms_per_image"]))
     print("  (b) decode floor, 1 thread              %6.2f CPU ms/image  scales %s"
@@ -161,6 +174,10 @@ def main():
     print("  peak RSS %d vs %d images  %.0f MB vs %.0f MB = %.2fx (must not grow with input) %s"
           % (r["images_1x"], r["images_10x"], r["max_rss_mb_1x"], r["max_rss_mb_10x"],
              q["rss_10x_over_1x"], "OK" if q["rss_10x_over_1x"] <= 1.25 else "GROWS"))
+    busy = max(results["loadavg_before"][0], results["loadavg_after"][0])
+    if busy > results["cpus"]:
+        print("  NOTE: load average %.1f on %d CPUs: other work shared the cores, so images/s are "
+              "contention-limited; CPU ms per image are the robust figures" % (busy, results["cpus"]))
     shutil.rmtree(small_out, ignore_errors=True)
 
 
