@@ -36,12 +36,19 @@ class Failures(u.TempDirTest):
         for w in words:
             self.assertIn(w, lines[0])
 
+    def assertNoLeftovers(self, out):
+        """Nothing named after OUT (a staging or temporary folder) is left beside it."""
+        parent, name = os.path.split(out)
+        left = [f for f in os.listdir(parent) if f.startswith(name) and f != name]
+        self.assertEqual(left, [], "left behind beside OUT")
+
     def test_missing_raw(self):
         out = os.path.join(self.tmp, "out_missing")
         raw = os.path.join(self.tmp, "no_such_input")
         run = u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT)
         self.assertFailsCleanly(run, "no_such_input")
         self.assertFalse(os.path.exists(out))
+        self.assertNoLeftovers(out)
 
     def test_empty_raw_folder(self):
         raw = os.path.join(self.tmp, "empty_dir")
@@ -49,6 +56,7 @@ class Failures(u.TempDirTest):
         out = os.path.join(self.tmp, "out_empty_dir")
         self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT))
         self.assertFalse(os.path.exists(out))
+        self.assertNoLeftovers(out)
 
     def test_empty_manifest(self):
         raw = os.path.join(self.tmp, "empty.jsonl")
@@ -82,6 +90,28 @@ class Failures(u.TempDirTest):
                          ["shard-000000.h5"])
         self.assertEqual(u.ShardSet(out).index["totals"]["samples"], 51)
         self.assertEqual(u.mmpack("verify", out).rc, 0)
+
+    def test_no_usable_sample(self):
+        raw = os.path.join(self.tmp, "all_bad.jsonl")
+        with open(raw, "w") as f:
+            f.write('{"image": "missing.jpg", "text": "a caption"}\n')
+        out = os.path.join(self.tmp, "out_all_bad")
+        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT))
+        self.assertFalse(os.path.exists(out))
+        self.assertNoLeftovers(out)
+
+    def test_failed_overwrite_keeps_the_old_set(self):
+        out = os.path.join(self.tmp, "out_keep")
+        u.build(SKIMAGE, out)
+        before = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+        raw = os.path.join(self.tmp, "all_bad2.jsonl")
+        with open(raw, "w") as f:
+            f.write('{"image": "missing.jpg", "text": "a caption"}\n')
+        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--overwrite",
+                                         "--tokenizer", u.ALBERT))
+        after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+        self.assertEqual(before, after, "a failed --overwrite build damaged the old set")
+        self.assertNoLeftovers(out)
 
     def test_bad_option_values(self):
         out = os.path.join(self.tmp, "out_bad_opts")

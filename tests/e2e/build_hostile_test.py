@@ -260,6 +260,15 @@ class Hostile(u.TempDirTest):
         run = u.mmpack("verify", self.out)
         self.assertEqual(run.rc, 0, str(run))
 
+    def test_same_files_with_one_thread(self):
+        one = os.path.join(self.tmp, "one_thread")
+        u.build(os.path.join(self.raw, "pairs.jsonl"), one, threads=1)
+        names = sorted(os.listdir(self.out))
+        self.assertEqual(names, sorted(os.listdir(one)))
+        for name in names:
+            with open(os.path.join(self.out, name), "rb") as a, open(os.path.join(one, name), "rb") as b:
+                self.assertTrue(a.read() == b.read(), name + " differs between --threads 2 and 1")
+
     def test_exif_orientation_applied(self):
         s = self.sample("images/exif6.jpg")
         self.assertEqual(s["original_size"], (120, 240))
