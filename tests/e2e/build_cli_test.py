@@ -291,6 +291,7 @@ class VerifyCatchesDamage(u.TempDirTest):
         run = u.mmpack("verify", out)
         self.assertNotEqual(run.rc, 0, str(run))
         self.assertIn("shard-000001", run.stdout + run.stderr)
+        self.assertRegex(run.stdout + run.stderr, r"sample \d+", "verify should name the sample")
 
     def test_truncated_shard(self):
         out = self.damaged_copy("cut")

@@ -177,10 +177,14 @@ class RealSetChecks:
                 self.assertGreater(img.std(), ref.std() / 3, "blank image for %s" % path)
             d = u.mean_abs_diff(img, ref)
             diffs.append(d)
-            self.assertLess(d, 25, "%s differs from PIL by %.1f on average" % (path, d))
+            # high-frequency clip art (a barcode) differs most between resampling kernels
+            self.assertLess(d, 30, "%s differs from PIL by %.1f on average" % (path, d))
             self.assertEqual(s["original_size"], u.oriented_rgb(path).size, path)
             self.assertEqual(s["valid_box"], (0, 0, 224, 224))
-        self.assertLess(float(np.median(diffs)), 6.0, diffs)
+        # measured: median 0.2-0.4, 90th percentile 0.3-4.6 (libvips Lanczos3 with shrink-on-load
+        # against PIL Lanczos): a channel swap, a shift or a wrong crop is far above these
+        self.assertLess(float(np.median(diffs)), 2.0, diffs)
+        self.assertLess(float(np.percentile(diffs, 90)), 8.0, diffs)
 
     def manifest_path(self, sample):
         """The manifest path (relative to the set folder) a sample came from."""
