@@ -378,6 +378,51 @@ class HostileFilesLayout(u.TempDirTest):
                                    "big.png": "too_many_pixels"})
 
 
+class CorruptData(u.TempDirTest):
+    """Files whose headers are fine but whose compressed data is damaged in the middle (2000
+    random bytes in a JPEG's entropy-coded data; 50 in a PNG's IDAT): skipped as corrupt, each
+    with its own decoder's message, and the good image after them written."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.raw = os.path.join(cls.tmp, "raw")
+        os.makedirs(cls.raw)
+        photos = sorted(os.listdir(COCO))
+        rng = random.Random(11)
+        data = bytearray(open(os.path.join(COCO, photos[0]), "rb").read())
+        mid = len(data) // 2
+        data[mid:mid + 2000] = rng.randbytes(2000)
+        with open(os.path.join(cls.raw, "damaged.jpg"), "wb") as f:
+            f.write(data)
+        Image.open(os.path.join(COCO, photos[1])).save(os.path.join(cls.raw, "full.png"))
+        data = bytearray(open(os.path.join(cls.raw, "full.png"), "rb").read())
+        os.remove(os.path.join(cls.raw, "full.png"))
+        mid = len(data) // 2
+        data[mid:mid + 50] = rng.randbytes(50)
+        with open(os.path.join(cls.raw, "damaged.png"), "wb") as f:
+            f.write(data)
+        shutil.copy(os.path.join(COCO, photos[2]), os.path.join(cls.raw, "fine.jpg"))
+        with open(os.path.join(cls.raw, "m.jsonl"), "w") as f:
+            for name in ("damaged.jpg", "damaged.png", "fine.jpg"):
+                f.write(json.dumps({"image": name, "text": "caption of " + name}) + "\n")
+        cls.out = os.path.join(cls.tmp, "out")
+        u.build(os.path.join(cls.raw, "m.jsonl"), cls.out, threads=1)
+        cls.shards = u.ShardSet(cls.out)
+
+    def test_only_the_good_image_written(self):
+        self.assertEqual([s["source"] for s in self.shards.samples], [b"fine.jpg"])
+
+    def test_each_drop_carries_its_own_decoder_message(self):
+        dropped = {d["source"]: d for d in self.shards.report["dropped"]}
+        self.assertIn("damaged.png", dropped)
+        self.assertEqual(dropped["damaged.png"]["reason"], "corrupt_image")
+        self.assertNotIn("JPEG", dropped["damaged.png"]["detail"],
+                         "a PNG's drop reports another file's JPEG message")
+        self.assertIn("damaged.jpg", dropped, "a JPEG with damaged entropy data was written")
+        self.assertEqual(dropped["damaged.jpg"]["reason"], "corrupt_image")
+
+
 class NulInCaption(u.TempDirTest):
     """A caption holding U+0000 (valid UTF-8, and legal JSON as \\u0000) must either come back
     byte-for-byte or be dropped and reported; never silently cut at the NUL."""
