@@ -170,12 +170,25 @@ EncodedSample Encode(const PlainSample& p, const std::string& compression = "zst
   return e;
 }
 
+std::string TokenizerModel() { return Shared("tokenizers/albert-30k-clean.model"); }
+
+// sha256 of the real tokenizer, by the sha256sum command (an independent implementation).
+const std::string& TokenizerSha256() {
+  static const std::string sha = [] {
+    int rc = 0;
+    std::string out = RunCommand("sha256sum '" + TokenizerModel() + "'", &rc);
+    EXPECT_EQ(rc, 0) << out;
+    return out.substr(0, 64);
+  }();
+  return sha;
+}
+
 WriterOptions Options(const fs::path& dir) {
   WriterOptions o;
   o.output_dir = dir.string();
   o.image_width = kWidth;
   o.image_height = kHeight;
-  o.tokenizer_sha256 = "fefb02b6" + std::string(56, '0');
+  o.tokenizer_sha256 = TokenizerSha256();
   return o;
 }
 
@@ -244,6 +257,8 @@ void WriteIndex(const WriterOptions& o, const std::vector<mm::reader::ShardEntry
         {"bytes", bytes}}},
       {"dropped", {{"total", 2}, {"by_reason", {{"corrupt_image", 1}, {"empty_caption", 1}}}}}};
   std::ofstream(fs::path(o.output_dir) / "index.json") << index.dump(2);
+  fs::copy_file(TokenizerModel(), fs::path(o.output_dir) / "tokenizer.model",
+                fs::copy_options::overwrite_existing);
 }
 
 std::string XxhHex(const std::vector<uint8_t>& bytes) {
@@ -766,6 +781,20 @@ TEST(Verify, CatchesACaptionThatIsNotUtf8) {
   ASSERT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_NE(st.message().find("sample 1 (key 'coco-1001')"), std::string::npos) << st.ToString();
   EXPECT_NE(st.message().find("UTF-8"), std::string::npos) << st.ToString();
+}
+
+TEST_F(VerifyTest, CatchesAMissingOrChangedTokenizer) {
+  fs::path model = tmp_.path() / "tokenizer.model";
+  auto bytes = ReadFile(model);
+  bytes[bytes.size() / 2] ^= 0x40;
+  WriteFile(model, bytes);
+  Status st = Verify();
+  ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find("tokenizer.model: sha256"), std::string::npos) << st.ToString();
+  fs::remove(model);
+  st = Verify();
+  ASSERT_TRUE(st.IsNotFound()) << st.ToString();
+  EXPECT_NE(st.message().find("tokenizer.model"), std::string::npos) << st.ToString();
 }
 
 TEST_F(VerifyTest, RefusesAnIndexOfAnotherFormatVersion) {

@@ -6,6 +6,7 @@
 // offsets of the ragged tables, key uniqueness, and it decodes every image chunk. It stops at
 // the first problem and names the shard and, where one is to blame, the sample.
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
@@ -99,6 +100,36 @@ Result<std::string> HashFile(const fs::path& path) {
   return std::string(hex);
 }
 
+// SHA-256 of a file as 64 lowercase hex digits (the tokenizer's identity in the index).
+Result<std::string> Sha256File(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path.filename().string() + " is missing");
+  struct MdDeleter {
+    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+  };
+  std::unique_ptr<EVP_MD_CTX, MdDeleter> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return Status::Internal("EVP_DigestInit_ex(sha256) failed");
+  }
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    if (in.gcount() > 0)
+      EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return Status::IOError("reading " + path.string());
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &length);
+  std::string hex;
+  char two[3];
+  for (unsigned i = 0; i < length; ++i) {
+    std::snprintf(two, sizeof(two), "%02x", digest[i]);
+    hex += two;
+  }
+  return hex;
+}
+
 struct DctxDeleter {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
@@ -113,6 +144,7 @@ struct Expected {
   int64_t height = 0;
   int64_t width = 0;
   std::string compression;
+  std::string tokenizer_sha256;
   int64_t vocab_size = 0;  // 0: unknown, token ids not range-checked
 };
 
@@ -277,6 +309,10 @@ class ShardVerifier {
             return Status::Corruption("attribute '" + name + "' has the unknown value '" + value +
                                       "'");
           }
+        }
+        if (name == format::kAttrTokenizerSha256 && value != e.tokenizer_sha256) {
+          return Status::Corruption("attribute 'tokenizer_sha256' is '" + value +
+                                    "', the index says '" + e.tokenizer_sha256 + "'");
         }
         if (name == format::kAttrCompression && value != e.compression) {
           return Status::Corruption("attribute 'compression' is '" + value + "', the index says '" +
@@ -563,6 +599,15 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
   base.width = IntOr(index["image"], "width", 0);
   base.compression = StringOr(index["compression"], "codec", "");
   base.vocab_size = IntOr(index["tokenizer"], "vocab_size", 0);
+  base.tokenizer_sha256 = StringOr(index["tokenizer"], "sha256", "");
+  // The tokenizer whose ids the shards hold ships with them.
+  std::string tokenizer_file =
+      StringOr(index["tokenizer"], "file", std::string(format::kTokenizerFile));
+  MM_ASSIGN_OR_RETURN(std::string tokenizer_sha, Sha256File(root / tokenizer_file));
+  if (tokenizer_sha != base.tokenizer_sha256) {
+    return Status::Corruption(tokenizer_file + ": sha256 is " + tokenizer_sha +
+                              ", index.json says '" + base.tokenizer_sha256 + "'");
+  }
   if (base.height <= 0 || base.width <= 0) {
     return Status::Corruption("index.json image height/width missing or not positive");
   }
