@@ -750,19 +750,29 @@ Status RunInfo(const std::string& dir, std::ostream& out) {
         << "), vocab " << IntOr(tok, "vocab_size", 0) << ", pad " << IntOr(tok, "pad_id", 0)
         << ", unk " << IntOr(tok, "unk_id", 0) << ", bos " << IntOr(tok, "bos_id", -1) << ", eos "
         << IntOr(tok, "eos_id", -1) << ", max tokens " << IntOr(tok, "max_tokens", 0) << "\n";
-    out << "dropped:      " << IntOr(dropped, "total", 0);
-    if (dropped.contains("by_reason") && dropped["by_reason"].is_object() &&
-        !dropped["by_reason"].empty()) {
+    auto report = ReadJsonFile(root / format::kReportFile);
+    // Counts by reason: the index's, or report.json's when the index has none.
+    json by_reason = dropped.value("by_reason", json::object());
+    if ((!by_reason.is_object() || by_reason.empty()) && report.ok()) {
+      by_reason = report->value("dropped_by_reason", json::object());
+    }
+    int64_t dropped_total = IntOr(dropped, "total", 0);
+    if (dropped_total == 0 && by_reason.is_object()) {
+      for (const auto& [reason, count] : by_reason.items()) {
+        if (count.is_number_integer()) dropped_total += count.get<int64_t>();
+      }
+    }
+    out << "dropped:      " << dropped_total;
+    if (by_reason.is_object() && !by_reason.empty()) {
       out << " (";
       bool first = true;
-      for (const auto& [reason, count] : dropped["by_reason"].items()) {
+      for (const auto& [reason, count] : by_reason.items()) {
         out << (first ? "" : ", ") << reason << " " << count.dump();
         first = false;
       }
       out << ")";
     }
     out << "\n";
-    auto report = ReadJsonFile(root / format::kReportFile);
     if (report.ok() && report->contains("truncated_captions")) {
       out << "truncated:    " << IntOr(*report, "truncated_captions", 0)
           << " captions cut to max tokens (report.json)\n";
