@@ -9,9 +9,8 @@
 // Usage: mm_decode_floor LIST [TARGET=224] [REPEATS=1]
 // Prints one JSON object: images, failed, cpu_ms_per_image, wall_s, megapixels_decoded, and
 // how many images each scale decoded.
-#include <turbojpeg.h>
-
 #include <time.h>
+#include <turbojpeg.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -100,8 +99,8 @@ int main(int argc, char** argv) {
       const tjscalingfactor s = PickScale(width, height, target);
       const int w = TJSCALED(width, s), h = TJSCALED(height, s);
       rgb.resize(static_cast<size_t>(w) * h * 3);
-      if (tjDecompress2(tj.get(), file.data(), file.size(), rgb.data(), w, /*pitch=*/0, h,
-                        TJPF_RGB, /*flags=*/0) != 0) {
+      if (tjDecompress2(tj.get(), file.data(), file.size(), rgb.data(), w, /*pitch=*/0, h, TJPF_RGB,
+                        /*flags=*/0) != 0) {
         ++failed;
         continue;
       }
@@ -113,10 +112,11 @@ int main(int argc, char** argv) {
   const double cpu = Seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
   const double wall = Seconds(CLOCK_MONOTONIC) - wall0;
 
-  std::printf("{\"images\": %lld, \"failed\": %lld, \"cpu_ms_per_image\": %.4f, \"wall_s\": %.4f, "
-              "\"megapixels_decoded\": %.2f, \"by_scale\": {",
-              static_cast<long long>(decoded), static_cast<long long>(failed),
-              decoded ? 1e3 * cpu / static_cast<double>(decoded) : 0.0, wall, megapixels);
+  std::printf(
+      "{\"images\": %lld, \"failed\": %lld, \"cpu_ms_per_image\": %.4f, \"wall_s\": %.4f, "
+      "\"megapixels_decoded\": %.2f, \"by_scale\": {",
+      static_cast<long long>(decoded), static_cast<long long>(failed),
+      decoded ? 1e3 * cpu / static_cast<double>(decoded) : 0.0, wall, megapixels);
   bool first = true;
   for (const auto& [scale, n] : by_scale) {
     std::printf("%s\"%s\": %lld", first ? "" : ", ", scale.c_str(), static_cast<long long>(n));
