@@ -206,6 +206,27 @@ class Determinism(u.TempDirTest):
         self.assertEqual(u.mmpack("verify", out).rc, 0)
 
 
+class EnvScript(u.TempDirTest):
+    """`eval "$(mmpack env)"` is all a user needs before h5dump / h5py read the zstd chunks."""
+
+    def test_h5dump_and_h5py_after_eval_env(self):
+        out = os.path.join(self.tmp, "set")
+        u.build(SKIMAGE, out)
+        shard = os.path.join(out, "shard-000000.h5")
+        env = {k: v for k, v in os.environ.items() if k != "HDF5_PLUGIN_PATH"}
+        script = ('eval "$("$0" env)" && h5dump -d /images -s 0,10,10,0 -c 1,1,2,3 "$1" && '
+                  '/usr/bin/python3 -c "import h5py, sys; f = h5py.File(sys.argv[1]); '
+                  'print(\'SUM\', int(f[\'images\'][0].sum()))" "$1"')
+        proc = subprocess.run(["bash", "-c", script, u.MMPACK, shard], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        text = proc.stdout.decode() + proc.stderr.decode()
+        self.assertEqual(proc.returncode, 0, text)
+        s = u.ShardSet(out)
+        img = s.image(s.samples[0])
+        self.assertIn("SUM %d" % int(img.sum()), text)
+        self.assertIn("(0,10,10,0): %d, %d, %d" % tuple(int(v) for v in img[10, 10]), text)
+
+
 class ResizeModes(u.TempDirTest):
     """pad (letterbox, valid_box, --background), stretch, WxH sizes, --compression none."""
 

@@ -138,6 +138,14 @@ class InputFormats(u.TempDirTest):
     def test_webdataset_tar(self):
         self.check_same_samples("wds")
 
+    def test_tar_input_same_files_at_any_thread_count(self):
+        one = os.path.join(self.tmp, "wds_one_thread")
+        u.build(self.tar, one, threads=1)
+        two = self.built["wds"].out
+        for name in sorted(os.listdir(two)):
+            with open(os.path.join(two, name), "rb") as a, open(os.path.join(one, name), "rb") as b:
+                self.assertTrue(a.read() == b.read(), name)
+
     def test_forced_input_format(self):
         out = os.path.join(self.tmp, "forced")
         # a .txt manifest name hides the format: only --input-format says it is JSONL
