@@ -835,9 +835,24 @@ TEST(Info, FailsClearlyWithoutAnIndex) {
 
 TEST(Env, PointsHdf5PluginPathAtTheBuiltPlugin) {
   std::string script = EnvScript();
-  EXPECT_NE(script.find(std::string("export HDF5_PLUGIN_PATH=") + MM_PLUGIN_DIR), std::string::npos)
+  EXPECT_NE(script.find(std::string("export HDF5_PLUGIN_PATH='") + MM_PLUGIN_DIR + "'"),
+            std::string::npos)
       << script;
   EXPECT_TRUE(fs::exists(fs::path(MM_PLUGIN_DIR) / "libh5z_zstd.so"));
+  // The lines work in a shell: h5dump then decodes a zstd chunk.
+  TempDir tmp;
+  WriterOptions o = Options(tmp.path());
+  auto entries = WriteSet(o, {MakePlain(0)});
+  ASSERT_EQ(entries.size(), 1u);
+  std::ofstream(tmp.path() / "env.sh") << script;
+  int rc = 0;
+  std::string out = RunCommand(
+      "env -u HDF5_PLUGIN_PATH sh -c '. \"$0\" && h5dump -d images -s "
+      "0,0,0,0 -c 1,1,1,3 \"$1\"' '" +
+          (tmp.path() / "env.sh").string() + "' '" + (tmp.path() / entries[0].file).string() + "'",
+      &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(0,0,0,0): "), std::string::npos) << out;
 }
 
 // h5dump loads the plugin from HDF5_PLUGIN_PATH (as `eval "$(mmpack env)"` sets it).
