@@ -275,6 +275,17 @@ class ResizeModes(u.TempDirTest):
             ref = u.reference_image(self.path(sample), 128, 128, "stretch")
             self.assertLess(u.mean_abs_diff(img, ref), 6, sample["source"])
 
+    def test_center_crop_to_a_wide_size(self):
+        out = os.path.join(self.tmp, "wide")
+        u.build(SKIMAGE, out, "--image-size", "320x96")
+        s = u.ShardSet(out)
+        for sample in s.samples:
+            img = s.image(sample)
+            self.assertEqual(img.shape, (96, 320, 3))
+            self.assertEqual(sample["valid_box"], (0, 0, 320, 96))
+            ref = u.reference_image(self.path(sample), 320, 96, "center-crop")
+            self.assertLess(u.mean_abs_diff(img, ref), 6, sample["source"])
+
     def test_uncompressed_shards_hold_the_same_pixels(self):
         a, b = os.path.join(self.tmp, "zstd"), os.path.join(self.tmp, "none")
         u.build(SKIMAGE, a)
