@@ -378,6 +378,47 @@ class HostileFilesLayout(u.TempDirTest):
                                    "big.png": "too_many_pixels"})
 
 
+class LargeRotatedPhotos(u.TempDirTest):
+    """Phone-sized photos (4000x3000, shrink-on-load at 1/8) with EXIF orientations 6 and 8 and
+    3 (180 degrees), packed to a non-square size: an axis swapped between shrink, resize and
+    rotation shows up as a wrong shape or wrong pixels."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.raw = os.path.join(cls.tmp, "raw")
+        os.makedirs(cls.raw)
+        photo = Image.open(os.path.join(COCO, sorted(os.listdir(COCO))[7])).convert("RGB")
+        big = photo.resize((4000, 3000), Image.BILINEAR)
+        # quadrant marks so that a wrong rotation cannot look right
+        marks = np.asarray(big).copy()
+        marks[:600, :800] = (255, 0, 0)
+        marks[-600:, -800:] = (0, 0, 255)
+        big = Image.fromarray(marks)
+        cls.names = []
+        with open(os.path.join(cls.raw, "m.jsonl"), "w") as f:
+            for orientation in (3, 6, 8):
+                exif = Image.Exif()
+                exif[0x0112] = orientation
+                name = "big_o%d.jpg" % orientation
+                big.save(os.path.join(cls.raw, name), quality=90, exif=exif)
+                cls.names.append(name)
+                f.write(json.dumps({"image": name, "text": "orientation %d" % orientation}) + "\n")
+        cls.out = os.path.join(cls.tmp, "out")
+        u.build(os.path.join(cls.raw, "m.jsonl"), cls.out, "--image-size", "300x200")
+        cls.shards = u.ShardSet(cls.out)
+
+    def test_sizes_and_pixels_follow_the_orientation(self):
+        self.assertEqual(len(self.shards.samples), 3, self.shards.report)
+        for sample, name in zip(self.shards.samples, self.names):
+            want_size = (4000, 3000) if name == "big_o3.jpg" else (3000, 4000)
+            self.assertEqual(sample["original_size"], want_size, name)
+            img = self.shards.image(sample)
+            self.assertEqual(img.shape, (200, 300, 3))
+            ref = u.reference_image(os.path.join(self.raw, name), 300, 200)
+            self.assertLess(u.mean_abs_diff(img, ref), 8, name)
+
+
 class CorruptData(u.TempDirTest):
     """Files whose headers are fine but whose compressed data is damaged in the middle (2000
     random bytes in a JPEG's entropy-coded data; 50 in a PNG's IDAT): skipped as corrupt, each
