@@ -12,6 +12,7 @@ import shutil
 import sys
 import unittest
 
+import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -343,6 +344,57 @@ class VerifyCatchesDamage(u.TempDirTest):
         with open(idx_path, "w") as f:
             json.dump(idx, f)
         run = u.mmpack("verify", out)
+        self.assertNotEqual(run.rc, 0, str(run))
+
+    def test_checksums_in_index_are_xxh3_of_the_files(self):
+        idx = u.ShardSet(self.good).index
+        for s in idx["shards"]:
+            self.assertEqual(s["xxh3_64"], u.xxh3_64_file(os.path.join(self.good, s["file"])))
+
+    def edited_copy(self, name, edit):
+        """A copy whose shard-000001.h5 went through edit(h5py.File), index resealed."""
+        out = self.damaged_copy(name)
+        with h5py.File(os.path.join(out, "shard-000001.h5"), "r+") as f:
+            edit(f)
+        u.reseal_index(out)
+        return out
+
+    def test_resealed_copy_still_verifies(self):
+        # the control for the edits below: resealing alone does not upset verify
+        out = self.damaged_copy("resealed")
+        u.reseal_index(out)
+        run = u.mmpack("verify", out)
+        self.assertEqual(run.rc, 0, str(run))
+
+    def test_wrong_format_version(self):
+        def edit(f):
+            f.attrs["format_version"] = np.int32(99)
+        run = u.mmpack("verify", self.edited_copy("version", edit))
+        self.assertNotEqual(run.rc, 0, str(run))
+        self.assertIn("99", run.stdout + run.stderr)
+
+    def test_missing_dataset(self):
+        def edit(f):
+            del f["captions"]
+        run = u.mmpack("verify", self.edited_copy("no_captions", edit))
+        self.assertNotEqual(run.rc, 0, str(run))
+        self.assertIn("captions", run.stdout + run.stderr)
+
+    def test_caption_offsets_out_of_order(self):
+        def edit(f):
+            off = f["caption_offsets"][()]
+            off[3], off[4] = off[4], off[3]
+            f["caption_offsets"][...] = off
+        run = u.mmpack("verify", self.edited_copy("offsets", edit))
+        self.assertNotEqual(run.rc, 0, str(run))
+        self.assertIn("shard-000001", run.stdout + run.stderr)
+
+    def test_token_offsets_past_the_tokens(self):
+        def edit(f):
+            off = f["token_offsets"][()]
+            off[-1] += 1000
+            f["token_offsets"][...] = off
+        run = u.mmpack("verify", self.edited_copy("tok_offsets", edit))
         self.assertNotEqual(run.rc, 0, str(run))
 
     def test_missing_shard(self):

@@ -97,6 +97,33 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def xxh3_64_file(path):
+    """XXH3-64 (seed 0) of a file as 16 hex digits, through Debian's libxxhash (ctypes)."""
+    import ctypes
+    lib = ctypes.CDLL("libxxhash.so.0")
+    fn = lib.XXH3_64bits
+    fn.restype = ctypes.c_uint64
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    with open(path, "rb") as f:
+        data = f.read()
+    return "%016x" % fn(data, len(data))
+
+
+def reseal_index(out):
+    """Rewrites index.json's bytes and xxh3_64 of every shard after a deliberate edit, so that
+    only the edit itself is left for `mmpack verify` to find."""
+    path = os.path.join(out, "index.json")
+    with open(path) as f:
+        idx = json.load(f)
+    for s in idx["shards"]:
+        shard = os.path.join(out, s["file"])
+        s["bytes"] = os.path.getsize(shard)
+        s["xxh3_64"] = xxh3_64_file(shard)
+    idx["totals"]["bytes"] = sum(s["bytes"] for s in idx["shards"])
+    with open(path, "w") as f:
+        json.dump(idx, f, indent=2)
+
+
 def read_manifest_jsonl(path):
     """JSONL manifest -> OrderedDict image path (as written) -> [caption bytes, ...]."""
     samples = collections.OrderedDict()
