@@ -3,19 +3,23 @@
 // Steps, per sample, on the calling thread (libvips' own threading is set to 1: mmpack
 // parallelises across samples):
 //   1. sniff the type from the magic bytes (JPEG, PNG, GIF, WebP, TIFF, BMP; anything else
-//      is unsupported_format) and read the header only: width*height > max_pixels is refused
-//      (too_many_pixels) before any pixel is decoded;
-//   2. decode with shrink-on-load (JPEG DCT scaling `shrink` 2/4/8, WebP `scale`) to the
-//      smallest size that still covers the target, sequential access, first frame/page only,
-//      truncated data an error (`fail_on` = truncated);
-//   3. colour: CMYK through ICC (embedded profile, else libvips' CMYK default) to sRGB; grey,
-//      16-bit and other interpretations through vips_colourspace to 8-bit sRGB; alpha
-//      composited onto the background (vips_flatten);
-//   4. resize with a Lanczos-3 kernel (antialiased when shrinking), in the source's
-//      orientation, then apply the EXIF orientation (vips_autorot) on the small image;
-//   5. fit: center-crop (cover, crop the middle), pad (contain, letterbox centred on the
-//      background), stretch (both axes scaled independently).
-// Errors from libvips (vips_error_buffer) are translated here only.
+//      is unsupported_format) and read the size from the file's own header, then libvips'
+//      header (EXIF orientation): width*height > max_pixels is refused (too_many_pixels)
+//      before any pixel is decoded;
+//   2. decode at the largest power-of-two shrink that still covers the target (JPEG: DCT
+//      scaling 1/2, 1/4, 1/8; WebP: `scale`), first frame/page only, truncated data an error.
+//      JPEGs (YCbCr, RGB, grey) go through TurboJPEG straight into packed RGB or grey; other
+//      JPEGs (CMYK, YCCK) and every other format through libvips (sequential access,
+//      `fail_on` = truncated), where colour becomes 8-bit sRGB: CMYK through ICC (embedded
+//      profile, else libvips' CMYK default), grey/16-bit/palette/other interpretations through
+//      vips_colourspace, alpha composited onto the background (vips_flatten); very large loads
+//      are box-shrunk (vips_shrink, streaming) to about twice the target first;
+//   3. resize with an antialiased Lanczos-3 filter (resample.h, Pillow's method) in the
+//      stored orientation, only the window that is kept;
+//   4. apply the EXIF orientation (1..8) and fit: center-crop (cover, crop the middle), pad
+//      (contain, letterbox centred on the background), stretch (both axes independently).
+// Errors from libvips (vips_error_buffer) and TurboJPEG (tjGetErrorStr2) are translated
+// here only.
 #pragma once
 
 #include <cstdint>
