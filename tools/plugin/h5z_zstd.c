@@ -16,8 +16,8 @@
  * and verifies shards without HDF5_PLUGIN_PATH, and so that the filter's name stored in a
  * shard ("zstd") does not depend on whether the plugin happened to be found.
  */
-#include <hdf5.h>
 #include <H5PLextern.h>
+#include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
