@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--patience", c.patience, "stop after this many evaluations without "
                                            "val-loss improvement (0: never)");
   app.add_option("--resume", c.resume, "checkpoint to continue from");
+  app.add_option("--stop-after", c.stop_after, "stop after this step, keeping the schedule of "
+                                               "--steps (to test --resume)");
   app.add_option("--dump-params", c.dump_params, "write the final parameters to this file "
                                                  "(.rankN appended under DDP)");
   app.add_option("--dump-grads", c.dump_grads, "write the first step's gradients to this file");

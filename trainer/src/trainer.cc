@@ -519,6 +519,7 @@ void Train(const TrainConfig& c) {
     }
     if (c.save_every > 0 && step % c.save_every == 0) save(ckpt_name(step));
     if (stopped_early) break;
+    if (c.stop_after > 0 && step >= c.stop_after) break;
   }
   if (!c.out.empty()) save(c.out + "/checkpoint-last.pt");
   if (!c.dump_params.empty()) {

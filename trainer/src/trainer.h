@@ -41,6 +41,7 @@ struct TrainConfig {
   int64_t log_every = 10, eval_every = 0, save_every = 0;
   int64_t patience = 0;          // evaluations without val-loss improvement before stopping
   std::string resume;            // checkpoint file to continue from
+  int64_t stop_after = 0;        // leave after this step as if killed (schedule still --steps)
   std::string dump_params;       // write final parameters (torch::save of a tensor list)
   std::string dump_grads;        // write the first step's (reduced) gradients, then go on
   double dist_timeout_s = 60;    // c10d rendezvous and collective timeout, seconds

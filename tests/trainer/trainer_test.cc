@@ -1,0 +1,334 @@
+// mm_train_test: the trainer, checked by running the real mmtrain binary (and mpirun) on real
+// shards that the ctest fixture mm_train_shards packs with the real mmpack from
+// ../shared/data (make_train_shards.py), plus a few in-process checks of the pieces.
+// Never links sentencepiece (see ../shared/DESIGN.md).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "distributed.h"
+#include "model.h"
+
+namespace {
+
+std::string Env(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+const std::string kBin = Env("MM_BIN_DIR", MM_BIN_DIR);
+const std::string kShards = Env("MM_TRAIN_SHARDS", MM_TRAIN_SHARDS);
+
+std::string Mmtrain() { return kBin + "/mmtrain"; }
+
+/// A fresh directory under the test's temp dir.
+std::string TempDir(const std::string& name) {
+  std::string dir = testing::TempDir() + "mm_train_" + name + "_" + std::to_string(::getpid());
+  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return dir;
+}
+
+/// Runs a shell command, its output appended to `log`; returns the exit status.
+int RunCmd(const std::string& cmd, const std::string& log) {
+  std::string full = "(" + cmd + ") >>'" + log + "' 2>&1";
+  int rc = std::system(full.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<torch::Tensor> LoadTensors(const std::string& path) {
+  std::vector<torch::Tensor> v;
+  torch::load(v, path);
+  return v;
+}
+
+nlohmann::json Summary(const std::string& run) {
+  return nlohmann::json::parse(ReadFile(run + "/summary.json"));
+}
+
+/// Largest per-tensor relative difference ||a - b|| / ||b|| (0 when both are zero).
+double MaxRelativeDiff(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double diff = (a[i].to(torch::kDouble) - b[i].to(torch::kDouble)).norm().item<double>();
+    const double ref = b[i].to(torch::kDouble).norm().item<double>();
+    worst = std::max(worst, ref == 0 ? diff : diff / ref);
+  }
+  return worst;
+}
+
+bool BitwiseEqual(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!torch::equal(a[i], b[i])) return false;
+  return true;
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// A small model on the 64x64 coco-cc shards: seconds a step on one core.
+const std::string kSmall =
+    " --dim 64 --layers 1 --heads 4 --patch 16 --threads 1 --loader-threads 1 --log-every 5 "
+    "--seed 7 --quiet";
+
+class TrainerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    // mmtrain reads the zstd-compressed shards through the plugin only for HDF5 fallbacks,
+    // but keep the tests' environment complete.
+    ::setenv("HDF5_PLUGIN_PATH", Env("HDF5_PLUGIN_PATH", MM_PLUGIN_DIR).c_str(), 1);
+    struct stat st;
+    ASSERT_EQ(::stat((kShards + "/coco/index.json").c_str(), &st), 0)
+        << "no shards in " << kShards << ": run through ctest (fixture mm_train_shards)";
+  }
+};
+
+// --- the issue's checks ---------------------------------------------------------------------
+
+TEST_F(TrainerTest, AccumulationOfFourByEightEqualsOneBatchOf32ForCaptionLoss) {
+  const std::string dir = TempDir("accum"), log = dir + "/log";
+  const std::string common = Mmtrain() + " --shards " + kShards + "/coco --steps 1 --loss-weights 0,1" + kSmall;
+  ASSERT_EQ(RunCmd(common + " --batch-size 8 --accum-steps 4 --dump-grads " + dir + "/g4.pt", log), 0)
+      << ReadFile(log);
+  ASSERT_EQ(RunCmd(common + " --batch-size 32 --accum-steps 1 --dump-grads " + dir + "/g1.pt", log), 0)
+      << ReadFile(log);
+  auto g4 = LoadTensors(dir + "/g4.pt"), g1 = LoadTensors(dir + "/g1.pt");
+  const double rel = MaxRelativeDiff(g4, g1);
+  std::printf("accumulation 4x8 vs 1x32: max per-tensor relative gradient difference %.3g\n", rel);
+  EXPECT_LT(rel, 1e-5);
+  // Not vacuous: the gradients are not zero.
+  double norm = 0;
+  for (auto& g : g1) norm += g.norm().item<double>();
+  EXPECT_GT(norm, 0.0);
+}
+
+TEST_F(TrainerTest, AccumulationDiffersFromOneMicroBatchAlone) {
+  // The check above can fail: K=1 x B=8 gives other gradients than K=4 x B=8.
+  const std::string dir = TempDir("accum_neg"), log = dir + "/log";
+  const std::string common = Mmtrain() + " --shards " + kShards + "/coco --steps 1 --loss-weights 0,1" + kSmall;
+  ASSERT_EQ(RunCmd(common + " --batch-size 8 --accum-steps 1 --dump-grads " + dir + "/g.pt", log), 0);
+  ASSERT_EQ(RunCmd(common + " --batch-size 32 --dump-grads " + dir + "/g1.pt", log), 0);
+  EXPECT_GT(MaxRelativeDiff(LoadTensors(dir + "/g.pt"), LoadTensors(dir + "/g1.pt")), 1e-2);
+}
+
+void ExpectDdpMatchesSingleProcess(const std::string& dir, const std::string& launch_two) {
+  const std::string log = dir + "/log";
+  const std::string common = " --shards " + kShards + "/coco --steps 20 --loss-weights 0,1" + kSmall;
+  ASSERT_EQ(RunCmd(Mmtrain() + common + " --batch-size 16 --dump-params " + dir + "/p1.pt", log), 0)
+      << ReadFile(log);
+  ASSERT_EQ(RunCmd(launch_two + common + " --batch-size 8 --dump-params " + dir + "/p2.pt", log), 0)
+      << ReadFile(log);
+  auto p1 = LoadTensors(dir + "/p1.pt");
+  auto r0 = LoadTensors(dir + "/p2.pt.rank0"), r1 = LoadTensors(dir + "/p2.pt.rank1");
+  EXPECT_TRUE(BitwiseEqual(r0, r1)) << "ranks disagree after 20 steps";
+  const double rel = MaxRelativeDiff(r0, p1);
+  std::printf("DDP 2x8 vs 1x16 after 20 steps: max per-tensor relative parameter difference %.3g\n",
+              rel);
+  EXPECT_LT(rel, 1e-5);
+  EXPECT_NE(ReadFile(log).find("world 2"), std::string::npos) << ReadFile(log);
+}
+
+TEST_F(TrainerTest, DdpTwoRanksUnderMpirunMatchOneRankWithTheSameGlobalBatch) {
+  const std::string dir = TempDir("ddp_mpi");
+  ExpectDdpMatchesSingleProcess(
+      dir, "mpirun -n 2 --allow-run-as-root --oversubscribe -x HDF5_PLUGIN_PATH -x MASTER_PORT=" +
+               std::to_string(FreePort()) + " " + Mmtrain());
+}
+
+TEST_F(TrainerTest, DdpTwoRanksFromPlainEnvironmentVariablesMatchOneRank) {
+  const std::string dir = TempDir("ddp_env");
+  const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort()) +
+                          " WORLD_SIZE=2 ";
+  // Both ranks in the background; the shell's status is non-zero when either fails.
+  const std::string two = "sh -c '" + env + "RANK=0 LOCAL_RANK=0 \"$0\" \"$@\" & a=$!; " + env +
+                          "RANK=1 LOCAL_RANK=1 \"$0\" \"$@\" & b=$!; wait $a; ra=$?; wait $b; "
+                          "rb=$?; exit $((ra|rb))' " + Mmtrain();
+  ExpectDdpMatchesSingleProcess(dir, two);
+}
+
+TEST_F(TrainerTest, Bf16AutocastTrainsWithinTwoPercentOfFp32) {
+  const std::string dir = TempDir("amp"), log = dir + "/log";
+  const std::string common = Mmtrain() + " --shards " + kShards + "/coco --steps 30 --batch-size 16" + kSmall;
+  ASSERT_EQ(RunCmd(common + " --amp off --out " + dir + "/fp32", log), 0) << ReadFile(log);
+  ASSERT_EQ(RunCmd(common + " --amp bf16 --out " + dir + "/bf16", log), 0) << ReadFile(log);
+  auto a = Summary(dir + "/fp32"), b = Summary(dir + "/bf16");
+  const double first = a["first_caption_loss"], fp32 = a["final_caption_loss"];
+  const double bf16 = b["final_caption_loss"];
+  std::printf("caption loss after 30 steps: fp32 %.4f, bf16 %.4f (start %.4f), rel diff %.4f\n",
+              fp32, bf16, first, std::fabs(bf16 - fp32) / fp32);
+  EXPECT_LT(fp32, first);
+  EXPECT_LT(bf16, first);
+  EXPECT_LT(std::fabs(bf16 - fp32) / fp32, 0.02);
+}
+
+TEST_F(TrainerTest, ResumeAtStep30Of60GivesBitwiseEqualParameters) {
+  const std::string dir = TempDir("resume"), log = dir + "/log";
+  const std::string common =
+      Mmtrain() + " --shards " + kShards + "/coco --steps 60 --batch-size 8 --save-every 30" + kSmall;
+  ASSERT_EQ(RunCmd(common + " --out " + dir + "/full --dump-params " + dir + "/full.pt", log), 0)
+      << ReadFile(log);
+  ASSERT_EQ(RunCmd(common + " --out " + dir + "/a --stop-after 30", log), 0) << ReadFile(log);
+  ASSERT_EQ(RunCmd(common + " --out " + dir + "/b --resume " + dir + "/a/checkpoint-000030.pt" +
+                    " --dump-params " + dir + "/resumed.pt",
+                log),
+            0)
+      << ReadFile(log);
+  auto full = LoadTensors(dir + "/full.pt"), resumed = LoadTensors(dir + "/resumed.pt");
+  EXPECT_TRUE(BitwiseEqual(full, resumed))
+      << "max relative difference " << MaxRelativeDiff(resumed, full);
+  // No temporary checkpoint files are left behind.
+  EXPECT_NE(RunCmd("ls " + dir + "/a/*.tmp.* 2>/dev/null", log), 0);
+}
+
+TEST_F(TrainerTest, LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) {
+  const std::string dir = TempDir("learn"), log = dir + "/log";
+  ASSERT_EQ(RunCmd(Mmtrain() + " --shards " + kShards + "/train --val-shards " + kShards +
+                    "/val --out " + dir + "/run --steps 150 --batch-size 32 --patch 16 --threads 1"
+                    " --lr 1e-3 --eval-every 75 --log-every 25",
+                log),
+            0)
+      << ReadFile(log);
+  std::printf("%s", ReadFile(log).c_str());
+  auto s = Summary(dir + "/run");
+  const double first = s["first_caption_loss"], last = s["final_caption_loss"];
+  const double n = s["val_n"];
+  const double r5 = std::max(s["val_i2t_r5"].get<double>(), s["val_t2i_r5"].get<double>());
+  EXPECT_LT(last, 0.8 * first);
+  EXPECT_GT(r5, 5.0 / n) << "val recall@5 at chance (" << 5.0 / n << ")";
+  // metrics.jsonl holds train, eval and summary lines.
+  const std::string metrics = ReadFile(dir + "/run/metrics.jsonl");
+  EXPECT_NE(metrics.find("\"event\":\"eval\""), std::string::npos);
+  EXPECT_NE(metrics.find("\"data_wait_pct\""), std::string::npos);
+}
+
+// --- failures are one clear line --------------------------------------------------------------
+
+TEST_F(TrainerTest, Fp16OnCpuFailsWithAClearError) {
+  const std::string dir = TempDir("fp16"), log = dir + "/log";
+  EXPECT_NE(RunCmd(Mmtrain() + " --shards " + kShards + "/coco --steps 1 --amp fp16" + kSmall, log), 0);
+  EXPECT_NE(ReadFile(log).find("--amp fp16 needs a CUDA device"), std::string::npos) << ReadFile(log);
+}
+
+TEST_F(TrainerTest, MissingShardsFailWithOneLine) {
+  const std::string dir = TempDir("missing"), log = dir + "/log";
+  EXPECT_NE(RunCmd(Mmtrain() + " --shards " + dir + "/nope --steps 1", log), 0);
+  const std::string out = ReadFile(log);
+  EXPECT_NE(out.find("mmtrain (rank 0): error: opening --shards"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+
+// --- pieces, in process -----------------------------------------------------------------------
+
+TEST(DistEnv, ReadsTorchrunOpenMpiAndSlurmVariables) {
+  auto from = [](std::map<std::string, std::string> m) {
+    return mm::train::ReadDistEnv([m](const char* n) -> const char* {
+      auto it = m.find(n);
+      return it == m.end() ? nullptr : it->second.c_str();
+    });
+  };
+  auto none = from({});
+  EXPECT_EQ(none.world_size, 1);
+  auto t = from({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.2"},
+                 {"MASTER_PORT", "1234"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  EXPECT_EQ(t.rank, 3);
+  EXPECT_EQ(t.world_size, 4);
+  EXPECT_EQ(t.local_rank, 1);
+  EXPECT_EQ(t.master_addr, "10.0.0.2");
+  EXPECT_EQ(t.master_port, 1234);
+  EXPECT_TRUE(t.use_agent_store);
+  EXPECT_EQ(t.source, "torchrun");
+  auto o = from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
+  EXPECT_EQ(o.rank, 1);
+  EXPECT_EQ(o.source, "openmpi");
+  EXPECT_EQ(o.master_addr, "127.0.0.1");
+  EXPECT_EQ(o.master_port, 29500);
+  EXPECT_FALSE(o.use_agent_store);
+  auto s = from({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}});
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.world_size, 8);
+  EXPECT_EQ(s.source, "slurm");
+  EXPECT_THROW(from({{"RANK", "2"}, {"WORLD_SIZE", "2"}}), std::invalid_argument);
+  EXPECT_THROW(from({{"RANK", "x"}, {"WORLD_SIZE", "2"}}), std::invalid_argument);
+}
+
+TEST(CaptionLoss, IgnoresPaddingAndItsLength) {
+  torch::manual_seed(0);
+  const int64_t v = 50;
+  auto tokens = torch::randint(1, v, {3, 6}, torch::kLong);
+  auto lengths = torch::tensor({6, 3, 1}, torch::kLong);
+  auto logits = torch::randn({3, 6, v});
+  auto a = mm::train::CaptionLossSum(logits, tokens, lengths);
+  // The same rows padded to 9 with other garbage in the padding: the same loss.
+  auto tokens9 = torch::cat({tokens, torch::zeros({3, 3}, torch::kLong)}, 1);
+  tokens9.index_put_({1, torch::indexing::Slice(3, 9)}, 7);
+  auto logits9 = torch::cat({logits, torch::randn({3, 3, v})}, 1);
+  logits9.index_put_({1, torch::indexing::Slice(3, 9)}, torch::randn({6, v}));
+  auto b = mm::train::CaptionLossSum(logits9, tokens9, lengths);
+  EXPECT_NEAR(a.item<double>(), b.item<double>(), 1e-5);
+  EXPECT_EQ(mm::train::CaptionTokenCount(lengths), 5 + 2 + 0);
+  // By hand: row 1 predicts tokens[1][1] and tokens[1][2] from positions 0 and 1.
+  auto lp = torch::log_softmax(logits, -1);
+  double expect = 0;
+  for (int t = 0; t < 5; ++t) expect -= lp[0][t][tokens[0][t + 1].item<int64_t>()].item<double>();
+  for (int t = 0; t < 2; ++t) expect -= lp[1][t][tokens[1][t + 1].item<int64_t>()].item<double>();
+  EXPECT_NEAR(a.item<double>(), expect, 1e-4);
+}
+
+TEST(CocaModel, CausalTextDoesNotSeeLaterTokens) {
+  torch::manual_seed(0);
+  mm::train::ModelConfig c;
+  c.dim = 32, c.layers = 1, c.heads = 2, c.patch = 16, c.image_size = 32, c.vocab_size = 40,
+  c.max_tokens = 8, c.embed_dim = 16;
+  mm::train::Coca model(c);
+  auto images = torch::randn({2, 3, 32, 32});
+  auto tokens = torch::randint(1, 40, {2, 8}, torch::kLong);
+  auto lengths = torch::tensor({8, 8}, torch::kLong);
+  auto out1 = model->forward(images, tokens, lengths);
+  auto tokens2 = tokens.clone();
+  tokens2.index_put_({torch::indexing::Slice(), 5}, 3);  // change position 5 only
+  auto out2 = model->forward(images, tokens2, lengths);
+  EXPECT_TRUE(torch::allclose(out1.logits.slice(1, 0, 5), out2.logits.slice(1, 0, 5), 1e-5, 1e-6));
+  EXPECT_FALSE(torch::allclose(out1.logits.slice(1, 5, 8), out2.logits.slice(1, 5, 8)));
+  // The image reaches the text only through cross-attention: other images, other logits.
+  auto out3 = model->forward(torch::randn({2, 3, 32, 32}), tokens, lengths);
+  EXPECT_FALSE(torch::allclose(out1.logits, out3.logits));
+  EXPECT_EQ(out1.logits.sizes(), (std::vector<int64_t>{2, 8, 40}));
+}
+
+}  // namespace
