@@ -359,6 +359,15 @@ TEST_F(ImagePipeline, BadFilesFailWithTheirReason) {
   std::string garbage = jpeg.substr(0, 600) + std::string(4000, '\x07');
   ImageFailure g = MustFail(garbage, ImageOptions());
   EXPECT_TRUE(g.reason == "corrupt_image" || g.reason == "truncated_image") << g.reason;
+  // 2000 pseudo-random bytes in the middle of the entropy-coded data: libjpeg would paint
+  // over the damage with a warning; mmpack refuses the image.
+  std::string damaged = jpeg;
+  unsigned seed = 11;
+  for (size_t i = damaged.size() / 2; i < damaged.size() / 2 + 2000; ++i) {
+    seed = seed * 1103515245u + 12345u;
+    damaged[i] = static_cast<char>(seed >> 16);
+  }
+  EXPECT_EQ(MustFail(damaged, ImageOptions()).reason, "corrupt_image");
   // A PNG cut in half.
   int rc = 0;
   RunPython("from PIL import Image\nImage.open(" + Py(CocoImages(1)[0]) + ").save(" +

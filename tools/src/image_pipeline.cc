@@ -208,21 +208,23 @@ int DecodeJpegTurbo(const std::string& bytes, int shrink, Decoded* out, ImageFai
   const int bands = colourspace == TJCS_GRAY ? 1 : 3;
   thread_local std::vector<uint8_t> buffer;  // reused: no page faults per image
   buffer.resize(static_cast<size_t>(sw) * sh * bands);
+  // Stop at the first warning: libjpeg "survives" damaged entropy data by painting grey,
+  // which would put a broken image in the shards.
   if (tjDecompress2(tj, data, size, buffer.data(), sw, /*pitch=*/0, sh,
-                    bands == 1 ? TJPF_GRAY : TJPF_RGB, /*flags=*/0) != 0) {
+                    bands == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_STOPONWARNING) != 0) {
     std::string message = tjGetErrorStr2(tj);
-    if (tjGetErrorCode(tj) == TJERR_WARNING) {
-      // Warnings are what libjpeg survives: extraneous bytes, a bad restart marker. Only a
-      // file cut short is refused, as libvips' fail_on=truncated does.
-      if (message.find("Premature end") != std::string::npos) {
-        return Fail(failure, "truncated_image", "TurboJPEG: " + message), -1;
-      }
-    } else {
-      const bool truncated = LooksTruncated(Kind::kJpeg, bytes, message);
-      return Fail(failure, truncated ? "truncated_image" : "corrupt_image",
-                  "TurboJPEG: " + message),
-             -1;
+    if (tjGetErrorCode(tj) == TJERR_WARNING &&
+        message.find("extraneous bytes") != std::string::npos) {
+      // Stray bytes between segments (a few COCO photos have them): harmless. libvips decodes
+      // these through, as it does with every warning except truncation.
+      return 0;
     }
+    const bool truncated = message.find("Premature end") != std::string::npos ||
+                           (tjGetErrorCode(tj) != TJERR_WARNING &&
+                            LooksTruncated(Kind::kJpeg, bytes, message));
+    return Fail(failure, truncated ? "truncated_image" : "corrupt_image",
+                "TurboJPEG: " + message),
+           -1;
   }
   out->pixels = buffer.data();  // valid until this thread's next decode
   out->width = sw;
