@@ -275,6 +275,20 @@ TEST(Ingest, FolderReportsUnpairedFiles) {
   EXPECT_EQ(r->issues[1].reason, "missing_file");     // sub/c.txt
 }
 
+TEST(Ingest, ASetFolderWithOneManifestReadsTheManifest) {
+  // coco-cc/ holds captions.jsonl and captions_coco.json beside images/: the .jsonl wins.
+  auto r = Ingest((DataDir() / "coco-cc").string(), "auto");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->format, "jsonl");
+  EXPECT_EQ(r->samples.size(), 51u);
+  EXPECT_TRUE(r->issues.empty());
+  // Forced to "files" it is a folder of pairs (none: every image lacks its .txt).
+  auto files = Ingest((DataDir() / "skimage-micro").string(), "files");
+  ASSERT_TRUE(files.ok());
+  EXPECT_TRUE(files->samples.empty());
+  EXPECT_EQ(files->issues.size(), 6u);
+}
+
 TEST(Ingest, DetectsFormatsAndRefusesTheUnknown) {
   TempDir tmp;
   WriteBytes(tmp / "x.parquet", "PAR1");

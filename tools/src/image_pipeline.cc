@@ -146,12 +146,36 @@ bool LooksTruncated(Kind kind, const std::string& b, const std::string& message)
          m.find("unexpected end") != std::string::npos;
 }
 
-// Takes (and clears) libvips' error text: its first line, for report.json.
-std::string TakeVipsError() {
+// Takes (and clears) libvips' error text and returns one line of it for report.json: the
+// first that names this file's format. The buffer is process-wide, so with several threads
+// failing at once it may hold their lines too; the format match keeps most of them out.
+// (The reason never comes from this text alone: see LooksTruncated.)
+std::string TakeVipsError(Kind kind = Kind::kUnknown) {
   std::unique_ptr<char, GFree> text(vips_error_buffer_copy());
-  std::string s = text ? text.get() : "";
-  size_t nl = s.find('\n');
-  if (nl != std::string::npos) s.resize(nl);
+  std::string all = text ? text.get() : "";
+  const char* name = nullptr;
+  switch (kind) {
+    case Kind::kJpeg: name = "jpeg"; break;
+    case Kind::kPng: name = "png"; break;
+    case Kind::kGif: name = "gif"; break;
+    case Kind::kWebp: name = "webp"; break;
+    case Kind::kTiff: name = "tiff"; break;
+    case Kind::kBmp: name = "magick"; break;
+    default: break;
+  }
+  std::string first, match;
+  size_t start = 0;
+  while (start < all.size()) {
+    size_t nl = all.find('\n', start);
+    std::string line = all.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    start = nl == std::string::npos ? all.size() : nl + 1;
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    std::string lower = line;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name != nullptr && match.empty() && lower.find(name) != std::string::npos) match = line;
+  }
+  std::string s = !match.empty() ? match : first;
   if (s.empty()) s = "libvips failed without a message";
   return s;
 }
@@ -163,7 +187,7 @@ bool Fail(ImageFailure* failure, const char* reason, std::string detail) {
 }
 
 bool DecodeFail(Kind kind, const std::string& bytes, ImageFailure* failure) {
-  std::string detail = TakeVipsError();
+  std::string detail = TakeVipsError(kind);
   return Fail(failure, LooksTruncated(kind, bytes, detail) ? "truncated_image" : "corrupt_image",
               std::move(detail));
 }

@@ -618,11 +618,35 @@ Status ReadFile(const std::string& path, std::string* bytes) {
   return Status::OK();
 }
 
+// A set folder such as ../shared/data/coco-cc: no pairs at its top level, but one manifest
+// (preferring .jsonl, then .csv, .tsv, .json). Returns the manifest, or "" when the folder is
+// not like that.
+std::string ManifestInFolder(const fs::path& dir) {
+  std::error_code ec;
+  std::map<std::string, std::vector<fs::path>> by_ext;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file()) continue;
+    std::string ext = Lower(e.path().extension().string());
+    if (ext == ".txt" || ext == ".tar" || (ext.size() > 1 && IsImageExtension(ext.substr(1)))) {
+      return "";
+    }
+    by_ext[ext].push_back(e.path());
+  }
+  for (const char* ext : {".jsonl", ".csv", ".tsv", ".json"}) {
+    auto it = by_ext.find(ext);
+    if (it == by_ext.end()) continue;
+    return it->second.size() == 1 ? it->second[0].string() : "";
+  }
+  return "";
+}
+
 Result<std::string> DetectInputFormat(const std::string& input) {
   std::error_code ec;
   fs::path p(input);
   if (!fs::exists(p, ec)) return Status::NotFound("no such file or directory: " + input);
   if (fs::is_directory(p, ec)) {
+    std::string manifest = ManifestInFolder(p);
+    if (!manifest.empty()) return DetectInputFormat(manifest);
     bool has_tar = false, has_image = false;
     for (const auto& e : fs::directory_iterator(p, ec)) {
       if (!e.is_regular_file()) continue;
@@ -657,12 +681,16 @@ Result<std::string> DetectInputFormat(const std::string& input) {
 
 Result<IngestResult> Ingest(const std::string& input, const std::string& format_in) {
   std::string format = format_in;
+  std::error_code ec;
+  fs::path p(input);
   if (format.empty() || format == "auto") {
     MM_ASSIGN_OR_RETURN(format, DetectInputFormat(input));
+    if (fs::is_directory(p, ec)) {
+      std::string manifest = ManifestInFolder(p);
+      if (!manifest.empty()) p = manifest;
+    }
   }
-  std::error_code ec;
-  if (!fs::exists(input, ec)) return Status::NotFound("no such file or directory: " + input);
-  fs::path p(input);
+  if (!fs::exists(p, ec)) return Status::NotFound("no such file or directory: " + input);
   if (format == "files") {
     if (!fs::is_directory(p)) return Status::InvalidArgument(input + " is not a folder");
     return IngestFiles(p);

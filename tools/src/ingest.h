@@ -59,8 +59,11 @@ struct IngestResult {
 };
 
 /// Detects the format of `input` (a folder or a file) from its extension or contents:
-/// .jsonl/.ndjson -> jsonl, .csv -> csv, .tsv -> tsv, .json -> coco, .tar -> wds, a folder
-/// with .tar files and no images -> wds, another folder -> files.
+/// .jsonl/.ndjson -> jsonl, .csv -> csv, .tsv -> tsv, .json -> coco (jsonl when its first line
+/// is a sample object), .tar -> wds; a folder with no images, .txt or .tar at its top level
+/// and one manifest there (say coco-cc/ with captions.jsonl) -> that manifest's format (Ingest
+/// then reads the manifest; .jsonl preferred over .csv, .tsv, .json); a folder with .tar
+/// files and no images -> wds; another folder -> files.
 /// Errors: NotFound (no such path), InvalidArgument (cannot tell).
 [[nodiscard]] Result<std::string> DetectInputFormat(const std::string& input);
 
