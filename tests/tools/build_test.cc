@@ -63,7 +63,8 @@ for f in sorted(glob.glob(os.path.join(out, 'shard-*.h5'))):
                             'original_size': h['original_size'][i].tolist(),
                             'image_mean': float(img.mean()), 'shape': list(img.shape)})
 print(json.dumps(samples))
-)", &rc);
+)",
+                               &rc);
   EXPECT_EQ(rc, 0) << text;
   return json::parse(text, nullptr, false);
 }
@@ -190,9 +191,9 @@ TEST(RunBuild, BadSamplesAreSkippedReportedAndGoodOnesKept) {
   manifest += line(g0, "first, 第一");
   manifest += line("images/missing.jpg", "no such file");
   manifest += line("images/truncated.jpg", "cut in half");
-  manifest += line(g1, "   ");                       // its only caption is blank
-  manifest += line(g2, "kept \xF0\x9F\x90\xB1");       // emoji
-  manifest += line(g2, "");                           // dropped caption, sample kept
+  manifest += line(g1, "   ");                    // its only caption is blank
+  manifest += line(g2, "kept \xF0\x9F\x90\xB1");  // emoji
+  manifest += line(g2, "");                       // dropped caption, sample kept
   manifest += line("images/random.jpg", "random bytes");
   manifest += line("images/empty.jpg", "zero bytes");
   manifest += line("images/drawing.svg", "vector");
@@ -242,8 +243,7 @@ TEST(RunBuild, RefusesBadPathsAtOnceAndOverwriteReplaces) {
   EXPECT_TRUE(missing.IsNotFound()) << missing.ToString();
   EXPECT_NE(missing.message().find("no_such_input"), std::string::npos);
   fs::create_directories(tmp / "empty_dir");
-  EXPECT_EQ(RunBuild(Options(tmp / "empty_dir", tmp / "o1")).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunBuild(Options(tmp / "empty_dir", tmp / "o1")).code(), StatusCode::kInvalidArgument);
   WriteBytes(tmp / "empty.jsonl", "");
   EXPECT_EQ(RunBuild(Options(tmp / "empty.jsonl", tmp / "o1")).code(),
             StatusCode::kInvalidArgument);
@@ -270,9 +270,11 @@ TEST(RunBuild, WebDatasetTarAndPadMode) {
   int rc = 0;
   std::string log = RunPython(R"(
 import io, json, os, tarfile
-src = )" + Py(DataDir() / "skimage-micro") + R"(
+src = )" + Py(DataDir() / "skimage-micro") +
+                                  R"(
 rows = [json.loads(l) for l in open(os.path.join(src, 'captions.jsonl'), encoding='utf-8')]
-with tarfile.open()" + Py(tmp / "set.tar") + R"(, 'w') as tar:
+with tarfile.open()" + Py(tmp / "set.tar") +
+                                  R"(, 'w') as tar:
     seen = {}
     for r in rows:
         stem, ext = os.path.splitext(os.path.basename(r['image']))
@@ -283,7 +285,8 @@ with tarfile.open()" + Py(tmp / "set.tar") + R"(, 'w') as tar:
         info = tarfile.TarInfo(stem + ('.txt' if seen[stem] == 1 else '.%d.txt' % seen[stem]))
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-)", &rc);
+)",
+                              &rc);
   ASSERT_EQ(rc, 0) << log;
   BuildOptions o = Options(tmp / "set.tar", tmp / "out");
   o.resize_mode = "pad";

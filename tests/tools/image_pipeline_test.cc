@@ -37,10 +37,12 @@ double DiffToPillow(const std::vector<uint8_t>& got, const fs::path& path, int w
   std::string script = R"(
 import numpy as np
 from PIL import Image, ImageOps
-im = ImageOps.exif_transpose(Image.open()" + Py(path) + R"())
-W, H, mode, bg = )" + std::to_string(w) + ", " + std::to_string(h) + ", '" + mode + "', " +
-                       std::to_string(bg) + R"(
-got = np.fromfile()" + Py(tmp / "got.raw") + R"(, np.uint8).astype(int)
+im = ImageOps.exif_transpose(Image.open()" +
+                       Py(path) + R"())
+W, H, mode, bg = )" + std::to_string(w) +
+                       ", " + std::to_string(h) + ", '" + mode + "', " + std::to_string(bg) + R"(
+got = np.fromfile()" + Py(tmp / "got.raw") +
+                       R"(, np.uint8).astype(int)
 if got.size != W * H * 3:
     print(1e9); raise SystemExit
 got = got.reshape(H, W, 3)
@@ -135,9 +137,9 @@ TEST_F(ImagePipeline, NonSquareSizesAndStretchMatchPillow) {
   ImageOptions options;
   options.width = 160;
   options.height = 96;
-  for (auto [mode, name] : {std::pair{ResizeMode::kCenterCrop, "center-crop"},
-                            std::pair{ResizeMode::kStretch, "stretch"},
-                            std::pair{ResizeMode::kPad, "pad"}}) {
+  for (auto [mode, name] :
+       {std::pair{ResizeMode::kCenterCrop, "center-crop"},
+        std::pair{ResizeMode::kStretch, "stretch"}, std::pair{ResizeMode::kPad, "pad"}}) {
     options.mode = mode;
     ProcessedImage got = MustProcess(ReadBytes(p), options);
     ASSERT_EQ(got.pixels.size(), 160u * 96 * 3) << name;
@@ -183,9 +185,11 @@ from PIL import Image
 im = Image.open()" + Py(src) + R"()
 exif = Image.Exif()
 exif[0x0112] = 6
-im.transpose(Image.ROTATE_90).save()" + Py(rotated) + R"(, quality=95, exif=exif)
+im.transpose(Image.ROTATE_90).save()" +
+                                   Py(rotated) + R"(, quality=95, exif=exif)
 print(im.size[0], im.size[1])
-)", &rc);
+)",
+                               &rc);
   ASSERT_EQ(rc, 0);
   int uw = 0, uh = 0;
   std::istringstream(size) >> uw >> uh;
@@ -218,7 +222,8 @@ TEST_F(ImagePipeline, AlphaIsCompositedOntoTheBackground) {
   std::string listing = RunPython(R"(
 import os, sys
 from PIL import Image
-d = )" + Py(DataDir() / "openclipart-pd" / "images") + R"(
+d = )" + Py(DataDir() / "openclipart-pd" / "images") +
+                                      R"(
 found = {}
 for f in sorted(os.listdir(d)):
     im = Image.open(os.path.join(d, f))
@@ -227,7 +232,8 @@ for f in sorted(os.listdir(d)):
         found[kind] = f
 for k, f in sorted(found.items()):
     print(k, os.path.join(d, f))
-)", &rc);
+)",
+                                  &rc);
   ASSERT_EQ(rc, 0);
   std::istringstream lines(listing);
   std::string kind, path;
@@ -248,9 +254,9 @@ for k, f in sorted(found.items()):
 
   // Fully transparent: nothing but background.
   fs::path clear = tmp_ / "clear.png";
-  RunPython("from PIL import Image\nImage.new('RGBA', (8, 8), (0, 0, 0, 0)).save(" + Py(clear) +
-                ")\n",
-            &rc);
+  RunPython(
+      "from PIL import Image\nImage.new('RGBA', (8, 8), (0, 0, 0, 0)).save(" + Py(clear) + ")\n",
+      &rc);
   ASSERT_EQ(rc, 0);
   ImageOptions options;
   options.background = Rgb{10, 200, 30};
@@ -267,7 +273,8 @@ TEST_F(ImagePipeline, SixteenBitAndCmykAndPaletteBecomeEightBitSrgb) {
   RunPython(R"(
 import numpy as np
 from PIL import Image
-d = )" + Py(tmp_.path()) + R"(
+d = )" + Py(tmp_.path()) +
+                R"(
 Image.new('CMYK', (64, 48), (0, 255, 255, 0)).save(d + '/red_cmyk.jpg', quality=95)
 a = np.full((40, 50), 0x8000, dtype=np.uint16)
 Image.fromarray(a).save(d + '/grey16.png')
@@ -278,7 +285,8 @@ p.save(d + '/palette.png')
 Image.new('RGB', (33, 17), (200, 100, 50)).save(d + '/flat.webp', lossless=True)
 Image.new('RGB', (33, 17), (200, 100, 50)).save(d + '/flat.tif')
 Image.new('RGB', (33, 17), (200, 100, 50)).save(d + '/flat.bmp')
-)", &rc);
+)",
+            &rc);
   ASSERT_EQ(rc, 0);
   auto mean = [](const ProcessedImage& im, int band) {
     double s = 0;
@@ -311,8 +319,10 @@ TEST_F(ImagePipeline, AnimatedGifGivesItsFirstFrame) {
   RunPython(R"(
 from PIL import Image
 frames = [Image.new('RGB', (20, 20), c) for c in ((250, 0, 0), (0, 250, 0), (0, 0, 250))]
-frames[0].save()" + Py(tmp_ / "anim.gif") + R"(, save_all=True, append_images=frames[1:], duration=100)
-)", &rc);
+frames[0].save()" +
+                Py(tmp_ / "anim.gif") + R"(, save_all=True, append_images=frames[1:], duration=100)
+)",
+            &rc);
   ASSERT_EQ(rc, 0);
   ProcessedImage got = MustProcess(ReadBytes(tmp_ / "anim.gif"), ImageOptions());
   EXPECT_GT(got.pixels[0], 240);
@@ -382,10 +392,12 @@ TEST_F(ImagePipeline, TinyAndExtremeAspectImages) {
   int rc = 0;
   RunPython(R"(
 from PIL import Image
-d = )" + Py(tmp_.path()) + R"(
+d = )" + Py(tmp_.path()) +
+                R"(
 Image.new('RGB', (1, 1), (10, 200, 30)).save(d + '/one.png')
 Image.new('RGB', (2000, 3), (0, 0, 128)).save(d + '/wide.png')
-)", &rc);
+)",
+            &rc);
   ASSERT_EQ(rc, 0);
   for (ResizeMode mode : {ResizeMode::kCenterCrop, ResizeMode::kPad, ResizeMode::kStretch}) {
     ImageOptions options;

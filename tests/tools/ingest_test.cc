@@ -32,7 +32,8 @@ for line in open()" + Py(jsonl) + R"(, encoding='utf-8'):
     d = json.loads(line)
     stem = os.path.splitext(os.path.basename(d['image']))[0]
     sys.stdout.buffer.write(stem.encode() + b'\0' + d['text'].encode('utf-8') + b'\0')
-)", &rc);
+)",
+                              &rc);
   EXPECT_EQ(rc, 0);
   std::map<std::string, std::vector<std::string>> want;
   size_t i = 0;
@@ -124,7 +125,8 @@ with tarfile.open(os.path.join(t, 'shard-000.tar'), 'w') as tar:
             info = tarfile.TarInfo('d/' + stem + ('.txt' if k == 0 else '.%d.caption' % k))
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-)", &rc);
+)",
+                                &rc);
     ASSERT_EQ(rc, 0) << log;
   }
   static void TearDownTestSuite() {

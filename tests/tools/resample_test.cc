@@ -73,10 +73,13 @@ TEST(ResizeLanczos3, MatchesPillowLanczosWithinRounding) {
     std::string out = RunPython(R"(
 import numpy as np
 from PIL import Image
-src = np.fromfile()" + Py(tmp / "src.raw") + R"(, np.uint8).reshape(200, 300, 3)
-ref = np.asarray(Image.fromarray(src).resize(()" + std::to_string(ow) + ", " +
-                                    std::to_string(oh) + R"(), Image.LANCZOS)).astype(int)
-got = np.fromfile()" + Py(tmp / "got.raw") + R"(, np.uint8).astype(int).reshape(ref.shape)
+src = np.fromfile()" + Py(tmp / "src.raw") +
+                                    R"(, np.uint8).reshape(200, 300, 3)
+ref = np.asarray(Image.fromarray(src).resize(()" +
+                                    std::to_string(ow) + ", " + std::to_string(oh) +
+                                    R"(), Image.LANCZOS)).astype(int)
+got = np.fromfile()" + Py(tmp / "got.raw") +
+                                    R"(, np.uint8).astype(int).reshape(ref.shape)
 d = np.abs(ref - got)
 print(d.max(), d.mean())
 )",

@@ -32,21 +32,20 @@ TEST(CheckCaption, EmptyAndWhitespaceOnly) {
 TEST(CheckCaption, StrictUtf8) {
   EXPECT_EQ(CheckCaption("naïve café 日本語 🐱"), nullptr);
   EXPECT_STREQ(CheckCaption("caf\xff\xfe"), "invalid_utf8");
-  EXPECT_STREQ(CheckCaption("abc \x80 def"), "invalid_utf8");          // lone continuation
-  EXPECT_STREQ(CheckCaption("slash \xc0\xaf"), "invalid_utf8");        // overlong '/'
-  EXPECT_STREQ(CheckCaption("\xe0\x80\xaf"), "invalid_utf8");          // overlong, 3 bytes
-  EXPECT_STREQ(CheckCaption("\xed\xa0\x80"), "invalid_utf8");          // surrogate U+D800
-  EXPECT_STREQ(CheckCaption("\xf4\x90\x80\x80"), "invalid_utf8");      // above U+10FFFF
-  EXPECT_STREQ(CheckCaption("cut \xe6\x97"), "invalid_utf8");          // truncated sequence
-  EXPECT_EQ(CheckCaption("\xf4\x8f\xbf\xbf"), nullptr);                // U+10FFFF itself
+  EXPECT_STREQ(CheckCaption("abc \x80 def"), "invalid_utf8");      // lone continuation
+  EXPECT_STREQ(CheckCaption("slash \xc0\xaf"), "invalid_utf8");    // overlong '/'
+  EXPECT_STREQ(CheckCaption("\xe0\x80\xaf"), "invalid_utf8");      // overlong, 3 bytes
+  EXPECT_STREQ(CheckCaption("\xed\xa0\x80"), "invalid_utf8");      // surrogate U+D800
+  EXPECT_STREQ(CheckCaption("\xf4\x90\x80\x80"), "invalid_utf8");  // above U+10FFFF
+  EXPECT_STREQ(CheckCaption("cut \xe6\x97"), "invalid_utf8");      // truncated sequence
+  EXPECT_EQ(CheckCaption("\xf4\x8f\xbf\xbf"), nullptr);            // U+10FFFF itself
   EXPECT_EQ(FirstInvalidUtf8("ab\xc3"), 2u);
   EXPECT_STREQ(CheckCaption(std::string("before\0after", 12)), "nul_in_caption");
 }
 
 TEST(Sha256Hex, KnownVectors) {
   EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(Sha256Hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 // ids as Debian's Python sentencepiece gives them, one line of space-separated ids a caption.
@@ -59,12 +58,15 @@ std::vector<std::vector<int32_t>> PythonIds(const std::string& model,
   int rc = 0;
   std::string out = RunPython(R"(
 import sentencepiece as spm
-sp = spm.SentencePieceProcessor(model_file=)" + Py(model) + R"()
-data = open()" + Py(tmp / "captions.bin") + R"(, 'rb').read().split(b'\0')[:-1]
+sp = spm.SentencePieceProcessor(model_file=)" +
+                                  Py(model) + R"()
+data = open()" + Py(tmp / "captions.bin") +
+                                  R"(, 'rb').read().split(b'\0')[:-1]
 for c in data:
     print(' '.join(str(i) for i in sp.encode(c.decode('utf-8'))))
 print('bos', sp.bos_id(), 'eos', sp.eos_id())
-)", &rc);
+)",
+                              &rc);
   EXPECT_EQ(rc, 0) << out;
   std::vector<std::vector<int32_t>> ids;
   std::istringstream lines(out);

@@ -149,8 +149,8 @@ Result<fs::path> MakeStaging(const fs::path& out) {
   fs::remove_all(staging, ec);
   if (!fs::create_directory(staging, ec) || ec) {
     return Status::IOError("cannot create output directory '" + out.string() + "' (" +
-                           staging.string() + "): " +
-                           (ec ? ec.message() : std::string("unknown error")));
+                           staging.string() +
+                           "): " + (ec ? ec.message() : std::string("unknown error")));
   }
   return staging;
 }
@@ -195,8 +195,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   };
   if (!item->have_bytes) item->read_status = ReadFile(raw.path, &item->bytes);
   if (!item->read_status.ok()) {
-    drop(item->read_status.IsNotFound() ? "missing_file" : "unreadable",
-         Str(item->read_status));
+    drop(item->read_status.IsNotFound() ? "missing_file" : "unreadable", Str(item->read_status));
     return;
   }
   ProcessedImage image;
@@ -217,8 +216,8 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
     if (t->truncated) ++item->truncated;
     e.tokens.push_back(std::move(t->ids));
   }
-  auto chunk = CompressImage(image.pixels.data(), image.pixels.size(), o.compression,
-                             o.compression_level);
+  auto chunk =
+      CompressImage(image.pixels.data(), image.pixels.size(), o.compression, o.compression_level);
   if (!chunk.ok()) {
     item->fatal = chunk.status().WithContext("compressing sample " + raw.key);
     return;
@@ -324,8 +323,10 @@ Status RunBuild(const BuildOptions& o) {
       for (const std::string& c : s.captions) captions.push_back(c);
     }
     if (!o.quiet) {
-      std::fprintf(stderr, "mmpack build: training a SentencePiece unigram tokenizer "
-                   "(vocab %d) on %zu captions\n", o.vocab_size, captions.size());
+      std::fprintf(stderr,
+                   "mmpack build: training a SentencePiece unigram tokenizer "
+                   "(vocab %d) on %zu captions\n",
+                   o.vocab_size, captions.size());
     }
     std::string note;
     MM_ASSIGN_OR_RETURN(model_bytes, Tokenizer::Train(captions, o.vocab_size, &note));
@@ -350,8 +351,7 @@ Status RunBuild(const BuildOptions& o) {
   MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, ShardWriter::Create(wo));
 
   // The pipeline.
-  const int threads = o.threads > 0 ? o.threads
-                                    : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
   const size_t in_flight = static_cast<size_t>(4 * threads);
   const bool from_tar = ingest.format == "wds";
@@ -363,51 +363,50 @@ Status RunBuild(const BuildOptions& o) {
   std::vector<DropEntry> image_drops;
   tbb::parallel_pipeline(
       in_flight,
-      tbb::make_filter<void, Item*>(
-          tbb::filter_mode::serial_in_order,
-          [&](tbb::flow_control& fc) -> Item* {
-            if (next >= samples.size() || !fatal.ok()) {
-              fc.stop();
-              return nullptr;
-            }
-            auto* item = new Item;
-            item->raw = &samples[next++];
-            if (from_tar) {
-              item->read_status = tar_reader.Read(*item->raw, &item->bytes);
-              item->have_bytes = true;
-            }
-            return item;
-          }) &
+      tbb::make_filter<void, Item*>(tbb::filter_mode::serial_in_order,
+                                    [&](tbb::flow_control& fc) -> Item* {
+                                      if (next >= samples.size() || !fatal.ok()) {
+                                        fc.stop();
+                                        return nullptr;
+                                      }
+                                      auto* item = new Item;
+                                      item->raw = &samples[next++];
+                                      if (from_tar) {
+                                        item->read_status =
+                                            tar_reader.Read(*item->raw, &item->bytes);
+                                        item->have_bytes = true;
+                                      }
+                                      return item;
+                                    }) &
           tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
                                          [&](Item* item) -> Item* {
                                            ProcessItem(item, o, image_options, *tokenizer);
                                            return item;
                                          }) &
-          tbb::make_filter<Item*, void>(
-              tbb::filter_mode::serial_in_order, [&](Item* item) {
-                std::unique_ptr<Item> owner(item);
-                if (!fatal.ok()) return;
-                if (!item->fatal.ok()) {
-                  fatal = item->fatal;
-                  return;
-                }
-                if (item->ok) {
-                  written_captions += static_cast<int64_t>(item->encoded.captions.size());
-                  truncated += item->truncated;
-                  Status st = writer->Add(std::move(item->encoded));
-                  if (!st.ok()) {
-                    fatal = st;
-                    return;
-                  }
-                  ++written;
-                } else {
-                  image_drops.push_back(std::move(item->drop));
-                  ++pipeline_dropped;
-                }
-                progress.Update(written + pipeline_dropped, pipeline_dropped);
-                // Free the sample's text as soon as it is written.
-                RawSample().captions.swap(item->raw->captions);
-              }));
+          tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, [&](Item* item) {
+            std::unique_ptr<Item> owner(item);
+            if (!fatal.ok()) return;
+            if (!item->fatal.ok()) {
+              fatal = item->fatal;
+              return;
+            }
+            if (item->ok) {
+              written_captions += static_cast<int64_t>(item->encoded.captions.size());
+              truncated += item->truncated;
+              Status st = writer->Add(std::move(item->encoded));
+              if (!st.ok()) {
+                fatal = st;
+                return;
+              }
+              ++written;
+            } else {
+              image_drops.push_back(std::move(item->drop));
+              ++pipeline_dropped;
+            }
+            progress.Update(written + pipeline_dropped, pipeline_dropped);
+            // Free the sample's text as soon as it is written.
+            RawSample().captions.swap(item->raw->captions);
+          }));
   progress.Finish();
   MM_RETURN_NOT_OK(fatal);
   MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> shards, writer->Finish());
@@ -517,8 +516,10 @@ Status RunBuild(const BuildOptions& o) {
                    static_cast<long long>(n));
     }
     if (!dropped_captions.empty()) {
-      std::fprintf(stderr, "mmpack build: %zu caption(s) dropped from kept samples or with "
-                   "their sample (see report.json)\n", dropped_captions.size());
+      std::fprintf(stderr,
+                   "mmpack build: %zu caption(s) dropped from kept samples or with "
+                   "their sample (see report.json)\n",
+                   dropped_captions.size());
     }
   }
   std::fprintf(stderr,

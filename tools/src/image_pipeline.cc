@@ -155,13 +155,26 @@ std::string TakeVipsError(Kind kind = Kind::kUnknown) {
   std::string all = text ? text.get() : "";
   const char* name = nullptr;
   switch (kind) {
-    case Kind::kJpeg: name = "jpeg"; break;
-    case Kind::kPng: name = "png"; break;
-    case Kind::kGif: name = "gif"; break;
-    case Kind::kWebp: name = "webp"; break;
-    case Kind::kTiff: name = "tiff"; break;
-    case Kind::kBmp: name = "magick"; break;
-    default: break;
+    case Kind::kJpeg:
+      name = "jpeg";
+      break;
+    case Kind::kPng:
+      name = "png";
+      break;
+    case Kind::kGif:
+      name = "gif";
+      break;
+    case Kind::kWebp:
+      name = "webp";
+      break;
+    case Kind::kTiff:
+      name = "tiff";
+      break;
+    case Kind::kBmp:
+      name = "magick";
+      break;
+    default:
+      break;
   }
   std::string first, match;
   size_t start = 0;
@@ -243,11 +256,10 @@ int DecodeJpegTurbo(const std::string& bytes, int shrink, Decoded* out, ImageFai
       // these through, as it does with every warning except truncation.
       return 0;
     }
-    const bool truncated = message.find("Premature end") != std::string::npos ||
-                           (tjGetErrorCode(tj) != TJERR_WARNING &&
-                            LooksTruncated(Kind::kJpeg, bytes, message));
-    return Fail(failure, truncated ? "truncated_image" : "corrupt_image",
-                "TurboJPEG: " + message),
+    const bool truncated =
+        message.find("Premature end") != std::string::npos ||
+        (tjGetErrorCode(tj) != TJERR_WARNING && LooksTruncated(Kind::kJpeg, bytes, message));
+    return Fail(failure, truncated ? "truncated_image" : "corrupt_image", "TurboJPEG: " + message),
            -1;
   }
   out->pixels = buffer.data();  // valid until this thread's next decode
@@ -272,8 +284,8 @@ bool DecodeVips(ImagePtr header, Kind kind, const std::string& bytes, const Imag
                                            nullptr));
   } else if (shrink > 1 && kind == Kind::kWebp) {
     image.reset(vips_image_new_from_buffer(data, size, "", "access", VIPS_ACCESS_SEQUENTIAL,
-                                           "fail_on", VIPS_FAIL_ON_TRUNCATED, "scale",
-                                           1.0 / shrink, nullptr));
+                                           "fail_on", VIPS_FAIL_ON_TRUNCATED, "scale", 1.0 / shrink,
+                                           nullptr));
   } else {
     image = std::move(header);
   }
@@ -291,8 +303,8 @@ bool DecodeVips(ImagePtr header, Kind kind, const std::string& bytes, const Imag
   if (!plain_rgb && !plain_grey) {
     if (interp == VIPS_INTERPRETATION_CMYK) {
       // Embedded profile if any, else libvips' default CMYK profile.
-      if (vips_icc_transform(image.get(), &tmp, "srgb", "embedded", TRUE, "input_profile",
-                             "cmyk", "intent", VIPS_INTENT_RELATIVE, nullptr) != 0) {
+      if (vips_icc_transform(image.get(), &tmp, "srgb", "embedded", TRUE, "input_profile", "cmyk",
+                             "intent", VIPS_INTENT_RELATIVE, nullptr) != 0) {
         return DecodeFail(kind, bytes, failure);
       }
       image.reset(tmp);
@@ -307,10 +319,8 @@ bool DecodeVips(ImagePtr header, Kind kind, const std::string& bytes, const Imag
       VipsArrayDouble* bg = vips_array_double_newv(3, static_cast<double>(opt.background.r),
                                                    static_cast<double>(opt.background.g),
                                                    static_cast<double>(opt.background.b));
-      double max_alpha =
-          vips_image_get_format(image.get()) == VIPS_FORMAT_USHORT ? 65535.0 : 255.0;
-      int r = vips_flatten(image.get(), &tmp, "background", bg, "max_alpha", max_alpha,
-                           nullptr);
+      double max_alpha = vips_image_get_format(image.get()) == VIPS_FORMAT_USHORT ? 65535.0 : 255.0;
+      int r = vips_flatten(image.get(), &tmp, "background", bg, "max_alpha", max_alpha, nullptr);
       vips_area_unref(VIPS_AREA(bg));
       if (r != 0) return DecodeFail(kind, bytes, failure);
       image.reset(tmp);
@@ -356,8 +366,8 @@ bool DecodeVips(ImagePtr header, Kind kind, const std::string& bytes, const Imag
   if (!out->vips_mem) return DecodeFail(kind, bytes, failure);
   if (got != static_cast<size_t>(lw) * lh * nb || (nb != 1 && nb != 3)) {
     return Fail(failure, "corrupt_image",
-                "internal: decoded " + std::to_string(got) + " bytes for " +
-                    std::to_string(lw) + "x" + std::to_string(lh) + "x" + std::to_string(nb));
+                "internal: decoded " + std::to_string(got) + " bytes for " + std::to_string(lw) +
+                    "x" + std::to_string(lh) + "x" + std::to_string(nb));
   }
   out->pixels = static_cast<const uint8_t*>(out->vips_mem.get());
   out->width = lw;
@@ -372,8 +382,8 @@ Result<ResizeMode> ParseResizeMode(const std::string& text) {
   if (text == "center-crop") return ResizeMode::kCenterCrop;
   if (text == "pad") return ResizeMode::kPad;
   if (text == "stretch") return ResizeMode::kStretch;
-  return Status::InvalidArgument("--resize-mode must be center-crop, pad or stretch, got '" +
-                                 text + "'");
+  return Status::InvalidArgument("--resize-mode must be center-crop, pad or stretch, got '" + text +
+                                 "'");
 }
 
 Result<Rgb> ParseColour(const std::string& text_in) {
@@ -382,8 +392,10 @@ Result<Rgb> ParseColour(const std::string& text_in) {
     if (c != ' ') text.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   auto bad = [&] {
-    return Status::InvalidArgument("--background must be white, black, gray, #rrggbb or r,g,b; "
-                                   "got '" + text_in + "'");
+    return Status::InvalidArgument(
+        "--background must be white, black, gray, #rrggbb or r,g,b; "
+        "got '" +
+        text_in + "'");
   };
   Rgb c;
   if (text == "white") return Rgb{255, 255, 255};
@@ -423,8 +435,9 @@ Status InitVips() {
       return;
     }
     // Decode problems become ImageFailures; libvips' own warnings would only repeat them.
-    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING,
-                      [](const gchar*, GLogLevelFlags, const gchar*, gpointer) {}, nullptr);
+    g_log_set_handler(
+        "VIPS", G_LOG_LEVEL_WARNING, [](const gchar*, GLogLevelFlags, const gchar*, gpointer) {},
+        nullptr);
     vips_concurrency_set(1);  // parallelism is across samples (TBB), not inside one
     vips_cache_set_max(0);    // no operation cache: memory must not grow with the input
     vips_cache_set_max_mem(0);
@@ -456,9 +469,8 @@ bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedIm
   }
 
   // 1. Header only: nothing is decoded until pixels are asked for.
-  ImagePtr header(vips_image_new_from_buffer(data, size, "", "access",
-                                             VIPS_ACCESS_SEQUENTIAL, "fail_on",
-                                             VIPS_FAIL_ON_TRUNCATED, nullptr));
+  ImagePtr header(vips_image_new_from_buffer(data, size, "", "access", VIPS_ACCESS_SEQUENTIAL,
+                                             "fail_on", VIPS_FAIL_ON_TRUNCATED, nullptr));
   if (!header) return DecodeFail(kind, bytes, failure);
   const int raw_w = vips_image_get_width(header.get());
   const int raw_h = vips_image_get_height(header.get());
@@ -472,7 +484,7 @@ bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedIm
     }
     if (orientation < 1 || orientation > 8) orientation = 1;
   }
-  const bool swap = orientation >= 5;  // 90 or 270 degrees
+  const bool swap = orientation >= 5;   // 90 or 270 degrees
   const int ow = swap ? raw_h : raw_w;  // oriented source size
   const int oh = swap ? raw_w : raw_h;
   out->original_width = ow;
@@ -510,8 +522,7 @@ bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedIm
   int turbo = kind == Kind::kJpeg ? DecodeJpegTurbo(bytes, shrink, &decoded, failure) : 0;
   if (turbo < 0) return false;
   if (turbo == 0 &&
-      !DecodeVips(std::move(header), kind, bytes, opt, shrink, need_w, need_h, &decoded,
-                  failure)) {
+      !DecodeVips(std::move(header), kind, bytes, opt, shrink, need_w, need_h, &decoded, failure)) {
     return false;
   }
   const int lw = decoded.width, lh = decoded.height, nb = decoded.bands;
@@ -555,14 +566,38 @@ bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedIm
   auto stored = [&](int dx, int dy) -> const uint8_t* {
     int sx, sy;
     switch (orientation) {
-      case 2: sx = sw - 1 - dx; sy = dy; break;
-      case 3: sx = sw - 1 - dx; sy = sh - 1 - dy; break;
-      case 4: sx = dx; sy = sh - 1 - dy; break;
-      case 5: sx = dy; sy = dx; break;
-      case 6: sx = dy; sy = sh - 1 - dx; break;
-      case 7: sx = sw - 1 - dy; sy = sh - 1 - dx; break;
-      case 8: sx = sw - 1 - dy; sy = dx; break;
-      default: sx = dx - win_x; sy = dy - win_y; break;
+      case 2:
+        sx = sw - 1 - dx;
+        sy = dy;
+        break;
+      case 3:
+        sx = sw - 1 - dx;
+        sy = sh - 1 - dy;
+        break;
+      case 4:
+        sx = dx;
+        sy = sh - 1 - dy;
+        break;
+      case 5:
+        sx = dy;
+        sy = dx;
+        break;
+      case 6:
+        sx = dy;
+        sy = sh - 1 - dx;
+        break;
+      case 7:
+        sx = sw - 1 - dy;
+        sy = sh - 1 - dx;
+        break;
+      case 8:
+        sx = sw - 1 - dy;
+        sy = dx;
+        break;
+      default:
+        sx = dx - win_x;
+        sy = dy - win_y;
+        break;
     }
     return small + (static_cast<size_t>(sy) * win_w + sx) * nb;
   };

@@ -48,7 +48,7 @@ struct ImageOptions {
   int width = 224;   // output pixels
   int height = 224;  // output pixels
   ResizeMode mode = ResizeMode::kCenterCrop;
-  Rgb background;                // behind alpha and around a padded image
+  Rgb background;                 // behind alpha and around a padded image
   int64_t max_pixels = 89478485;  // width*height of the source, from its header
 };
 

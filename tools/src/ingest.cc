@@ -162,9 +162,9 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
       continue;
     }
     if (text == nullptr || !text->is_string()) {
-      result.issues.push_back({source, "", "invalid_manifest_line",
-                               "no string field text/caption for " +
-                                   image->get_ref<const std::string&>()});
+      result.issues.push_back(
+          {source, "", "invalid_manifest_line",
+           "no string field text/caption for " + image->get_ref<const std::string&>()});
       continue;
     }
     std::string caption = text->get<std::string>();
@@ -256,8 +256,8 @@ Status ParseDelimited(const std::string& text, char sep, bool quoting,
     field_started = true;
     ++i;
   }
-  if (quoted) return Status::InvalidArgument("unterminated quoted field at line " +
-                                             std::to_string(row_line));
+  if (quoted)
+    return Status::InvalidArgument("unterminated quoted field at line " + std::to_string(row_line));
   if (!field.empty() || !row.empty()) end_row();
   return Status::OK();
 }
@@ -268,7 +268,8 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::
   StripBom(&text);
   std::vector<std::vector<std::string>> rows;
   std::vector<int64_t> lines;
-  MM_RETURN_NOT_OK(ParseDelimited(text, sep, /*quoting=*/sep != '\t', &rows, &lines).WithContext(file.string()));
+  MM_RETURN_NOT_OK(
+      ParseDelimited(text, sep, /*quoting=*/sep != '\t', &rows, &lines).WithContext(file.string()));
   if (rows.empty()) return Status::InvalidArgument(file.string() + ": no header row");
   const std::vector<std::string>& header = rows[0];
   auto column = [&](std::initializer_list<const char*> names) -> int {
@@ -493,8 +494,8 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) {
       const char* msg = archive_error_string(a.get());
-      result->issues.push_back({tar_label, "", "unreadable",
-                                std::string("tar read error: ") + (msg ? msg : "unknown")});
+      result->issues.push_back(
+          {tar_label, "", "unreadable", std::string("tar read error: ") + (msg ? msg : "unknown")});
       break;  // keep what was read before the damage
     }
     ++index;
@@ -539,8 +540,8 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
   for (const std::string& key : order) {
     Group& g = groups[key];
     if (g.image.empty()) {
-      result->issues.push_back({tar_label + ":" + key, key, "missing_file",
-                                "caption member without an image member"});
+      result->issues.push_back(
+          {tar_label + ":" + key, key, "missing_file", "caption member without an image member"});
       continue;
     }
     if (g.captions.empty()) {

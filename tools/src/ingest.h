@@ -18,7 +18,8 @@
 //   wds    WebDataset tar files (one .tar, or a folder of .tar files sorted by name): members
 //          grouped by key (member path up to the first dot of its base name); an image member
 //          (extensions above) plus text members whose field ends in `txt`, `caption` or `text`
-//          (`.txt`, `.caption`, `.en.txt`...; several: several captions, in member order). Image bytes are not held here: ImageReader streams them later.
+//          (`.txt`, `.caption`, `.en.txt`...; several: several captions, in member order). Image
+//          bytes are not held here: ImageReader streams them later.
 // Relative image paths resolve against the manifest's folder.
 //
 // Memory: keys, sources and captions of every sample are held (text only); image bytes never.

@@ -57,7 +57,8 @@ void Progress::Draw(int64_t done, int64_t dropped, bool final) {
                  rate, eta.c_str(), static_cast<long long>(dropped));
     if (final) std::fputc('\n', stream_);
   } else {
-    std::fprintf(stream_, "mmpack build: %lld/%lld samples (%.1f%%), %.1f samples/s, ETA %s, "
+    std::fprintf(stream_,
+                 "mmpack build: %lld/%lld samples (%.1f%%), %.1f samples/s, ETA %s, "
                  "dropped %lld\n",
                  static_cast<long long>(done), static_cast<long long>(total_), pct, rate,
                  eta.c_str(), static_cast<long long>(dropped));

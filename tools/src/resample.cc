@@ -92,8 +92,8 @@ const Coeffs& CachedCoeffs(int in_size, int out_size, int axis) {
 // covers, all `row_bytes` bytes of a row at once. The inner loop runs over contiguous bytes,
 // which the compiler vectorises (AVX2 where the CPU has it, chosen at run time).
 __attribute__((target_clones("avx2", "default"))) void Pass(const uint8_t* src, int src_stride,
-                                                            int row_bytes, const Coeffs& c,
-                                                            int y0, int rows, uint8_t* dst) {
+                                                            int row_bytes, const Coeffs& c, int y0,
+                                                            int rows, uint8_t* dst) {
   thread_local std::vector<int32_t> acc;  // scratch, reused: no page faults per image
   acc.resize(row_bytes);
   for (int y = 0; y < rows; ++y) {
@@ -134,10 +134,18 @@ void Transpose(const uint8_t* src, int w, int h, uint8_t* dst) {
 
 void TransposeAny(const uint8_t* src, int w, int h, int channels, uint8_t* dst) {
   switch (channels) {
-    case 1: Transpose<1>(src, w, h, dst); break;
-    case 2: Transpose<2>(src, w, h, dst); break;
-    case 3: Transpose<3>(src, w, h, dst); break;
-    default: Transpose<4>(src, w, h, dst); break;
+    case 1:
+      Transpose<1>(src, w, h, dst);
+      break;
+    case 2:
+      Transpose<2>(src, w, h, dst);
+      break;
+    case 3:
+      Transpose<3>(src, w, h, dst);
+      break;
+    default:
+      Transpose<4>(src, w, h, dst);
+      break;
   }
 }
 

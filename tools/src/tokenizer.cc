@@ -23,8 +23,7 @@ Status FromSp(const sentencepiece::util::Status& st, const std::string& context)
 // Feeds captions to the trainer without a temporary file.
 class CaptionIterator : public sentencepiece::SentenceIterator {
  public:
-  explicit CaptionIterator(const std::vector<std::string_view>& captions)
-      : captions_(captions) {
+  explicit CaptionIterator(const std::vector<std::string_view>& captions) : captions_(captions) {
     Load();
   }
   bool done() const override { return i_ >= captions_.size(); }
@@ -138,8 +137,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) 
   return t;
 }
 
-Result<std::string> Tokenizer::Train(const std::vector<std::string_view>& captions,
-                                     int vocab_size, std::string* note) {
+Result<std::string> Tokenizer::Train(const std::vector<std::string_view>& captions, int vocab_size,
+                                     std::string* note) {
   if (captions.empty()) return Status::InvalidArgument("no captions to train a tokenizer on");
   std::unordered_map<std::string, std::string> args = {
       {"model_type", "unigram"},

@@ -51,8 +51,8 @@ class Tokenizer {
   /// serialized model. When the captions cannot fill `vocab_size`, trains again with
   /// hard_vocab_limit=false (a smaller vocabulary) and says so in `*note`.
   /// Errors: InvalidArgument (no captions), Internal (sentencepiece's message).
-  static Result<std::string> Train(const std::vector<std::string_view>& captions,
-                                   int vocab_size, std::string* note);
+  static Result<std::string> Train(const std::vector<std::string_view>& captions, int vocab_size,
+                                   std::string* note);
 
   ~Tokenizer();
 
