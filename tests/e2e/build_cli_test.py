@@ -265,6 +265,22 @@ class ResizeModes(u.TempDirTest):
             self.assertLess(u.mean_abs_diff(img[y:y + bh, x:x + bw], ref[y:y + bh, x:x + bw]), 12,
                             sample["source"])
 
+    def test_background_colour_forms(self):
+        for text, rgb in (("#102030", (16, 32, 48)), ("200,100,50", (200, 100, 50))):
+            out = os.path.join(self.tmp, "bg_%d" % rgb[0])
+            u.build(SKIMAGE, out, "--resize-mode", "pad", "--image-size", "64x32",
+                    "--background", text)
+            s = u.ShardSet(out)
+            for sample in s.samples:
+                img = s.image(sample)
+                x, y, bw, bh = sample["valid_box"]
+                mask = np.ones(img.shape[:2], bool)
+                mask[y:y + bh, x:x + bw] = False
+                self.assertTrue(mask.any(), sample["source"])
+                self.assertTrue(np.all(img[mask] == np.array(rgb)), (text, sample["source"]))
+                ref = u.reference_image(self.path(sample), 64, 32, "pad", background=rgb)
+                self.assertLess(u.mean_abs_diff(img, ref), 12, (text, sample["source"]))
+
     def test_stretch_matches_pil_resize(self):
         out = os.path.join(self.tmp, "stretch")
         u.build(SKIMAGE, out, "--resize-mode", "stretch", "--image-size", "128")
