@@ -254,7 +254,10 @@ Status RunBuild(const BuildOptions& o) {
 
   MM_RETURN_NOT_OK(CheckPaths(o));
   MM_RETURN_NOT_OK(InitVips());
-  // Ingest before creating anything: an input with no sample fails without leaving OUT.
+  // The staging folder beside OUT proves OUT writable before any long work; a failure
+  // anywhere below removes it, so OUT is never left half-built.
+  MM_ASSIGN_OR_RETURN(fs::path staging, MakeStaging(o.output));
+  StagingGuard guard(staging);
   MM_ASSIGN_OR_RETURN(IngestResult ingest, Ingest(o.input, o.input_format));
 
   std::vector<DropEntry> dropped;
@@ -308,9 +311,6 @@ Status RunBuild(const BuildOptions& o) {
         "no usable sample in '" + o.input + "' (format " + ingest.format + ")" +
         (dropped.empty() ? std::string() : "; dropped " + reasons_text()));
   }
-
-  MM_ASSIGN_OR_RETURN(fs::path staging, MakeStaging(o.output));
-  StagingGuard guard(staging);
 
   // Tokenizer: given, or trained on the good captions.
   std::string model_bytes;

@@ -4,9 +4,17 @@
 #include <algorithm>
 #include <cmath>
 
-// The two passes are plain loops over bytes; -O3's vectoriser makes the vertical one several
-// times faster (the project builds -O2).
+// The two passes are plain loops over bytes; -O3's vectoriser makes them several times
+// faster (the project builds -O2), and on x86-64 an AVX2 clone is picked at run time. Integer
+// arithmetic only: every clone gives the same bytes.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#define MM_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MM_VECTOR_CLONES
+#endif
 
 namespace mm::pack {
 namespace {
@@ -91,9 +99,8 @@ const Coeffs& CachedCoeffs(int in_size, int out_size, int axis) {
 // One pass along columns: output rows [y0, y0 + rows) from the source rows each one
 // covers, all `row_bytes` bytes of a row at once. The inner loop runs over contiguous bytes,
 // which the compiler vectorises (AVX2 where the CPU has it, chosen at run time).
-__attribute__((target_clones("avx2", "default"))) void Pass(const uint8_t* src, int src_stride,
-                                                            int row_bytes, const Coeffs& c, int y0,
-                                                            int rows, uint8_t* dst) {
+MM_VECTOR_CLONES void Pass(const uint8_t* src, int src_stride, int row_bytes, const Coeffs& c,
+                           int y0, int rows, uint8_t* dst) {
   thread_local std::vector<int32_t> acc;  // scratch, reused: no page faults per image
   acc.resize(row_bytes);
   for (int y = 0; y < rows; ++y) {
