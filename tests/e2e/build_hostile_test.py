@@ -419,6 +419,62 @@ class LargeRotatedPhotos(u.TempDirTest):
             self.assertLess(u.mean_abs_diff(img, ref), 8, name)
 
 
+class JpegGeometry(u.TempDirTest):
+    """JPEGs at the edges of DCT scaling and cropping: odd sizes, sizes just above and below
+    the 1/2 and 1/4 scale thresholds, smaller than the target (upscale), 4:4:4 / 4:2:2 /
+    4:2:0 chroma; packed in each resize mode and compared with PIL."""
+
+    SIZES = [(641, 479), (449, 449), (447, 600), (896, 897), (895, 1200), (224, 224),
+             (223, 300), (1000, 225), (225, 1000), (97, 61)]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.raw = os.path.join(cls.tmp, "raw")
+        os.makedirs(cls.raw)
+        photos = sorted(os.listdir(COCO))
+        cls.names = []
+        with open(os.path.join(cls.raw, "m.jsonl"), "w") as f:
+            for i, (w, h) in enumerate(cls.SIZES):
+                im = Image.open(os.path.join(COCO, photos[20 + i])).convert("RGB")
+                im = im.resize((w, h), Image.LANCZOS)
+                name = "j%02d_%dx%d.jpg" % (i, w, h)
+                im.save(os.path.join(cls.raw, name), quality=92, subsampling=i % 3)
+                cls.names.append(name)
+                f.write(json.dumps({"image": name, "text": name}) + "\n")
+        cls.outs = {}
+        for mode in ("center-crop", "pad", "stretch"):
+            out = os.path.join(cls.tmp, mode)
+            u.build(os.path.join(cls.raw, "m.jsonl"), out, "--resize-mode", mode)
+            cls.outs[mode] = u.ShardSet(out)
+
+    def check(self, mode):
+        s = self.outs[mode]
+        self.assertEqual([x["source"].decode() for x in s.samples], self.names)
+        for x, (w, h) in zip(s.samples, self.SIZES):
+            self.assertEqual(x["original_size"], (w, h))
+            img = s.image(x)
+            ref = u.reference_image(os.path.join(self.raw, x["source"].decode()), 224, 224, mode)
+            d = u.mean_abs_diff(img, ref)
+            self.assertLess(d, 6, "%s %s: %.1f" % (mode, x["source"], d))
+            if os.environ.get("MM_E2E_PRINT"):
+                print(mode, x["source"].decode(), round(d, 2))
+
+    def test_center_crop(self):
+        self.check("center-crop")
+
+    def test_pad(self):
+        self.check("pad")
+        for x, (w, h) in zip(self.outs["pad"].samples, self.SIZES):
+            scale = min(224 / w, 224 / h)
+            _, _, bw, bh = x["valid_box"]
+            self.assertLessEqual(abs(bw - w * scale), 1.01, x["source"])
+            self.assertLessEqual(abs(bh - h * scale), 1.01, x["source"])
+
+    def test_stretch(self):
+        self.check("stretch")
+
+
 class CorruptData(u.TempDirTest):
     """Files whose headers are fine but whose compressed data is damaged in the middle (2000
     random bytes in a JPEG's entropy-coded data; 50 in a PNG's IDAT): skipped as corrupt, each
