@@ -282,5 +282,19 @@ class SkimageTrainedSmallVocab(RealSetChecks, u.TempDirTest):
     EXTRA = ("--vocab-size", "64")
 
 
+class SetFolders(u.TempDirTest):
+    """RAW = a set's folder (captions.jsonl at its top, images/ below): the manifest's samples,
+    not image/text pairs guessed from file names."""
+
+    def test_each_set_folder_gives_its_manifest_samples(self):
+        for name in u.SETS:
+            out = os.path.join(self.tmp, name)
+            u.build(os.path.join(u.DATA_DIR, name), out)
+            want = u.read_manifest_jsonl(os.path.join(u.DATA_DIR, name, "captions.jsonl"))
+            got = [(os.path.basename(s["source"].decode()), s["captions"])
+                   for s in u.ShardSet(out).samples]
+            self.assertEqual(got, [(os.path.basename(k), v) for k, v in want.items()], name)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
