@@ -108,10 +108,14 @@ MM_VECTOR_CLONES void Pass(const uint8_t* src, int src_stride, int row_bytes, co
     int32_t* a = acc.data();
     for (int i = 0; i < row_bytes; ++i) a[i] = 1 << (kPrecisionBits - 1);
     const int32_t* w = &c.weight[static_cast<size_t>(oy) * c.taps];
+    // Weights fit int16 (|w| <= 1 << kPrecisionBits): 16x16->32 multiplies, which the
+    // vectoriser turns into pmaddwd-style code, about twice as fast as 32-bit multiplies.
     for (int k = 0, n = c.count[oy]; k < n; ++k) {
       const uint8_t* in = src + static_cast<size_t>(c.first[oy] + k) * src_stride;
-      const int32_t wk = w[k];
-      for (int i = 0; i < row_bytes; ++i) a[i] += in[i] * wk;
+      const int16_t wk = static_cast<int16_t>(w[k]);
+      for (int i = 0; i < row_bytes; ++i) {
+        a[i] += static_cast<int32_t>(static_cast<int16_t>(in[i]) * wk);
+      }
     }
     uint8_t* out = dst + static_cast<size_t>(y) * row_bytes;
     for (int i = 0; i < row_bytes; ++i) {
