@@ -544,6 +544,31 @@ class NulInCaption(u.TempDirTest):
             self.assertEqual([d["source"] for d in s.report["dropped"]], [photos[0]])
 
 
+class MalformedManifestLines(u.TempDirTest):
+    """A JSONL manifest with a broken line, a line without text, a line without image, a blank
+    line and a CRLF line: the broken ones are reported, every good line is built."""
+
+    def test_good_lines_survive_bad_ones(self):
+        raw = os.path.join(self.tmp, "raw")
+        os.makedirs(raw)
+        photos = sorted(os.listdir(COCO))[:3]
+        for p in photos:
+            shutil.copy(os.path.join(COCO, p), raw)
+        with open(os.path.join(raw, "m.jsonl"), "wb") as f:
+            f.write(b'{"image": "%s", "text": "one"}\n' % photos[0].encode())
+            f.write(b'{"image": "%s", "text": "cut short\n' % photos[1].encode())
+            f.write(b'{"image": "%s"}\n' % photos[1].encode())
+            f.write(b'{"text": "no image here"}\n')
+            f.write(b'\n')
+            f.write(b'{"image": "%s", "text": "windows line"}\r\n' % photos[2].encode())
+        out = os.path.join(self.tmp, "out")
+        u.build(os.path.join(raw, "m.jsonl"), out)
+        s = u.ShardSet(out)
+        self.assertEqual([(x["source"].decode(), x["captions"]) for x in s.samples],
+                         [(photos[0], [b"one"]), (photos[2], [b"windows line"])])
+        self.assertGreaterEqual(len(s.report["dropped"]), 2, s.report)
+
+
 class InvalidUtf8InJsonl(u.TempDirTest):
     """Raw invalid UTF-8 bytes inside a JSONL caption: that sample is dropped, the rest built."""
 
