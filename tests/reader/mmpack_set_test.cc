@@ -35,8 +35,13 @@ bool Build(const std::string& input, const std::string& out, const std::string& 
 // Compares every sample of `dir` read by the reader with h5py's dump of it.
 void ExpectEqualsH5py(const std::string& dir, const TempDir& tmp) {
   std::string prefix = tmp / "h5py";
-  std::string cmd = std::string("HDF5_PLUGIN_PATH=") + Quote(MM_PLUGIN_DIR) + " " +
-                    Quote(MM_PYTHON) + " " +
+  std::string env = std::string("HDF5_PLUGIN_PATH=") + Quote(MM_PLUGIN_DIR) + " ";
+#ifdef MM_ASAN_RUNTIME
+  // A sanitizer build: the plugin h5py loads is instrumented, so Python needs the ASan runtime
+  // first (and its own leaks are not ours).
+  env += std::string("LD_PRELOAD=") + Quote(MM_ASAN_RUNTIME) + " ASAN_OPTIONS=detect_leaks=0 ";
+#endif
+  std::string cmd = env + Quote(MM_PYTHON) + " " +
                     Quote(std::string(MM_SOURCE_DIR) + "/tests/reader/h5py_dump.py") + " " +
                     Quote(dir) + " " + Quote(prefix);
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;

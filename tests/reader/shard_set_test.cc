@@ -9,6 +9,19 @@
 #include "shard_fixture.h"
 #include "shard_set_impl.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MM_ASAN 1
+#endif
+#endif
+#ifdef MM_ASAN
+// Hostile HDF5 metadata can make HDF5 itself ask malloc for tens of GB; under ASan that must
+// fail like a plain malloc (NULL, then an HDF5 error) instead of aborting the test.
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
+
 namespace mm::reader {
 namespace {
 
@@ -289,6 +302,9 @@ TEST(ShardSet, BitFlipsInHdf5MetadataGiveErrorsNotCrashes) {
     }
   }
   EXPECT_GT(refused, 0);
+  // The reader closed every HDF5 object it opened, on every error path. (LeakSanitizer still
+  // reports ~26 KB that libhdf5 itself leaks inside failed H5Fopen calls on some flips.)
+  EXPECT_EQ(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
   std::printf(
       "bit flips: %d refused, %d opened (flip in bytes the reader does not use or that "
       "only change pixels)\n",
