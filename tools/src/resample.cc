@@ -22,17 +22,6 @@ namespace {
 constexpr int kPrecisionBits = 14;
 constexpr double kSupport = 3.0;  // Lanczos-3
 
-double Sinc(double x) {
-  if (x == 0.0) return 1.0;
-  x *= M_PI;
-  return std::sin(x) / x;
-}
-
-double Lanczos3(double x) {
-  if (x <= -kSupport || x >= kSupport) return 0.0;
-  return Sinc(x) * Sinc(x / kSupport);
-}
-
 // For each output coordinate: the first source index and fixed-point weights, as Pillow's
 // precompute_coeffs (centre sampling: out pixel i covers source [i*scale, (i+1)*scale)).
 struct Coeffs {
@@ -52,6 +41,9 @@ Coeffs Precompute(int in_size, int out_size) {
   c.count.resize(out_size);
   c.weight.assign(static_cast<size_t>(out_size) * c.taps, 0);
   std::vector<double> w(c.taps);
+  const double step = 1.0 / filter_scale;  // x between neighbouring taps
+  const double cos_a = std::cos(M_PI * step), sin_a = std::sin(M_PI * step);
+  const double cos_b = std::cos(M_PI * step / kSupport), sin_b = std::sin(M_PI * step / kSupport);
   for (int i = 0; i < out_size; ++i) {
     const double centre = (i + 0.5) * scale;
     int lo = static_cast<int>(centre - support + 0.5);
@@ -59,17 +51,35 @@ Coeffs Precompute(int in_size, int out_size) {
     lo = std::max(lo, 0);
     hi = std::min(hi, in_size);
     int n = std::min(hi - lo, c.taps);
+    // lanczos3(x) = sin(pi x) sin(pi x / 3) / (pi^2 x^2 / 3) at x = x0 + k * step: the two
+    // sines advance by rotation (angle addition), four trigonometric calls per output pixel
+    // instead of two per tap (they were the largest part of the coefficient cost).
+    const double x0 = (lo - centre + 0.5) / filter_scale;
+    double sa = std::sin(M_PI * x0), ca = std::cos(M_PI * x0);
+    double sb = std::sin(M_PI * x0 / kSupport), cb = std::cos(M_PI * x0 / kSupport);
     double total = 0;
     for (int k = 0; k < n; ++k) {
-      w[k] = Lanczos3((k + lo - centre + 0.5) / filter_scale);
+      const double x = x0 + k * step;
+      if (std::abs(x) < 1e-9) {
+        w[k] = 1.0;
+      } else if (std::abs(x) >= kSupport) {
+        w[k] = 0.0;
+      } else {
+        w[k] = sa * sb * kSupport / (M_PI * M_PI * x * x);
+      }
       total += w[k];
+      const double sa1 = sa * cos_a + ca * sin_a, sb1 = sb * cos_b + cb * sin_b;
+      ca = ca * cos_a - sa * sin_a;
+      cb = cb * cos_b - sb * sin_b;
+      sa = sa1;
+      sb = sb1;
     }
     c.first[i] = lo;
     c.count[i] = n;
     int32_t* out = &c.weight[static_cast<size_t>(i) * c.taps];
     for (int k = 0; k < n; ++k) {
       double v = total != 0.0 ? w[k] / total : (k == 0 ? 1.0 : 0.0);
-      out[k] = static_cast<int32_t>(std::lround(v * (1 << kPrecisionBits)));
+      out[k] = static_cast<int32_t>(std::floor(v * (1 << kPrecisionBits) + 0.5));
     }
   }
   return c;
@@ -100,7 +110,7 @@ const Coeffs& CachedCoeffs(int in_size, int out_size, int axis) {
 // covers, all `row_bytes` bytes of a row at once. The inner loop runs over contiguous bytes,
 // which the compiler vectorises (AVX2 where the CPU has it, chosen at run time).
 MM_VECTOR_CLONES void Pass(const uint8_t* src, int src_stride, int row_bytes, const Coeffs& c,
-                           int y0, int rows, uint8_t* dst) {
+                           int src_row0, int y0, int rows, uint8_t* dst) {
   thread_local std::vector<int32_t> acc;  // scratch, reused: no page faults per image
   acc.resize(row_bytes);
   for (int y = 0; y < rows; ++y) {
@@ -111,7 +121,7 @@ MM_VECTOR_CLONES void Pass(const uint8_t* src, int src_stride, int row_bytes, co
     // Weights fit int16 (|w| <= 1 << kPrecisionBits): 16x16->32 multiplies, which the
     // vectoriser turns into pmaddwd-style code, about twice as fast as 32-bit multiplies.
     for (int k = 0, n = c.count[oy]; k < n; ++k) {
-      const uint8_t* in = src + static_cast<size_t>(c.first[oy] + k) * src_stride;
+      const uint8_t* in = src + static_cast<size_t>(c.first[oy] + k - src_row0) * src_stride;
       const int16_t wk = static_cast<int16_t>(w[k]);
       for (int i = 0; i < row_bytes; ++i) {
         a[i] += static_cast<int32_t>(static_cast<int16_t>(in[i]) * wk);
@@ -170,15 +180,23 @@ void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, in
   const Coeffs& cy = CachedCoeffs(src_h, dst_h, 1);
   // Scratch reused across calls on this thread (fresh large buffers cost page faults).
   thread_local std::vector<uint8_t> mid, t, cols;
-  // Rows first (fewer output rows than source rows when shrinking): [win_h, src_w, C].
-  mid.resize(static_cast<size_t>(win_h) * src_w * channels);
-  Pass(src, src_stride, src_w * channels, cy, win_y, win_h, mid.data());
+  // Only the source columns the window's output columns read: [col0, col1).
+  int col0 = cx.first[win_x], col1 = col0;
+  for (int x = win_x; x < win_x + win_w; ++x) {
+    col0 = std::min(col0, cx.first[x]);
+    col1 = std::max(col1, cx.first[x] + cx.count[x]);
+  }
+  const int cw = col1 - col0;
+  // Rows first (fewer output rows than source rows when shrinking): [win_h, cw, C].
+  mid.resize(static_cast<size_t>(win_h) * cw * channels);
+  Pass(src + static_cast<size_t>(col0) * channels, src_stride, cw * channels, cy, 0, win_y, win_h,
+       mid.data());
   // Columns as rows of the transposed image, so the same vectorised pass does them:
-  // [src_w, win_h, C] -> [win_w, win_h, C] -> [win_h, win_w, C].
+  // [cw, win_h, C] -> [win_w, win_h, C] -> [win_h, win_w, C].
   t.resize(mid.size());
-  TransposeAny(mid.data(), src_w, win_h, channels, t.data());
+  TransposeAny(mid.data(), cw, win_h, channels, t.data());
   cols.resize(static_cast<size_t>(win_w) * win_h * channels);
-  Pass(t.data(), win_h * channels, win_h * channels, cx, win_x, win_w, cols.data());
+  Pass(t.data(), win_h * channels, win_h * channels, cx, col0, win_x, win_w, cols.data());
   TransposeAny(cols.data(), win_h, win_w, channels, dst->data());
 }
 
