@@ -146,19 +146,26 @@ TEST_F(TrainerTest, AccumulationDiffersFromOneMicroBatchAlone) {
   EXPECT_GT(MaxRelativeDiff(LoadTensors(dir + "/g.pt"), LoadTensors(dir + "/g1.pt")), 1e-2);
 }
 
-void ExpectDdpMatchesSingleProcess(const std::string& dir, const std::string& launch_two) {
+/// 1 process x 16 against 2 ranks x `per_rank` (x `accum` micro-batches), `steps` steps.
+void ExpectDdpMatchesSingleProcess(const std::string& dir, const std::string& launch_two,
+                                   int steps = 20, int per_rank = 8, int accum = 1) {
   const std::string log = dir + "/log";
-  const std::string common = " --shards " + kShards + "/coco --steps 20 --loss-weights 0,1" + kSmall;
+  const std::string common = " --shards " + kShards + "/coco --steps " + std::to_string(steps) +
+                             " --loss-weights 0,1" + kSmall;
   ASSERT_EQ(RunCmd(Mmtrain() + common + " --batch-size 16 --dump-params " + dir + "/p1.pt", log), 0)
       << ReadFile(log);
-  ASSERT_EQ(RunCmd(launch_two + common + " --batch-size 8 --dump-params " + dir + "/p2.pt", log), 0)
+  ASSERT_EQ(RunCmd(launch_two + common + " --batch-size " + std::to_string(per_rank) +
+                       " --accum-steps " + std::to_string(accum) + " --dump-params " + dir +
+                       "/p2.pt",
+                   log),
+            0)
       << ReadFile(log);
   auto p1 = LoadTensors(dir + "/p1.pt");
   auto r0 = LoadTensors(dir + "/p2.pt.rank0"), r1 = LoadTensors(dir + "/p2.pt.rank1");
   EXPECT_TRUE(BitwiseEqual(r0, r1)) << "ranks disagree after 20 steps";
   const double rel = MaxRelativeDiff(r0, p1);
-  std::printf("DDP 2x8 vs 1x16 after 20 steps: max per-tensor relative parameter difference %.3g\n",
-              rel);
+  std::printf("DDP 2 ranks x %d x %d micro-batches vs 1 x 16 after %d steps: max per-tensor "
+              "relative parameter difference %.3g\n", per_rank, accum, steps, rel);
   EXPECT_LT(rel, 1e-5);
   EXPECT_NE(ReadFile(log).find("world 2"), std::string::npos) << ReadFile(log);
 }
@@ -168,6 +175,15 @@ TEST_F(TrainerTest, DdpTwoRanksUnderMpirunMatchOneRankWithTheSameGlobalBatch) {
   ExpectDdpMatchesSingleProcess(
       dir, "mpirun -n 2 --allow-run-as-root --oversubscribe -x HDF5_PLUGIN_PATH -x MASTER_PORT=" +
                std::to_string(FreePort()) + " " + Mmtrain());
+}
+
+TEST_F(TrainerTest, DdpWithAccumulationReducesOnlyTheSumOfAllMicroBatches) {
+  // 2 ranks x 4 items x 2 micro-batches (the Reducer armed on the last one only) == 1 x 16.
+  const std::string dir = TempDir("ddp_accum");
+  ExpectDdpMatchesSingleProcess(
+      dir, "mpirun -n 2 --allow-run-as-root --oversubscribe -x HDF5_PLUGIN_PATH -x MASTER_PORT=" +
+               std::to_string(FreePort()) + " " + Mmtrain(),
+      /*steps=*/10, /*per_rank=*/4, /*accum=*/2);
 }
 
 TEST_F(TrainerTest, DdpTwoRanksFromPlainEnvironmentVariablesMatchOneRank) {
@@ -218,8 +234,8 @@ TEST_F(TrainerTest, ResumeAtStep30Of60GivesBitwiseEqualParameters) {
 TEST_F(TrainerTest, LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) {
   const std::string dir = TempDir("learn"), log = dir + "/log";
   ASSERT_EQ(RunCmd(Mmtrain() + " --shards " + kShards + "/train --val-shards " + kShards +
-                    "/val --out " + dir + "/run --steps 150 --batch-size 32 --patch 16 --threads 1"
-                    " --lr 1e-3 --eval-every 75 --log-every 25",
+                    "/val --out " + dir + "/run --steps 60 --batch-size 32 --patch 16 --threads 1"
+                    " --amp bf16 --lr 1e-3 --eval-every 30 --log-every 10",
                 log),
             0)
       << ReadFile(log);
@@ -229,7 +245,9 @@ TEST_F(TrainerTest, LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) {
   const double n = s["val_n"];
   const double r5 = std::max(s["val_i2t_r5"].get<double>(), s["val_t2i_r5"].get<double>());
   EXPECT_LT(last, 0.8 * first);
-  EXPECT_GT(r5, 5.0 / n) << "val recall@5 at chance (" << 5.0 / n << ")";
+  // Above chance by a margin: at chance, recall@5 over N=80 has a standard deviation of
+  // ~0.027 around 5/N = 0.0625; twice chance is more than two of them away.
+  EXPECT_GT(r5, 2 * 5.0 / n) << "val recall@5 not clearly above chance (" << 5.0 / n << ")";
   // metrics.jsonl holds train, eval and summary lines.
   const std::string metrics = ReadFile(dir + "/run/metrics.jsonl");
   EXPECT_NE(metrics.find("\"event\":\"eval\""), std::string::npos);

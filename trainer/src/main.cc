@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
   bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "read the training set in file order");
   app.add_flag("--quiet", c.quiet, "no per-step lines");
+  app.add_flag("--reuse-batches", c.reuse_batches,
+               "benchmark baseline: train on the first step's batches every step (no reading)");
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;
   int rank = 0;

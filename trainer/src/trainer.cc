@@ -385,6 +385,7 @@ void Train(const TrainConfig& c) {
   EvalResult last_eval;
   bool stopped_early = false;
   const auto run_start = Clock::now();
+  std::vector<DeviceBatch> cached_micro;  // --reuse-batches
 
   while (step < total_steps) {
     const auto t0 = Clock::now();
@@ -394,12 +395,17 @@ void Train(const TrainConfig& c) {
     std::vector<BatchPtr> held;
     std::vector<DeviceBatch> micro;
     int64_t local_tokens = 0;
-    for (int k = 0; k < c.accum_steps; ++k) {
-      held.push_back(stream.Next(&wait));
-      micro.push_back(ToDevice(*held.back(), device, mc.max_tokens));
-      local_tokens += micro.back().caption_tokens;
+    if (c.reuse_batches && !cached_micro.empty()) {
+      micro = cached_micro;
+    } else {
+      for (int k = 0; k < c.accum_steps; ++k) {
+        held.push_back(stream.Next(&wait));
+        micro.push_back(ToDevice(*held.back(), device, mc.max_tokens));
+      }
+      held.clear();  // buffers go back to the loader's pool
+      if (c.reuse_batches) cached_micro = micro;
     }
-    held.clear();  // buffers go back to the loader's pool
+    for (const auto& m : micro) local_tokens += m.caption_tokens;
     // stats: [global tokens, contrastive sum, caption CE sum]
     auto stats = torch::zeros({3}, torch::kDouble);
     stats[0] = static_cast<double>(local_tokens);

@@ -50,7 +50,9 @@ struct TrainConfig {
   int prefetch = 4;              // reader batches in flight
   bool shuffle = true;
   int64_t eval_max = 0;          // evaluate on at most this many val samples (0: all)
-  bool quiet = false;            // no per-step log lines on stdout
+  bool quiet = false;
+  bool reuse_batches = false;    // benchmark baseline: the first step's batches every step
+                                 // (model compute without the reader)            // no per-step log lines on stdout
   std::string ToJson() const;
 };
 
