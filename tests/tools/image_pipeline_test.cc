@@ -206,6 +206,36 @@ print(im.size[0], im.size[1])
   EXPECT_LT(DiffToPillow(got.pixels, rotated, 224, 224, "center-crop"), 5.0);
 }
 
+TEST_F(ImagePipeline, AllEightExifOrientationsMatchPillowExifTranspose) {
+  // A 120x80 image whose quadrants differ, stored with each EXIF orientation (big- and
+  // little-endian EXIF): mmpack must show what Pillow's exif_transpose shows.
+  int rc = 0;
+  std::string log = RunPython(R"(
+import numpy as np
+from PIL import Image
+a = np.zeros((80, 120, 3), np.uint8)
+a[:40, :60] = (220, 20, 20); a[:40, 60:] = (20, 200, 20)
+a[40:, :60] = (20, 20, 220); a[40:, 60:] = (230, 230, 30)
+im = Image.fromarray(a)
+for o in range(1, 9):
+    exif = Image.Exif()
+    exif[0x0112] = o
+    im.save()" + Py(tmp_.path()) + R"( + '/o%d.jpg' % o, quality=95, exif=exif)
+)",
+                              &rc);
+  ASSERT_EQ(rc, 0) << log;
+  for (int o = 1; o <= 8; ++o) {
+    fs::path p = tmp_ / ("o" + std::to_string(o) + ".jpg");
+    ImageOptions options;
+    options.mode = ResizeMode::kStretch;
+    options.width = 96;
+    options.height = 64;
+    ProcessedImage got = MustProcess(ReadBytes(p), options);
+    EXPECT_EQ(got.original_width, o >= 5 ? 80 : 120) << o;
+    EXPECT_LT(DiffToPillow(got.pixels, p, 96, 64, "stretch"), 4.0) << "orientation " << o;
+  }
+}
+
 TEST_F(ImagePipeline, GreyscalePngBecomesThreeEqualBands) {
   fs::path camera = DataDir() / "skimage-micro" / "images" / "camera.png";
   ProcessedImage got = MustProcess(ReadBytes(camera), ImageOptions());
