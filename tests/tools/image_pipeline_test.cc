@@ -408,6 +408,12 @@ TEST_F(ImagePipeline, BadFilesFailWithTheirReason) {
     damaged[i] = static_cast<char>(seed >> 16);
   }
   EXPECT_EQ(MustFail(damaged, ImageOptions()).reason, "corrupt_image");
+  // Stray bytes before the EOI marker (libjpeg: "3 extraneous bytes before marker 0xd9"),
+  // as a few real COCO photos have: harmless, the image is decoded.
+  std::string stray = jpeg.substr(0, jpeg.size() - 2) + std::string(3, '\0') + "\xFF\xD9";
+  ProcessedImage decoded = MustProcess(stray, ImageOptions());
+  ProcessedImage clean = MustProcess(jpeg, ImageOptions());
+  EXPECT_EQ(decoded.pixels, clean.pixels);
   // A PNG cut in half.
   int rc = 0;
   RunPython("from PIL import Image\nImage.open(" + Py(CocoImages(1)[0]) + ").save(" +
