@@ -191,6 +191,10 @@ class Hostile(u.TempDirTest):
         bad("images/empty_caption.jpg", "", {"empty_caption"})
         shutil.copy(os.path.join(COCO, photos[5]), os.path.join(img, "blank_caption.jpg"))
         bad("images/blank_caption.jpg", " \t  \r\n ", {"empty_caption"})
+        shutil.copy(os.path.join(COCO, photos[15]), os.path.join(img, "nbsp_caption.jpg"))
+        bad("images/nbsp_caption.jpg", "\u00a0\u00a0 \u00a0", {"empty_caption"})
+        shutil.copy(os.path.join(COCO, photos[16]), os.path.join(img, "ideographic_caption.jpg"))
+        bad("images/ideographic_caption.jpg", "\u3000\u3000", {"empty_caption"})
 
         cls.raw = raw
         with open(os.path.join(raw, "pairs.jsonl"), "w", encoding="utf-8") as f:

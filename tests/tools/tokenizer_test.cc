@@ -26,7 +26,21 @@ TEST(CheckCaption, EmptyAndWhitespaceOnly) {
   EXPECT_STREQ(CheckCaption(""), "empty_caption");
   EXPECT_STREQ(CheckCaption(" \t\r\n\v\f"), "empty_caption");
   EXPECT_EQ(CheckCaption(" a "), nullptr);
-  EXPECT_EQ(CheckCaption("\xC2\xA0"), nullptr);  // NBSP is text, not ASCII whitespace
+}
+
+TEST(CheckCaption, UnicodeWhiteSpaceOnlyIsEmpty) {
+  EXPECT_STREQ(CheckCaption("\xC2\xA0"), "empty_caption");                  // NBSP
+  EXPECT_STREQ(CheckCaption("\xC2\xA0\xC2\xA0 \xC2\xA0"), "empty_caption");  // NBSPs, space
+  EXPECT_STREQ(CheckCaption("\xE3\x80\x80\xE3\x80\x80"), "empty_caption");   // U+3000 x2
+  EXPECT_STREQ(CheckCaption("\xC2\x85\xE1\x9A\x80\xE2\x80\x80\xE2\x80\x8A\xE2\x80\xA8"
+                            "\xE2\x80\xA9\xE2\x80\xAF\xE2\x81\x9F\t"),
+               "empty_caption");  // U+0085 U+1680 U+2000 U+200A U+2028 U+2029 U+202F U+205F
+  // Not White_Space: zero-width space, BOM, information separators; and real text.
+  EXPECT_EQ(CheckCaption("\xE2\x80\x8B"), nullptr);  // U+200B
+  EXPECT_EQ(CheckCaption("\xEF\xBB\xBF"), nullptr);  // U+FEFF
+  EXPECT_EQ(CheckCaption("\x1C"), nullptr);
+  EXPECT_EQ(CheckCaption("\xE3\x80\x80\xE7\x8C\xAB\xE3\x80\x80"), nullptr);  // U+3000 猫 U+3000
+  EXPECT_EQ(CheckCaption("\xC2\xA0" "a"), nullptr);
 }
 
 TEST(CheckCaption, StrictUtf8) {
