@@ -1,7 +1,10 @@
 #include "shard.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -135,69 +138,23 @@ Status LocateTable(hid_t file, const char* name, Kind kind, int64_t expected_len
   return Status::OK();
 }
 
-}  // namespace
-
-Status H5Error(StatusCode code, const std::string& what) {
-  std::string detail;
-  auto walk = [](unsigned n, const H5E_error2_t* err, void* data) -> herr_t {
-    auto* out = static_cast<std::string*>(data);
-    if (err->desc && *err->desc) {
-      if (n == 0) *out = err->desc;  // innermost first (H5E_WALK_UPWARD)
-    }
-    return 0;
-  };
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &detail);
-  H5Eclear2(H5E_DEFAULT);
-  return Status(code, detail.empty() ? what : what + ": " + detail);
-}
-
-void SilenceH5Errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
-
-Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardEntry& entry,
-                                           const SetInfo& info, bool verify_checksum) {
-  std::unique_ptr<Shard> shard(new Shard());
-  shard->name_ = entry.file;
-  const std::string& name = shard->name_;
-  const size_t image_bytes =
-      static_cast<size_t>(info.image_height) * info.image_width * info.channels;
-  if (image_bytes >= Shard::kSizeMask) {
-    return Status::Unsupported(name + ": images of " + std::to_string(image_bytes) +
-                               " bytes are too large for this reader");
-  }
-  shard->image_bytes_ = image_bytes;
-  shard->num_samples_ = entry.samples;
-  shard->num_captions_ = entry.captions;
-
-  // Size first: a truncated shard fails before HDF5 parses anything.
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    int err = errno;
-    std::string msg = name + ": " + std::strerror(err);
-    return err == ENOENT ? Status::NotFound(msg) : Status::IOError(msg);
-  }
-  if (static_cast<int64_t>(st.st_size) != entry.bytes) {
-    return Status::Corruption(name + ": file is " + std::to_string(st.st_size) +
-                              " bytes, index.json says " + std::to_string(entry.bytes) +
-                              (st.st_size < entry.bytes ? " (truncated)" : ""));
-  }
-  MM_ASSIGN_OR_RETURN(shard->file_, MappedFile::Open(path));
-  const MappedFile& file = *shard->file_;
-  if (file.size() != static_cast<uint64_t>(entry.bytes)) {
-    return Status::Corruption(name + ": file changed size while opening");
-  }
-  if (verify_checksum) {
-    uint64_t h = XXH3_64bits(file.data(), file.size());
-    if (Hex16(h) != entry.xxh3_64) {
-      return Status::Corruption(name + ": XXH3-64 is " + Hex16(h) + ", index.json says \"" +
-                                entry.xxh3_64 + "\"");
-    }
-  }
-
-  TablePlace keys, cap_off, tok_off, toks;
-  size_t key_size = 0, elem = 0;
+// Everything Open learns through HDF5.
+struct H5Layout {
   bool compressed = false;
+  std::vector<uint64_t> chunk_offset;  // [N]
+  std::vector<uint32_t> chunk_size;    // [N] stored bytes | Shard::kRawFlag
+  TablePlace places[4];                // keys, caption_offsets, token_offsets, tokens
+  size_t key_size = 0;
+  std::vector<uint8_t> owned[4];  // tables read through HDF5 (not contiguous)
+};
+
+// Opens the shard with HDF5, checks the images dataset and the tables, and records where
+// everything lies; closes HDF5 before returning. Checks chunk ranges against `file`.
+Status QueryLayout(const std::string& path, const std::string& name, const ShardEntry& entry,
+                   const SetInfo& info, const MappedFile& file, size_t image_bytes, H5Layout* out) {
+  size_t elem = 0;
+  bool& compressed = out->compressed;
   {
-    std::lock_guard<std::mutex> lock(H5Mutex());
     SilenceH5Errors();
     H5File f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     if (!f.valid()) return H5Error(StatusCode::kCorruption, name + ": not a readable HDF5 file");
@@ -273,8 +230,8 @@ Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardE
                                 std::to_string(entry.samples) + " samples");
     }
     const uint64_t bound = ZSTD_compressBound(image_bytes);
-    shard->chunk_offset_.resize(entry.samples);
-    shard->chunk_size_.resize(entry.samples);
+    out->chunk_offset.resize(entry.samples);
+    out->chunk_size.resize(entry.samples);
     for (int64_t i = 0; i < entry.samples; ++i) {
       hsize_t coord[4] = {static_cast<hsize_t>(i), 0, 0, 0};
       unsigned mask = 0;
@@ -297,20 +254,239 @@ Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardE
                                   " stored bytes cannot hold a " + std::to_string(image_bytes) +
                                   "-byte image");
       }
-      shard->chunk_offset_[i] = addr;
-      shard->chunk_size_[i] = static_cast<uint32_t>(size) | (raw ? kRawFlag : 0u);
+      out->chunk_offset[i] = addr;
+      out->chunk_size[i] = static_cast<uint32_t>(size) | (raw ? Shard::kRawFlag : 0u);
     }
 
     // The small tables.
     MM_RETURN_NOT_OK(LocateTable(f.get(), mm::format::kKeys, Kind::kFixedString, entry.samples,
-                                 name, &keys, &key_size, &shard->owned_[0]));
+                                 name, &out->places[0], &out->key_size, &out->owned[0]));
     MM_RETURN_NOT_OK(LocateTable(f.get(), mm::format::kCaptionOffsets, Kind::kInt64,
-                                 entry.samples + 1, name, &cap_off, &elem, &shard->owned_[1]));
+                                 entry.samples + 1, name, &out->places[1], &elem, &out->owned[1]));
     MM_RETURN_NOT_OK(LocateTable(f.get(), mm::format::kTokenOffsets, Kind::kInt64,
-                                 entry.captions + 1, name, &tok_off, &elem, &shard->owned_[2]));
+                                 entry.captions + 1, name, &out->places[2], &elem, &out->owned[2]));
     MM_RETURN_NOT_OK(LocateTable(f.get(), mm::format::kTokens, Kind::kInt32, entry.tokens, name,
-                                 &toks, &elem, &shard->owned_[3]));
-  }  // HDF5 closed here; from now on only the mapping is read.
+                                 &out->places[3], &elem, &out->owned[3]));
+  }
+  return Status::OK();
+}
+
+// QueryLayout in this process, one thread at a time.
+Status QueryLayoutLocked(const std::string& path, const std::string& name, const ShardEntry& entry,
+                         const SetInfo& info, const MappedFile& file, size_t image_bytes,
+                         H5Layout* out) {
+  std::lock_guard<std::mutex> lock(H5Mutex());
+  return QueryLayout(path, name, entry, info, file, image_bytes, out);
+}
+
+// A byte stream for the child's answer: POD values and vectors, length-prefixed.
+struct Wire {
+  std::string bytes;
+  size_t pos = 0;
+  bool ok = true;
+
+  void Put(const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); }
+  template <typename T>
+  void Pod(const T& v) {
+    Put(&v, sizeof(T));
+  }
+  template <typename T>
+  void Vec(const std::vector<T>& v) {
+    Pod<uint64_t>(v.size());
+    if (!v.empty()) Put(v.data(), v.size() * sizeof(T));
+  }
+  void Str(const std::string& s) {
+    Pod<uint64_t>(s.size());
+    Put(s.data(), s.size());
+  }
+  bool Get(void* p, size_t n) {
+    if (!ok || n > bytes.size() - pos) return ok = false;
+    std::memcpy(p, bytes.data() + pos, n);
+    pos += n;
+    return true;
+  }
+  template <typename T>
+  bool GetPod(T* v) {
+    return Get(v, sizeof(T));
+  }
+  template <typename T>
+  bool GetVec(std::vector<T>* v) {
+    uint64_t n = 0;
+    if (!GetPod(&n) || n > (bytes.size() - pos) / sizeof(T)) return ok = false;
+    v->resize(n);
+    return n == 0 || Get(v->data(), n * sizeof(T));
+  }
+  bool GetStr(std::string* s) {
+    uint64_t n = 0;
+    if (!GetPod(&n) || n > bytes.size() - pos) return ok = false;
+    s->assign(bytes.data() + pos, n);
+    pos += n;
+    return true;
+  }
+};
+
+// QueryLayout in a forked child; its answer comes back through a pipe. A crash (or sanitizer
+// abort) inside libhdf5 ends the child, not the caller, and becomes a Corruption error.
+Status QueryLayoutIsolated(const std::string& path, const std::string& name,
+                           const ShardEntry& entry, const SetInfo& info, const MappedFile& file,
+                           size_t image_bytes, H5Layout* out) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return Status::IOError(name + ": pipe: " + std::strerror(errno));
+  }
+  pid_t pid;
+  {
+    // No other thread of ours is inside HDF5 while the child's copy of it is taken.
+    std::lock_guard<std::mutex> lock(H5Mutex());
+    pid = ::fork();
+  }
+  if (pid < 0) {
+    int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return Status::IOError(name + ": fork: " + std::strerror(err));
+  }
+  if (pid == 0) {  // child: query, write the answer, leave without running atexit handlers
+    ::close(fds[0]);
+    H5Layout layout;
+    Status st = QueryLayout(path, name, entry, info, file, image_bytes, &layout);
+    Wire w;
+    w.Pod<int32_t>(static_cast<int32_t>(st.code()));
+    w.Str(st.message());
+    if (st.ok()) {
+      w.Pod<uint8_t>(layout.compressed);
+      w.Vec(layout.chunk_offset);
+      w.Vec(layout.chunk_size);
+      for (const TablePlace& p : layout.places) w.Pod(p);
+      w.Pod<uint64_t>(layout.key_size);
+      for (const auto& o : layout.owned) w.Vec(o);
+    }
+    const char* p = w.bytes.data();
+    size_t left = w.bytes.size();
+    while (left > 0) {
+      ssize_t n = ::write(fds[1], p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ::_exit(3);
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  Wire w;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    w.bytes.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return Status::Corruption(
+        name + ": libhdf5 " +
+        (WIFSIGNALED(wstatus)
+             ? "crashed (signal " + std::to_string(WTERMSIG(wstatus)) + ")"
+             : "failed (exit status " + std::to_string(WEXITSTATUS(wstatus)) + ")") +
+        " reading the shard's metadata");
+  }
+  int32_t code = 0;
+  std::string message;
+  if (!w.GetPod(&code) || !w.GetStr(&message)) {
+    return Status::Internal(name + ": no answer from the HDF5 query process");
+  }
+  if (code != 0) return Status(static_cast<StatusCode>(code), message);
+  uint8_t compressed = 0;
+  uint64_t key_size = 0;
+  w.GetPod(&compressed);
+  w.GetVec(&out->chunk_offset);
+  w.GetVec(&out->chunk_size);
+  for (TablePlace& p : out->places) w.GetPod(&p);
+  w.GetPod(&key_size);
+  for (auto& o : out->owned) w.GetVec(&o);
+  if (!w.ok || w.pos != w.bytes.size() ||
+      out->chunk_offset.size() != static_cast<size_t>(entry.samples) ||
+      out->chunk_size.size() != static_cast<size_t>(entry.samples)) {
+    return Status::Internal(name + ": malformed answer from the HDF5 query process");
+  }
+  out->compressed = compressed != 0;
+  out->key_size = key_size;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status H5Error(StatusCode code, const std::string& what) {
+  std::string detail;
+  auto walk = [](unsigned n, const H5E_error2_t* err, void* data) -> herr_t {
+    auto* out = static_cast<std::string*>(data);
+    if (err->desc && *err->desc) {
+      if (n == 0) *out = err->desc;  // innermost first (H5E_WALK_UPWARD)
+    }
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &detail);
+  H5Eclear2(H5E_DEFAULT);
+  return Status(code, detail.empty() ? what : what + ": " + detail);
+}
+
+void SilenceH5Errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardEntry& entry,
+                                           const SetInfo& info, const OpenOptions& options) {
+  const bool verify_checksum = options.verify_checksums;
+  std::unique_ptr<Shard> shard(new Shard());
+  shard->name_ = entry.file;
+  const std::string& name = shard->name_;
+  const size_t image_bytes =
+      static_cast<size_t>(info.image_height) * info.image_width * info.channels;
+  if (image_bytes >= Shard::kSizeMask) {
+    return Status::Unsupported(name + ": images of " + std::to_string(image_bytes) +
+                               " bytes are too large for this reader");
+  }
+  shard->image_bytes_ = image_bytes;
+  shard->num_samples_ = entry.samples;
+  shard->num_captions_ = entry.captions;
+
+  // Size first: a truncated shard fails before HDF5 parses anything.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    std::string msg = name + ": " + std::strerror(err);
+    return err == ENOENT ? Status::NotFound(msg) : Status::IOError(msg);
+  }
+  if (static_cast<int64_t>(st.st_size) != entry.bytes) {
+    return Status::Corruption(name + ": file is " + std::to_string(st.st_size) +
+                              " bytes, index.json says " + std::to_string(entry.bytes) +
+                              (st.st_size < entry.bytes ? " (truncated)" : ""));
+  }
+  MM_ASSIGN_OR_RETURN(shard->file_, MappedFile::Open(path));
+  const MappedFile& file = *shard->file_;
+  if (file.size() != static_cast<uint64_t>(entry.bytes)) {
+    return Status::Corruption(name + ": file changed size while opening");
+  }
+  if (verify_checksum) {
+    uint64_t h = XXH3_64bits(file.data(), file.size());
+    if (Hex16(h) != entry.xxh3_64) {
+      return Status::Corruption(name + ": XXH3-64 is " + Hex16(h) + ", index.json says \"" +
+                                entry.xxh3_64 + "\"");
+    }
+  }
+
+  H5Layout layout;
+  MM_RETURN_NOT_OK(options.isolate_hdf5
+                       ? QueryLayoutIsolated(path, name, entry, info, file, image_bytes, &layout)
+                       : QueryLayoutLocked(path, name, entry, info, file, image_bytes, &layout));
+  for (int k = 0; k < 4; ++k) shard->owned_[k] = std::move(layout.owned[k]);
+  shard->chunk_offset_ = std::move(layout.chunk_offset);
+  shard->chunk_size_ = std::move(layout.chunk_size);
+  const TablePlace &keys = layout.places[0], &cap_off = layout.places[1],
+                   &tok_off = layout.places[2], &toks = layout.places[3];
+  const size_t key_size = layout.key_size;
+  // From here on HDF5 is closed and only the mapping is read.
 
   // Each table inside the file, then pointers into the mapping (or the in-memory copy).
   auto place = [&](const TablePlace& p, const char* what, int k, const uint8_t** out) -> Status {

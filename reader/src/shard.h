@@ -36,8 +36,13 @@ class Shard {
   /// Opens `path` (the shard `entry` of the set `info`) and checks it as above.
   /// Errors: NotFound, IOError, Corruption (naming the file and, for chunk errors, the sample),
   /// Unsupported (a filter other than zstd or none; a format version outside the readable range).
+  /// With options.isolate_hdf5, the HDF5 part runs in a forked child process, so that a crash
+  /// inside libhdf5 on hostile metadata becomes a Corruption error instead of killing the caller.
   static Result<std::unique_ptr<Shard>> Open(const std::string& path, const ShardEntry& entry,
-                                             const SetInfo& info, bool verify_checksum);
+                                             const SetInfo& info, const OpenOptions& options);
+
+  static constexpr uint32_t kRawFlag = 0x80000000u;  // chunk stored without the filter
+  static constexpr uint32_t kSizeMask = 0x7fffffffu;
 
   const std::string& name() const { return name_; }
   int64_t num_samples() const { return num_samples_; }
@@ -76,9 +81,6 @@ class Shard {
     std::memcpy(&v, table + i * 8, 8);  // tables need not be 8-byte aligned in the file
     return v;
   }
-  static constexpr uint32_t kRawFlag = 0x80000000u;  // chunk stored without the filter
-  static constexpr uint32_t kSizeMask = 0x7fffffffu;
-
   std::string name_;
   std::shared_ptr<const MappedFile> file_;
   int64_t num_samples_ = 0;

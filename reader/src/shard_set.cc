@@ -30,7 +30,7 @@ Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& dir,
   set->first_caption_.push_back(0);
   for (const ShardEntry& e : set->info_.shards) {
     MM_ASSIGN_OR_RETURN(auto shard,
-                        Shard::Open(dir + "/" + e.file, e, set->info_, options.verify_checksums));
+                        Shard::Open(dir + "/" + e.file, e, set->info_, options));
     set->shards_.push_back(std::move(shard));
     set->first_sample_.push_back(set->first_sample_.back() + e.samples);
     set->first_caption_.push_back(set->first_caption_.back() + e.captions);

@@ -61,6 +61,11 @@ struct SetInfo {
 struct OpenOptions {
   /// Recompute every shard's XXH3-64 and compare with index.json (reads every byte).
   bool verify_checksums = false;
+  /// Ask HDF5 for each shard's layout in a short-lived forked child process, so that a crash
+  /// inside libhdf5 on a hostile or damaged shard (HDF5 1.10 can segfault on fuzzed metadata)
+  /// becomes a Corruption error instead of killing the caller. Costs one fork per shard at
+  /// Open. false: query in-process (under a mutex).
+  bool isolate_hdf5 = true;
 };
 
 /// An opened shard set. Immutable after Open; all const methods are thread-safe.
