@@ -29,7 +29,7 @@ TEST(CheckCaption, EmptyAndWhitespaceOnly) {
 }
 
 TEST(CheckCaption, UnicodeWhiteSpaceOnlyIsEmpty) {
-  EXPECT_STREQ(CheckCaption("\xC2\xA0"), "empty_caption");                  // NBSP
+  EXPECT_STREQ(CheckCaption("\xC2\xA0"), "empty_caption");                   // NBSP
   EXPECT_STREQ(CheckCaption("\xC2\xA0\xC2\xA0 \xC2\xA0"), "empty_caption");  // NBSPs, space
   EXPECT_STREQ(CheckCaption("\xE3\x80\x80\xE3\x80\x80"), "empty_caption");   // U+3000 x2
   EXPECT_STREQ(CheckCaption("\xC2\x85\xE1\x9A\x80\xE2\x80\x80\xE2\x80\x8A\xE2\x80\xA8"
@@ -40,7 +40,9 @@ TEST(CheckCaption, UnicodeWhiteSpaceOnlyIsEmpty) {
   EXPECT_EQ(CheckCaption("\xEF\xBB\xBF"), nullptr);  // U+FEFF
   EXPECT_EQ(CheckCaption("\x1C"), nullptr);
   EXPECT_EQ(CheckCaption("\xE3\x80\x80\xE7\x8C\xAB\xE3\x80\x80"), nullptr);  // U+3000 猫 U+3000
-  EXPECT_EQ(CheckCaption("\xC2\xA0" "a"), nullptr);
+  EXPECT_EQ(CheckCaption("\xC2\xA0"
+                         "a"),
+            nullptr);
 }
 
 TEST(CheckCaption, StrictUtf8) {
