@@ -15,8 +15,10 @@ Run with Debian's /usr/bin/python3 (h5py, numpy, PIL, sentencepiece).
 
 import collections
 import hashlib
+import io
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -27,7 +29,7 @@ import zlib
 import h5py
 import numpy as np
 import sentencepiece as spm
-from PIL import Image, ImageOps
+from PIL import Image, ImageCms, ImageOps
 
 SHARED_DIR = os.environ.get("MM_SHARED_DIR", "")
 BIN_DIR = os.environ.get("MM_BIN_DIR", "")
@@ -216,10 +218,18 @@ class Tokenizer:
 
 def oriented_rgb(path, background=(255, 255, 255)):
     """PIL's reading of an image as mmpack should see it: first frame, EXIF-oriented,
-    alpha composited onto `background`, 8-bit RGB."""
+    alpha composited onto `background`, 8-bit RGB, converted to sRGB from an embedded RGB or
+    grey ICC profile that is not sRGB (ImageCms, relative colorimetric)."""
     im = Image.open(path)
     im.seek(0)
+    icc = im.info.get("icc_profile")
     im = ImageOps.exif_transpose(im)
+    if icc and im.mode in ("RGB", "L") and icc[16:20] == (b"RGB " if im.mode == "RGB" else b"GRAY"):
+        src = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+        if not re.search(r"(?<![A-Za-z0-9])sRGB(?![A-Za-z0-9])", ImageCms.getProfileDescription(src)):
+            im = ImageCms.profileToProfile(im, src, ImageCms.createProfile("sRGB"),
+                                           renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC,
+                                           outputMode="RGB")
     if im.mode in ("I;16", "I;16B", "I;16L", "I"):
         im = Image.fromarray((np.asarray(im, dtype=np.uint32) >> 8).astype(np.uint8), "L")
     if im.mode == "P":

@@ -29,16 +29,26 @@ using testing::WriteBytes;
 // EXIF-transposed, alpha over `bg`, RGB, Lanczos (antialiased) resize, then the fit. In
 // center-crop mode the crop window may sit one pixel off either way (the resized size can
 // round differently: 105.5 rows is 105 for libvips' JPEG shrink, 106 for Pillow): the best
-// of those windows counts.
+// of those windows counts. `icc`: first convert the pixels from the file's embedded ICC profile
+// to sRGB with ImageCms (lcms, relative colorimetric).
 double DiffToPillow(const std::vector<uint8_t>& got, const fs::path& path, int w, int h,
-                    const std::string& mode, int bg = 255) {
+                    const std::string& mode, int bg = 255, bool icc = false) {
   TempDir tmp;
   WriteBytes(tmp / "got.raw", std::string(got.begin(), got.end()));
   std::string script = R"(
 import numpy as np
 from PIL import Image, ImageOps
-im = ImageOps.exif_transpose(Image.open()" +
-                       Py(path) + R"())
+im = Image.open()" + Py(path) +
+                       R"()
+icc = im.info.get('icc_profile') if )" +
+                       (icc ? "True" : "False") + R"( else None
+im = ImageOps.exif_transpose(im)
+if icc:  # the embedded profile to sRGB, as the pipeline does
+    import io
+    from PIL import ImageCms
+    im = ImageCms.profileToProfile(im.convert('RGB'), ImageCms.ImageCmsProfile(io.BytesIO(icc)),
+                                   ImageCms.createProfile('sRGB'), renderingIntent=1,
+                                   outputMode='RGB')
 W, H, mode, bg = )" + std::to_string(w) +
                        ", " + std::to_string(h) + ", '" + mode + "', " + std::to_string(bg) + R"(
 got = np.fromfile()" + Py(tmp / "got.raw") +
@@ -341,6 +351,134 @@ Image.new('RGB', (33, 17), (200, 100, 50)).save(d + '/flat.bmp')
     EXPECT_NEAR(mean(flat, 1), 100, 1.5) << f;
     EXPECT_NEAR(mean(flat, 2), 50, 1.5) << f;
   }
+}
+
+// Images tagged with a made-up-here ROMM-RGB (ProPhoto) profile: primaries far outside sRGB,
+// gamma 1.8. Stored pixels must be the sRGB ones Pillow's ImageCms (lcms, relative
+// colorimetric) makes of them, in every format that carries a profile, on the TurboJPEG path
+// (224 px, no shrink) and on libvips' shrink-on-load path (448 px), with a 16-bit alpha kept
+// (libvips' icc_transform alone clips it). An sRGB-tagged JPEG is stored as if it had no
+// profile.
+TEST_F(ImagePipeline, NonSrgbIccProfilesAreConvertedToSrgb) {
+  int rc = 0;
+  const std::string expected = RunPython(R"(
+import io, struct, zlib
+import numpy as np
+from PIL import Image, ImageCms
+d = )" + Py(tmp_.path()) + R"(
+
+def s15(v):
+    return struct.pack('>i', round(v * 65536))
+
+def profile(desc, primaries, gamma):
+    """A v2 RGB matrix/TRC display profile (ICC.1:2001), PCS XYZ D50."""
+    text = desc.encode() + b'\0'
+    tags = [(b'desc', b'desc\0\0\0\0' + struct.pack('>I', len(text)) + text + bytes(78)),
+            (b'wtpt', b'XYZ \0\0\0\0' + s15(0.9642) + s15(1.0) + s15(0.8249))]
+    for sig, xyz in zip((b'rXYZ', b'gXYZ', b'bXYZ'), primaries):
+        tags.append((sig, b'XYZ \0\0\0\0' + b''.join(s15(v) for v in xyz)))
+    curv = b'curv\0\0\0\0' + struct.pack('>IH', 1, round(gamma * 256)) + b'\0\0'
+    tags += [(b'rTRC', curv), (b'gTRC', curv), (b'bTRC', curv)]
+    table, data, at = b'', b'', 128 + 4 + 12 * len(tags)
+    for sig, body in tags:
+        body += bytes(-len(body) % 4)
+        table += sig + struct.pack('>II', at + len(data), len(body))
+        data += body
+    head = (struct.pack('>I', at + len(data)) + bytes(4) + struct.pack('>I', 0x02100000) +
+            b'mntrRGB XYZ ' + bytes(12) + b'acsp' + bytes(28) + s15(0.9642) + s15(1.0) +
+            s15(0.8249) + bytes(48))
+    assert len(head) == 128
+    return head + struct.pack('>I', len(tags)) + table + data
+
+romm = profile('ROMM-RGB', [(0.7977, 0.2880, 0.0), (0.1352, 0.7119, 0.0),
+                            (0.0313, 0.0001, 0.8249)], 1.8)
+srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile('sRGB')).tobytes()
+colours = [(180, 120, 60), (60, 140, 200), (200, 80, 90), (100, 100, 100)]
+for size in (224, 448):
+    a = np.zeros((size, size, 3), np.uint8)
+    h = size // 2
+    a[:h, :h], a[:h, h:], a[h:, :h], a[h:, h:] = colours
+    im = Image.fromarray(a)
+    im.save('%s/romm%d.jpg' % (d, size), quality=95, icc_profile=romm)
+    if size == 224:
+        im.save(d + '/romm.png', icc_profile=romm)
+        im.save(d + '/romm.tif', icc_profile=romm)
+        im.save(d + '/romm.webp', lossless=True, icc_profile=romm)
+        im.save(d + '/srgb.jpg', quality=95, icc_profile=srgb)
+        im.save(d + '/plain.jpg', quality=95)
+# 16-bit RGBA PNG, half transparent, written by hand (Pillow writes no 16-bit RGBA)
+def chunk(tag, data):
+    return struct.pack('>I', len(data)) + tag + data + struct.pack('>I', zlib.crc32(tag + data))
+row = b'\0' + struct.pack('>HHHH', 40000, 30000, 20000, 32768) * 224
+with open(d + '/romm16a.png', 'wb') as f:
+    f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 224, 224, 16, 6, 0, 0, 0)) +
+            chunk(b'iCCP', b'ROMM\0\0' + zlib.compress(romm)) +
+            chunk(b'IDAT', zlib.compress(row * 224)) + chunk(b'IEND', b''))
+for f in ('romm224.jpg', 'romm448.jpg', 'romm.png', 'romm.tif', 'romm.webp', 'romm16a.png'):
+    im = Image.open(d + '/' + f)
+    ref = ImageCms.profileToProfile(im.convert('RGB'), ImageCms.ImageCmsProfile(io.BytesIO(romm)),
+                                    ImageCms.createProfile('sRGB'), renderingIntent=1,
+                                    outputMode='RGB')
+    r = np.asarray(ref).astype(float)
+    if f == 'romm16a.png':  # over the white background
+        a = 32768 / 65535
+        r = np.rint(r * a + 255 * (1 - a)).astype(int)
+    q = im.size[0] // 4
+    print(f, ' '.join('%d %d %d' % tuple(r[y, x]) for y in (q, 3 * q) for x in (q, 3 * q)))
+)",
+                                         &rc);
+  ASSERT_EQ(rc, 0) << expected;
+  std::istringstream lines(expected);
+  std::string file;
+  int checked = 0;
+  while (lines >> file) {
+    ProcessedImage got = MustProcess(ReadBytes(tmp_ / file), ImageOptions());
+    ASSERT_EQ(got.pixels.size(), 224u * 224 * 3) << file;
+    for (int y : {56, 168}) {
+      for (int x : {56, 168}) {
+        for (int band = 0; band < 3; ++band) {
+          int want = 0;
+          lines >> want;
+          EXPECT_NEAR(int{got.pixels[(static_cast<size_t>(y) * 224 + x) * 3 + band]}, want, 3)
+              << file << " at (" << x << ", " << y << ") band " << band;
+        }
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6);
+  // sRGB-tagged: the same pixels as untagged (no colour transform, the fast path).
+  EXPECT_EQ(MustProcess(ReadBytes(tmp_ / "srgb.jpg"), ImageOptions()).pixels,
+            MustProcess(ReadBytes(tmp_ / "plain.jpg"), ImageOptions()).pixels);
+}
+
+// The coco-cc photos tagged Adobe RGB (1998) or "Camera RGB Profile" (7 of 51) match Pillow
+// with the embedded profile applied by ImageCms.
+TEST_F(ImagePipeline, CocoPhotosWithWideGamutProfilesMatchPillowImageCms) {
+  int rc = 0;
+  const std::string list = RunPython(R"(
+import glob, io, os, re
+from PIL import Image, ImageCms
+for f in sorted(glob.glob(os.path.join()" +
+                                         Py(DataDir() / "coco-cc" / "images") + R"(, '*'))):
+    icc = Image.open(f).info.get('icc_profile')
+    if icc:
+        desc = ImageCms.getProfileDescription(ImageCms.ImageCmsProfile(io.BytesIO(icc)))
+        if not re.search(r'(?<![A-Za-z0-9])sRGB(?![A-Za-z0-9])', desc):
+            print(f)
+)",
+                                     &rc);
+  ASSERT_EQ(rc, 0) << list;
+  std::istringstream lines(list);
+  std::string path;
+  int n = 0;
+  while (std::getline(lines, path) && n < 3) {  // 3 are enough; each costs a Python run
+    ProcessedImage got = MustProcess(ReadBytes(path), ImageOptions());
+    EXPECT_LT(DiffToPillow(got.pixels, path, 224, 224, "center-crop", 255, /*icc=*/true), 4.0)
+        << path;
+    ++n;
+  }
+  EXPECT_EQ(n, 3) << list;
 }
 
 TEST_F(ImagePipeline, AnimatedGifGivesItsFirstFrame) {

@@ -8,12 +8,16 @@
 //      before any pixel is decoded;
 //   2. decode at the largest power-of-two shrink that still covers the target (JPEG: DCT
 //      scaling 1/2, 1/4, 1/8; WebP: `scale`), first frame/page only, truncated data an error.
-//      JPEGs (YCbCr, RGB, grey) go through TurboJPEG straight into packed RGB or grey; other
-//      JPEGs (CMYK, YCCK) and every other format through libvips (sequential access,
-//      `fail_on` = truncated), where colour becomes 8-bit sRGB: CMYK through ICC (embedded
-//      profile, else libvips' CMYK default), grey/16-bit/palette/other interpretations through
-//      vips_colourspace, alpha composited onto the background (vips_flatten); very large loads
-//      are box-shrunk (vips_shrink, streaming) to about twice the target first;
+//      JPEGs (YCbCr, RGB, grey) without an ICC profile, or with an sRGB one, go through
+//      TurboJPEG straight into packed RGB or grey; other JPEGs (CMYK, YCCK, tagged with
+//      another profile) and every other format through libvips (sequential access,
+//      `fail_on` = truncated), where colour becomes 8-bit sRGB: an embedded RGB or grey ICC
+//      profile that is not sRGB (Adobe RGB, ProPhoto/ROMM, Display P3, ...; JPEG APP2, PNG
+//      iCCP, TIFF, WebP ICCP) through vips_icc_transform to sRGB (relative colorimetric, as
+//      Pillow's ImageCms and browsers do); CMYK through ICC (embedded profile, else libvips'
+//      CMYK default); grey/16-bit/palette/other interpretations through vips_colourspace;
+//      alpha composited onto the background (vips_flatten); very large loads are box-shrunk
+//      (vips_shrink, streaming) to about twice the target first;
 //   3. resize with an antialiased Lanczos-3 filter (resample.h, Pillow's method) in the
 //      stored orientation, only the window that is kept;
 //   4. apply the EXIF orientation (1..8) and fit: center-crop (cover, crop the middle), pad
