@@ -6,20 +6,19 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "distributed.h"
 #include "model.h"
@@ -122,10 +121,13 @@ class TrainerTest : public testing::Test {
 
 TEST_F(TrainerTest, AccumulationOfFourByEightEqualsOneBatchOf32ForCaptionLoss) {
   const std::string dir = TempDir("accum"), log = dir + "/log";
-  const std::string common = Mmtrain() + " --shards " + kShards + "/coco --steps 1 --loss-weights 0,1" + kSmall;
-  ASSERT_EQ(RunCmd(common + " --batch-size 8 --accum-steps 4 --dump-grads " + dir + "/g4.pt", log), 0)
+  const std::string common =
+      Mmtrain() + " --shards " + kShards + "/coco --steps 1 --loss-weights 0,1" + kSmall;
+  ASSERT_EQ(RunCmd(common + " --batch-size 8 --accum-steps 4 --dump-grads " + dir + "/g4.pt", log),
+            0)
       << ReadFile(log);
-  ASSERT_EQ(RunCmd(common + " --batch-size 32 --accum-steps 1 --dump-grads " + dir + "/g1.pt", log), 0)
+  ASSERT_EQ(RunCmd(common + " --batch-size 32 --accum-steps 1 --dump-grads " + dir + "/g1.pt", log),
+            0)
       << ReadFile(log);
   auto g4 = LoadTensors(dir + "/g4.pt"), g1 = LoadTensors(dir + "/g1.pt");
   const double rel = MaxRelativeDiff(g4, g1);
@@ -140,8 +142,10 @@ TEST_F(TrainerTest, AccumulationOfFourByEightEqualsOneBatchOf32ForCaptionLoss) {
 TEST_F(TrainerTest, AccumulationDiffersFromOneMicroBatchAlone) {
   // The check above can fail: K=1 x B=8 gives other gradients than K=4 x B=8.
   const std::string dir = TempDir("accum_neg"), log = dir + "/log";
-  const std::string common = Mmtrain() + " --shards " + kShards + "/coco --steps 1 --loss-weights 0,1" + kSmall;
-  ASSERT_EQ(RunCmd(common + " --batch-size 8 --accum-steps 1 --dump-grads " + dir + "/g.pt", log), 0);
+  const std::string common =
+      Mmtrain() + " --shards " + kShards + "/coco --steps 1 --loss-weights 0,1" + kSmall;
+  ASSERT_EQ(RunCmd(common + " --batch-size 8 --accum-steps 1 --dump-grads " + dir + "/g.pt", log),
+            0);
   ASSERT_EQ(RunCmd(common + " --batch-size 32 --dump-grads " + dir + "/g1.pt", log), 0);
   EXPECT_GT(MaxRelativeDiff(LoadTensors(dir + "/g.pt"), LoadTensors(dir + "/g1.pt")), 1e-2);
 }
@@ -154,18 +158,20 @@ void ExpectDdpMatchesSingleProcess(const std::string& dir, const std::string& la
                              " --loss-weights 0,1" + kSmall;
   ASSERT_EQ(RunCmd(Mmtrain() + common + " --batch-size 16 --dump-params " + dir + "/p1.pt", log), 0)
       << ReadFile(log);
-  ASSERT_EQ(RunCmd(launch_two + common + " --batch-size " + std::to_string(per_rank) +
-                       " --accum-steps " + std::to_string(accum) + " --dump-params " + dir +
-                       "/p2.pt",
-                   log),
-            0)
+  ASSERT_EQ(
+      RunCmd(launch_two + common + " --batch-size " + std::to_string(per_rank) + " --accum-steps " +
+                 std::to_string(accum) + " --dump-params " + dir + "/p2.pt",
+             log),
+      0)
       << ReadFile(log);
   auto p1 = LoadTensors(dir + "/p1.pt");
   auto r0 = LoadTensors(dir + "/p2.pt.rank0"), r1 = LoadTensors(dir + "/p2.pt.rank1");
   EXPECT_TRUE(BitwiseEqual(r0, r1)) << "ranks disagree after 20 steps";
   const double rel = MaxRelativeDiff(r0, p1);
-  std::printf("DDP 2 ranks x %d x %d micro-batches vs 1 x 16 after %d steps: max per-tensor "
-              "relative parameter difference %.3g\n", per_rank, accum, steps, rel);
+  std::printf(
+      "DDP 2 ranks x %d x %d micro-batches vs 1 x 16 after %d steps: max per-tensor "
+      "relative parameter difference %.3g\n",
+      per_rank, accum, steps, rel);
   EXPECT_LT(rel, 1e-5);
   EXPECT_NE(ReadFile(log).find("world 2"), std::string::npos) << ReadFile(log);
 }
@@ -181,25 +187,28 @@ TEST_F(TrainerTest, DdpWithAccumulationReducesOnlyTheSumOfAllMicroBatches) {
   // 2 ranks x 4 items x 2 micro-batches (the Reducer armed on the last one only) == 1 x 16.
   const std::string dir = TempDir("ddp_accum");
   ExpectDdpMatchesSingleProcess(
-      dir, "mpirun -n 2 --allow-run-as-root --oversubscribe -x HDF5_PLUGIN_PATH -x MASTER_PORT=" +
-               std::to_string(FreePort()) + " " + Mmtrain(),
+      dir,
+      "mpirun -n 2 --allow-run-as-root --oversubscribe -x HDF5_PLUGIN_PATH -x MASTER_PORT=" +
+          std::to_string(FreePort()) + " " + Mmtrain(),
       /*steps=*/10, /*per_rank=*/4, /*accum=*/2);
 }
 
 TEST_F(TrainerTest, DdpTwoRanksFromPlainEnvironmentVariablesMatchOneRank) {
   const std::string dir = TempDir("ddp_env");
-  const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort()) +
-                          " WORLD_SIZE=2 ";
+  const std::string env =
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort()) + " WORLD_SIZE=2 ";
   // Both ranks in the background; the shell's status is non-zero when either fails.
   const std::string two = "sh -c '" + env + "RANK=0 LOCAL_RANK=0 \"$0\" \"$@\" & a=$!; " + env +
                           "RANK=1 LOCAL_RANK=1 \"$0\" \"$@\" & b=$!; wait $a; ra=$?; wait $b; "
-                          "rb=$?; exit $((ra|rb))' " + Mmtrain();
+                          "rb=$?; exit $((ra|rb))' " +
+                          Mmtrain();
   ExpectDdpMatchesSingleProcess(dir, two);
 }
 
 TEST_F(TrainerTest, Bf16AutocastTrainsWithinTwoPercentOfFp32) {
   const std::string dir = TempDir("amp"), log = dir + "/log";
-  const std::string common = Mmtrain() + " --shards " + kShards + "/coco --steps 30 --batch-size 16" + kSmall;
+  const std::string common =
+      Mmtrain() + " --shards " + kShards + "/coco --steps 30 --batch-size 16" + kSmall;
   ASSERT_EQ(RunCmd(common + " --amp off --out " + dir + "/fp32", log), 0) << ReadFile(log);
   ASSERT_EQ(RunCmd(common + " --amp bf16 --out " + dir + "/bf16", log), 0) << ReadFile(log);
   auto a = Summary(dir + "/fp32"), b = Summary(dir + "/bf16");
@@ -214,14 +223,14 @@ TEST_F(TrainerTest, Bf16AutocastTrainsWithinTwoPercentOfFp32) {
 
 TEST_F(TrainerTest, ResumeAtStep30Of60GivesBitwiseEqualParameters) {
   const std::string dir = TempDir("resume"), log = dir + "/log";
-  const std::string common =
-      Mmtrain() + " --shards " + kShards + "/coco --steps 60 --batch-size 8 --save-every 30" + kSmall;
+  const std::string common = Mmtrain() + " --shards " + kShards +
+                             "/coco --steps 60 --batch-size 8 --save-every 30" + kSmall;
   ASSERT_EQ(RunCmd(common + " --out " + dir + "/full --dump-params " + dir + "/full.pt", log), 0)
       << ReadFile(log);
   ASSERT_EQ(RunCmd(common + " --out " + dir + "/a --stop-after 30", log), 0) << ReadFile(log);
   ASSERT_EQ(RunCmd(common + " --out " + dir + "/b --resume " + dir + "/a/checkpoint-000030.pt" +
-                    " --dump-params " + dir + "/resumed.pt",
-                log),
+                       " --dump-params " + dir + "/resumed.pt",
+                   log),
             0)
       << ReadFile(log);
   auto full = LoadTensors(dir + "/full.pt"), resumed = LoadTensors(dir + "/resumed.pt");
@@ -234,9 +243,10 @@ TEST_F(TrainerTest, ResumeAtStep30Of60GivesBitwiseEqualParameters) {
 TEST_F(TrainerTest, LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) {
   const std::string dir = TempDir("learn"), log = dir + "/log";
   ASSERT_EQ(RunCmd(Mmtrain() + " --shards " + kShards + "/train --val-shards " + kShards +
-                    "/val --out " + dir + "/run --steps 60 --batch-size 32 --patch 16 --threads 1"
-                    " --amp bf16 --lr 1e-3 --eval-every 30 --log-every 10",
-                log),
+                       "/val --out " + dir +
+                       "/run --steps 60 --batch-size 32 --patch 16 --threads 1"
+                       " --amp bf16 --lr 1e-3 --eval-every 30 --log-every 10",
+                   log),
             0)
       << ReadFile(log);
   std::printf("%s", ReadFile(log).c_str());
@@ -258,8 +268,10 @@ TEST_F(TrainerTest, LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) {
 
 TEST_F(TrainerTest, Fp16OnCpuFailsWithAClearError) {
   const std::string dir = TempDir("fp16"), log = dir + "/log";
-  EXPECT_NE(RunCmd(Mmtrain() + " --shards " + kShards + "/coco --steps 1 --amp fp16" + kSmall, log), 0);
-  EXPECT_NE(ReadFile(log).find("--amp fp16 needs a CUDA device"), std::string::npos) << ReadFile(log);
+  EXPECT_NE(RunCmd(Mmtrain() + " --shards " + kShards + "/coco --steps 1 --amp fp16" + kSmall, log),
+            0);
+  EXPECT_NE(ReadFile(log).find("--amp fp16 needs a CUDA device"), std::string::npos)
+      << ReadFile(log);
 }
 
 TEST_F(TrainerTest, MissingShardsFailWithOneLine) {
@@ -281,8 +293,12 @@ TEST(DistEnv, ReadsTorchrunOpenMpiAndSlurmVariables) {
   };
   auto none = from({});
   EXPECT_EQ(none.world_size, 1);
-  auto t = from({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.2"},
-                 {"MASTER_PORT", "1234"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  auto t = from({{"RANK", "3"},
+                 {"WORLD_SIZE", "4"},
+                 {"LOCAL_RANK", "1"},
+                 {"MASTER_ADDR", "10.0.0.2"},
+                 {"MASTER_PORT", "1234"},
+                 {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
   EXPECT_EQ(t.rank, 3);
   EXPECT_EQ(t.world_size, 4);
   EXPECT_EQ(t.local_rank, 1);
@@ -290,7 +306,8 @@ TEST(DistEnv, ReadsTorchrunOpenMpiAndSlurmVariables) {
   EXPECT_EQ(t.master_port, 1234);
   EXPECT_TRUE(t.use_agent_store);
   EXPECT_EQ(t.source, "torchrun");
-  auto o = from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+  auto o = from({{"OMPI_COMM_WORLD_RANK", "1"},
+                 {"OMPI_COMM_WORLD_SIZE", "2"},
                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
   EXPECT_EQ(o.rank, 1);
   EXPECT_EQ(o.source, "openmpi");

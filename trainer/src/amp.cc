@@ -15,9 +15,12 @@ AmpMode ParseAmp(const std::string& s) {
 
 const char* AmpName(AmpMode m) {
   switch (m) {
-    case AmpMode::kOff: return "off";
-    case AmpMode::kBf16: return "bf16";
-    case AmpMode::kFp16: return "fp16";
+    case AmpMode::kOff:
+      return "off";
+    case AmpMode::kBf16:
+      return "bf16";
+    case AmpMode::kFp16:
+      return "fp16";
   }
   return "?";
 }
@@ -107,9 +110,7 @@ void LossScaler::Unscale(const std::vector<torch::Tensor>& params) {
   at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale);
 }
 
-bool LossScaler::StepIsFinite() const {
-  return !enabled_ || found_inf_.item<float>() == 0.0f;
-}
+bool LossScaler::StepIsFinite() const { return !enabled_ || found_inf_.item<float>() == 0.0f; }
 
 void LossScaler::Update() {
   if (!enabled_) return;

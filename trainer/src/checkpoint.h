@@ -19,13 +19,13 @@
 namespace mm::train {
 
 struct CheckpointMeta {
-  int64_t step = 0;             // optimizer steps done
-  int64_t epoch = 0;            // loader epoch of the next batch
-  double best_val = 1e30;       // best validation captioning loss so far
+  int64_t step = 0;        // optimizer steps done
+  int64_t epoch = 0;       // loader epoch of the next batch
+  double best_val = 1e30;  // best validation captioning loss so far
   int64_t evals_since_best = 0;
-  std::string loader_state;     // LoaderState::ToJson
-  std::string config;           // run settings, JSON
-  std::string model_config;     // ModelConfig::ToJson
+  std::string loader_state;  // LoaderState::ToJson
+  std::string config;        // run settings, JSON
+  std::string model_config;  // ModelConfig::ToJson
 };
 
 /// Throws std::runtime_error naming the path when writing or renaming fails.

@@ -60,8 +60,8 @@ DistEnv ReadDistEnv(const std::function<const char*(const char*)>& getenv_fn) {
                                 " is not a TCP port");
   }
   if (const char* s = get("TORCHELASTIC_USE_AGENT_STORE")) {
-    env.use_agent_store = std::string(s) == "True" || std::string(s) == "true" ||
-                          std::string(s) == "1";
+    env.use_agent_store =
+        std::string(s) == "True" || std::string(s) == "true" || std::string(s) == "1";
   }
   return env;
 }
@@ -78,8 +78,7 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(env_.master_port);
   so.isServer = env_.rank == 0 && !env_.use_agent_store;
-  so.numWorkers = env_.use_agent_store ? c10::nullopt
-                                       : c10::optional<std::size_t>(env_.world_size);
+  so.numWorkers = env_.use_agent_store ? c10::nullopt : c10::optional<std::size_t>(env_.world_size);
   so.waitWorkers = !env_.use_agent_store;
   so.timeout = timeout;
   auto tcp = c10::make_intrusive<c10d::TCPStore>(env_.master_addr, so);
@@ -92,14 +91,14 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = timeout;
 #if TORCH_VERSION_MAJOR >= 2
-    auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env_.rank,
-                                                               env_.world_size, opts);
+    auto backend =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env_.rank, env_.world_size, opts);
     group = c10::make_intrusive<c10d::ProcessGroup>(impl_->store, env_.rank, env_.world_size);
     group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
     group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
 #else
-    group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env_.rank, env_.world_size,
-                                                        opts);
+    group =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env_.rank, env_.world_size, opts);
 #endif
 #else
     throw std::runtime_error(
@@ -110,19 +109,18 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
     // Bind to the interface that reaches MASTER_ADDR (loopback for 127.0.0.1).
     const bool loopback = env_.master_addr == "127.0.0.1" || env_.master_addr == "localhost";
-    opts->devices.push_back(loopback
-                                ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                : c10d::ProcessGroupGloo::createDefaultDevice());
+    opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                     : c10d::ProcessGroupGloo::createDefaultDevice());
     opts->threads = 2;
 #if TORCH_VERSION_MAJOR >= 2
-    auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env_.rank,
-                                                               env_.world_size, opts);
+    auto backend =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env_.rank, env_.world_size, opts);
     group = c10::make_intrusive<c10d::ProcessGroup>(impl_->store, env_.rank, env_.world_size);
     group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
     group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
 #else
-    group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env_.rank, env_.world_size,
-                                                        opts);
+    group =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env_.rank, env_.world_size, opts);
 #endif
   }
   impl_->group = group;
@@ -163,12 +161,11 @@ void Distributed::Barrier() {
   AllReduceSum(t);
 }
 
-GradReducer::GradReducer(std::vector<torch::Tensor> params, Distributed& dist,
-                         int64_t bucket_bytes, int64_t first_bucket_bytes) {
+GradReducer::GradReducer(std::vector<torch::Tensor> params, Distributed& dist, int64_t bucket_bytes,
+                         int64_t first_bucket_bytes) {
   std::vector<bool> sparse(params.size(), false);
   auto assignment = c10d::compute_bucket_assignment_by_size(
-      params, {static_cast<size_t>(first_bucket_bytes), static_cast<size_t>(bucket_bytes)},
-      sparse);
+      params, {static_cast<size_t>(first_bucket_bytes), static_cast<size_t>(bucket_bytes)}, sparse);
   auto buckets = std::get<0>(assignment);
   auto limits = std::get<1>(assignment);
   // As DistributedDataParallel does: gradients become ready roughly in reverse order of

@@ -3,7 +3,6 @@
 //   mmtrain --shards OUT --val-shards VAL --out RUN [--steps N] [--amp bf16] ...
 //   mpirun -n 2 mmtrain ...            (or torchrun / srun; see distributed.h)
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -19,8 +18,9 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--val-shards", c.val_shards, "validation shard set");
   app.add_option("--out", c.out, "run directory: metrics.jsonl, checkpoints, summary.json");
-  app.add_option("--preset", c.preset, "default model size: cpu (dim 128, 2 layers, patch 32) "
-                                       "or gpu (dim 512, 6 layers, patch 16)");
+  app.add_option("--preset", c.preset,
+                 "default model size: cpu (dim 128, 2 layers, patch 32) "
+                 "or gpu (dim 512, 6 layers, patch 16)");
   app.add_option("--dim", c.dim, "model width (overrides the preset)");
   app.add_option("--layers", c.layers, "blocks per tower (image, text, fusion)");
   app.add_option("--heads", c.heads, "attention heads");
@@ -38,19 +38,24 @@ int main(int argc, char** argv) {
   app.add_option("--clip-grad", c.clip_grad, "max gradient L2 norm (0: off)");
   app.add_option("--seed", c.seed, "seed of initialisation and data order");
   app.add_option("--log-every", c.log_every, "steps between log lines");
-  app.add_option("--eval-every", c.eval_every, "steps between evaluations (0: only at the end "
-                                               "when --val-shards is given)");
+  app.add_option("--eval-every", c.eval_every,
+                 "steps between evaluations (0: only at the end "
+                 "when --val-shards is given)");
   app.add_option("--save-every", c.save_every, "steps between checkpoints (and one at the end)");
-  app.add_option("--patience", c.patience, "stop after this many evaluations without "
-                                           "val-loss improvement (0: never)");
+  app.add_option("--patience", c.patience,
+                 "stop after this many evaluations without "
+                 "val-loss improvement (0: never)");
   app.add_option("--resume", c.resume, "checkpoint to continue from");
-  app.add_option("--stop-after", c.stop_after, "stop after this step, keeping the schedule of "
-                                               "--steps (to test --resume)");
-  app.add_option("--dump-params", c.dump_params, "write the final parameters to this file "
-                                                 "(.rankN appended under DDP)");
+  app.add_option("--stop-after", c.stop_after,
+                 "stop after this step, keeping the schedule of "
+                 "--steps (to test --resume)");
+  app.add_option("--dump-params", c.dump_params,
+                 "write the final parameters to this file "
+                 "(.rankN appended under DDP)");
   app.add_option("--dump-grads", c.dump_grads, "write the first step's gradients to this file");
-  app.add_option("--dist-timeout", c.dist_timeout_s, "seconds before a collective or the "
-                                                     "rendezvous fails");
+  app.add_option("--dist-timeout", c.dist_timeout_s,
+                 "seconds before a collective or the "
+                 "rendezvous fails");
   app.add_option("--threads", c.threads, "LibTorch intra-op threads (0: default)");
   app.add_option("--loader-threads", c.loader_threads, "reader decode threads");
   app.add_option("--prefetch", c.prefetch, "reader batches in flight");
@@ -67,10 +72,12 @@ int main(int argc, char** argv) {
     rank = mm::train::RankFromEnvironment();
     char comma = 0;
     std::istringstream lw(loss_weights);
-    if (!(lw >> c.w_contrastive >> comma >> c.w_caption) || comma != ',' ||
-        c.w_contrastive < 0 || c.w_caption < 0) {
-      throw std::invalid_argument("--loss-weights must be two non-negative numbers "
-                                  "\"contrastive,caption\", not '" + loss_weights + "'");
+    if (!(lw >> c.w_contrastive >> comma >> c.w_caption) || comma != ',' || c.w_contrastive < 0 ||
+        c.w_caption < 0) {
+      throw std::invalid_argument(
+          "--loss-weights must be two non-negative numbers "
+          "\"contrastive,caption\", not '" +
+          loss_weights + "'");
     }
     if (c.eval_every == 0 && !c.val_shards.empty()) c.eval_every = 1LL << 62;  // end only
     mm::train::Train(c);

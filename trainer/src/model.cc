@@ -1,7 +1,6 @@
 #include "model.h"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 namespace mm::train {
@@ -9,9 +8,15 @@ namespace mm::train {
 namespace F = torch::nn::functional;
 
 std::string ModelConfig::ToJson() const {
-  nlohmann::json j = {{"dim", dim},         {"layers", layers},         {"heads", heads},
-                      {"patch", patch},     {"image_size", image_size}, {"vocab_size", vocab_size},
-                      {"max_tokens", max_tokens}, {"embed_dim", embed_dim}, {"mlp_ratio", mlp_ratio}};
+  nlohmann::json j = {{"dim", dim},
+                      {"layers", layers},
+                      {"heads", heads},
+                      {"patch", patch},
+                      {"image_size", image_size},
+                      {"vocab_size", vocab_size},
+                      {"max_tokens", max_tokens},
+                      {"embed_dim", embed_dim},
+                      {"mlp_ratio", mlp_ratio}};
   return j.dump();
 }
 
@@ -30,13 +35,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& q_in, const torch::Ten
   auto kv = kv_(kv_in).view({b, tk, 2, heads_, hd}).permute({2, 0, 3, 1, 4});  // [2,B,h,Tk,hd]
   auto k = kv[0], v = kv[1];
   auto scores = torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat) /
-                std::sqrt(static_cast<double>(hd));                           // [B,h,Tq,Tk]
+                std::sqrt(static_cast<double>(hd));  // [B,h,Tq,Tk]
   if (causal) {
     auto mask = torch::ones({tq, tk}, torch::dtype(torch::kBool).device(q_in.device())).triu(1);
     scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
   }
   auto attn = scores.softmax(-1).to(v.scalar_type());
-  auto out = torch::matmul(attn, v).transpose(1, 2).reshape({b, tq, d});     // [B,Tq,D]
+  auto out = torch::matmul(attn, v).transpose(1, 2).reshape({b, tq, d});  // [B,Tq,D]
   return out_(out);
 }
 
@@ -66,10 +71,10 @@ CocaImpl::CocaImpl(const ModelConfig& c) : config_(c) {
   TORCH_CHECK(c.image_size % c.patch == 0, "--patch ", c.patch, " does not divide the image size ",
               c.image_size);
   const int64_t grid = c.image_size / c.patch;
-  patchify_ = register_module(
-      "patchify", torch::nn::Conv2d(torch::nn::Conv2dOptions(/*in_channels=*/3, c.dim,
-                                                             /*kernel_size=*/c.patch)
-                                        .stride(c.patch)));
+  patchify_ = register_module("patchify",
+                              torch::nn::Conv2d(torch::nn::Conv2dOptions(/*in_channels=*/3, c.dim,
+                                                                         /*kernel_size=*/c.patch)
+                                                    .stride(c.patch)));
   image_pos_ = register_parameter("image_pos", torch::randn({1, grid * grid, c.dim}) * 0.02);
   cls_ = register_parameter("cls", torch::randn({1, 1, c.dim}) * 0.02);
   image_blocks_ = register_module("image_blocks", torch::nn::ModuleList());
@@ -90,15 +95,15 @@ CocaImpl::CocaImpl(const ModelConfig& c) : config_(c) {
     token_emb_->weight.normal_(0.0, 0.02);
   }
   text_pos_ = register_parameter("text_pos", torch::randn({1, c.max_tokens, c.dim}) * 0.02);
-  image_proj_ = register_module("image_proj",
-                                torch::nn::Linear(torch::nn::LinearOptions(c.dim, c.embed_dim).bias(false)));
-  text_proj_ = register_module("text_proj",
-                               torch::nn::Linear(torch::nn::LinearOptions(c.dim, c.embed_dim).bias(false)));
+  image_proj_ = register_module(
+      "image_proj", torch::nn::Linear(torch::nn::LinearOptions(c.dim, c.embed_dim).bias(false)));
+  text_proj_ = register_module(
+      "text_proj", torch::nn::Linear(torch::nn::LinearOptions(c.dim, c.embed_dim).bias(false)));
   log_scale_ = register_parameter("log_scale", torch::full({}, std::log(1.0 / 0.07)));
 }
 
 torch::Tensor CocaImpl::EncodeImage(const torch::Tensor& images) {
-  auto x = patchify_(images).flatten(2).transpose(1, 2) + image_pos_;  // [B,N,D]
+  auto x = patchify_(images).flatten(2).transpose(1, 2) + image_pos_;           // [B,N,D]
   x = torch::cat({cls_.expand({x.size(0), 1, -1}).to(x.scalar_type()), x}, 1);  // [B,N+1,D]
   for (auto& m : *image_blocks_) x = m->as<Block>()->forward(x);
   return image_ln_(x);
@@ -120,8 +125,8 @@ torch::Tensor CocaImpl::PoolText(const torch::Tensor& h, const torch::Tensor& le
 
 CocaOutput CocaImpl::forward(const torch::Tensor& images, const torch::Tensor& tokens,
                              const torch::Tensor& lengths) {
-  auto img = EncodeImage(images);   // [B,N+1,D]
-  auto txt = EncodeText(tokens);    // [B,L,D]
+  auto img = EncodeImage(images);  // [B,N+1,D]
+  auto txt = EncodeText(tokens);   // [B,L,D]
   CocaOutput out;
   out.image_embed = F::normalize(image_proj_(img.select(1, 0)).to(torch::kFloat),
                                  F::NormalizeFuncOptions().dim(-1));
@@ -156,9 +161,9 @@ torch::Tensor CaptionLossSum(const torch::Tensor& logits, const torch::Tensor& t
                              const torch::Tensor& lengths) {
   const int64_t l = tokens.size(1), v = logits.size(2);
   auto pred = logits.slice(1, 0, l - 1).to(torch::kFloat);          // [B,L-1,V]
-  auto target = tokens.slice(1, 1, l);                               // [B,L-1]
-  auto pos = torch::arange(l - 1, lengths.options()).unsqueeze(0);   // [1,L-1]
-  auto valid = pos < (lengths - 1).unsqueeze(1);                     // [B,L-1]
+  auto target = tokens.slice(1, 1, l);                              // [B,L-1]
+  auto pos = torch::arange(l - 1, lengths.options()).unsqueeze(0);  // [1,L-1]
+  auto valid = pos < (lengths - 1).unsqueeze(1);                    // [B,L-1]
   target = target.masked_fill(valid.logical_not(), -100);
   return F::cross_entropy(pred.reshape({-1, v}), target.reshape({-1}),
                           F::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));

@@ -26,14 +26,14 @@
 namespace mm::train {
 
 struct ModelConfig {
-  int64_t dim = 128;          // D: width of every transformer
-  int64_t layers = 2;         // blocks in each of image encoder, text encoder, fusion decoder
-  int64_t heads = 4;          // attention heads (dim % heads == 0)
-  int64_t patch = 32;         // P: patch side in pixels
-  int64_t image_size = 224;   // H == W of the shards, pixels
-  int64_t vocab_size = 0;     // V: from the shard set's index
-  int64_t max_tokens = 77;    // longest caption, bos/eos included: position-embedding rows
-  int64_t embed_dim = 128;    // E: joint contrastive embedding
+  int64_t dim = 128;         // D: width of every transformer
+  int64_t layers = 2;        // blocks in each of image encoder, text encoder, fusion decoder
+  int64_t heads = 4;         // attention heads (dim % heads == 0)
+  int64_t patch = 32;        // P: patch side in pixels
+  int64_t image_size = 224;  // H == W of the shards, pixels
+  int64_t vocab_size = 0;    // V: from the shard set's index
+  int64_t max_tokens = 77;   // longest caption, bos/eos included: position-embedding rows
+  int64_t embed_dim = 128;   // E: joint contrastive embedding
   int64_t mlp_ratio = 4;
   std::string ToJson() const;
 };
@@ -51,7 +51,8 @@ class AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
-/// Pre-LN transformer block: x += SelfAttn(LN(x)); [x += CrossAttn(LN(x), memory)]; x += MLP(LN(x)).
+/// Pre-LN transformer block: x += SelfAttn(LN(x)); [x += CrossAttn(LN(x), memory)]; x +=
+/// MLP(LN(x)).
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(int64_t dim, int64_t heads, int64_t mlp_ratio, bool causal, bool cross);
@@ -86,8 +87,8 @@ class CocaImpl : public torch::nn::Module {
   const ModelConfig& config() const { return config_; }
 
  private:
-  torch::Tensor EncodeImage(const torch::Tensor& images);              // [B,N+1,D]
-  torch::Tensor EncodeText(const torch::Tensor& tokens);               // [B,L,D]
+  torch::Tensor EncodeImage(const torch::Tensor& images);                        // [B,N+1,D]
+  torch::Tensor EncodeText(const torch::Tensor& tokens);                         // [B,L,D]
   torch::Tensor PoolText(const torch::Tensor& h, const torch::Tensor& lengths);  // [B,D]
 
   ModelConfig config_;

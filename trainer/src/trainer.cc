@@ -1,19 +1,19 @@
 #include "trainer.h"
 
 #include <sys/stat.h>
+#include <time.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
-#include <cstring>
 #include <stdexcept>
 #include <unordered_set>
-
-#include <nlohmann/json.hpp>
 
 #include "amp.h"
 #include "checkpoint.h"
@@ -26,6 +26,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using reader::BatchPtr;
+
+/// CPU time of the whole process (all threads, the reader's included), seconds.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -56,8 +63,8 @@ struct DeviceBatch {
 
 DeviceBatch ToDevice(const reader::Batch& b, const torch::Device& device, int64_t max_tokens) {
   DeviceBatch d;
-  auto img = torch::from_blob(const_cast<uint8_t*>(b.images.data()),
-                              {b.size, b.height, b.width, 3}, torch::kUInt8);
+  auto img = torch::from_blob(const_cast<uint8_t*>(b.images.data()), {b.size, b.height, b.width, 3},
+                              torch::kUInt8);
   // uint8 crosses to the device (4x fewer bytes than float), then is normalised there.
   img = img.to(device, /*non_blocking=*/false, /*copy=*/true).permute({0, 3, 1, 2});
   auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
@@ -65,8 +72,8 @@ DeviceBatch ToDevice(const reader::Batch& b, const torch::Device& device, int64_
   auto stdv = torch::tensor({kStd[0], kStd[1], kStd[2]}, opts).view({1, 3, 1, 1});
   d.images = ((img.to(torch::kFloat) / 255.0 - mean) / stdv).contiguous();
   const int64_t l = std::min<int64_t>(b.max_length, max_tokens);
-  auto tok = torch::from_blob(const_cast<int32_t*>(b.tokens.data()), {b.size, b.max_length},
-                              torch::kInt);
+  auto tok =
+      torch::from_blob(const_cast<int32_t*>(b.tokens.data()), {b.size, b.max_length}, torch::kInt);
   d.tokens = tok.slice(1, 0, std::max<int64_t>(l, 1)).to(torch::kLong).to(device);
   auto len = torch::from_blob(const_cast<int32_t*>(b.lengths.data()), {b.size}, torch::kInt);
   d.lengths = len.to(torch::kLong).clamp(1, std::max<int64_t>(l, 1)).to(device);
@@ -148,8 +155,8 @@ struct EvalResult {
 /// Captioning loss and perplexity, and retrieval recall@k over the val set (one caption per
 /// image, the loader's seeded choice). Every rank evaluates the whole set (so no rank waits
 /// on a collective meanwhile); they get identical results.
-EvalResult Evaluate(Coca& model, const std::shared_ptr<reader::ShardSet>& set,
-                    const TrainConfig& c, AmpMode amp, const torch::Device& device) {
+EvalResult Evaluate(Coca& model, const std::shared_ptr<reader::ShardSet>& set, const TrainConfig& c,
+                    AmpMode amp, const torch::Device& device) {
   torch::NoGradGuard no_grad;
   reader::LoaderOptions lo;
   lo.batch_size = static_cast<int>(std::min<int64_t>(c.batch_size, set->num_samples()));
@@ -192,8 +199,8 @@ EvalResult Evaluate(Coca& model, const std::shared_ptr<reader::ShardSet>& set,
   r.n = im.size(0);
   auto sim = torch::matmul(im, tx.t());  // [N,N]: image i vs caption j; the match is j == i
   auto recall = [&](const torch::Tensor& s, double* out) {
-    auto diag = s.diagonal().unsqueeze(1);                 // [N,1]
-    auto rank = (s > diag).sum(1);                         // items scored above the match
+    auto diag = s.diagonal().unsqueeze(1);  // [N,1]
+    auto rank = (s > diag).sum(1);          // items scored above the match
     const int ks[3] = {1, 5, 10};
     for (int i = 0; i < 3; ++i) out[i] = (rank < ks[i]).to(torch::kDouble).mean().item<double>();
   };
@@ -223,14 +230,26 @@ std::string WithRankSuffix(const std::string& path, const Distributed& dist) {
 }  // namespace
 
 std::string TrainConfig::ToJson() const {
-  nlohmann::json j = {
-      {"shards", shards},         {"val_shards", val_shards},   {"preset", preset},
-      {"dim", dim},               {"layers", layers},           {"heads", heads},
-      {"patch", patch},           {"loss_weights", {w_contrastive, w_caption}},
-      {"amp", amp},               {"device", device},           {"batch_size", batch_size},
-      {"accum_steps", accum_steps}, {"steps", steps},           {"epochs", epochs},
-      {"lr", lr},                 {"weight_decay", weight_decay}, {"warmup", warmup},
-      {"clip_grad", clip_grad},   {"seed", seed},               {"shuffle", shuffle}};
+  nlohmann::json j = {{"shards", shards},
+                      {"val_shards", val_shards},
+                      {"preset", preset},
+                      {"dim", dim},
+                      {"layers", layers},
+                      {"heads", heads},
+                      {"patch", patch},
+                      {"loss_weights", {w_contrastive, w_caption}},
+                      {"amp", amp},
+                      {"device", device},
+                      {"batch_size", batch_size},
+                      {"accum_steps", accum_steps},
+                      {"steps", steps},
+                      {"epochs", epochs},
+                      {"lr", lr},
+                      {"weight_decay", weight_decay},
+                      {"warmup", warmup},
+                      {"clip_grad", clip_grad},
+                      {"seed", seed},
+                      {"shuffle", shuffle}};
   return j.dump();
 }
 
@@ -266,7 +285,8 @@ void Train(const TrainConfig& c) {
     val_set = Take(reader::ShardSet::Open(c.val_shards), "opening --val-shards " + c.val_shards);
     if (val_set->info().vocab_size != set->info().vocab_size ||
         val_set->info().tokenizer_sha256 != set->info().tokenizer_sha256) {
-      throw std::invalid_argument("--val-shards were tokenized with another tokenizer than --shards");
+      throw std::invalid_argument(
+          "--val-shards were tokenized with another tokenizer than --shards");
     }
   }
 
@@ -347,15 +367,17 @@ void Train(const TrainConfig& c) {
   int64_t num_params = 0;
   for (const auto& p : params) num_params += p.numel();
   if (lead) {
-    std::cout << "mmtrain: " << set->num_samples() << " train samples, vocab "
-              << mc.vocab_size << ", model " << mc.ToJson() << " (" << num_params
-              << " parameters), world " << world << " (" << env.source << "), device "
-              << device.str() << ", amp " << AmpName(amp) << ", " << total_steps
-              << " steps of " << c.batch_size << " x " << c.accum_steps << " x " << world
-              << " samples" << std::endl;
-    emit({{"event", "start"}, {"config", nlohmann::json::parse(c.ToJson())},
-          {"model", nlohmann::json::parse(mc.ToJson())}, {"parameters", num_params},
-          {"world_size", world}, {"train_samples", set->num_samples()}});
+    std::cout << "mmtrain: " << set->num_samples() << " train samples, vocab " << mc.vocab_size
+              << ", model " << mc.ToJson() << " (" << num_params << " parameters), world " << world
+              << " (" << env.source << "), device " << device.str() << ", amp " << AmpName(amp)
+              << ", " << total_steps << " steps of " << c.batch_size << " x " << c.accum_steps
+              << " x " << world << " samples" << std::endl;
+    emit({{"event", "start"},
+          {"config", nlohmann::json::parse(c.ToJson())},
+          {"model", nlohmann::json::parse(mc.ToJson())},
+          {"parameters", num_params},
+          {"world_size", world},
+          {"train_samples", set->num_samples()}});
   }
 
   auto save = [&](const std::string& path) {
@@ -385,6 +407,7 @@ void Train(const TrainConfig& c) {
   EvalResult last_eval;
   bool stopped_early = false;
   const auto run_start = Clock::now();
+  const double cpu_start = ProcessCpuSeconds();
   std::vector<DeviceBatch> cached_micro;  // --reuse-batches
 
   while (step < total_steps) {
@@ -424,7 +447,8 @@ void Train(const TrainConfig& c) {
         con = ContrastiveLoss(out.image_embed, out.text_embed, out.logit_scale);
         cap = CaptionLossSum(out.logits, d.tokens, d.lengths);
       }
-      auto loss = con * (c.w_contrastive / c.accum_steps) + cap * (c.w_caption * world / global_tokens);
+      auto loss =
+          con * (c.w_contrastive / c.accum_steps) + cap * (c.w_caption * world / global_tokens);
       if (reducer && k == c.accum_steps - 1) reducer->PrepareForBackward({loss});
       scaler.Scale(loss).backward();
       con_sum += con.item<double>();
@@ -479,15 +503,22 @@ void Train(const TrainConfig& c) {
         std::printf(
             "step %6lld/%lld  loss %.4f (contrastive %.4f caption %.4f)  lr %.3e  %.1f samples/s  "
             "data-wait %.1f%%%s\n",
-            static_cast<long long>(step), static_cast<long long>(total_steps),
-            win_loss / win_steps, win_con / win_steps, win_cap / win_steps, lr, sps, wait_pct,
+            static_cast<long long>(step), static_cast<long long>(total_steps), win_loss / win_steps,
+            win_con / win_steps, win_cap / win_steps, lr, sps, wait_pct,
             scaler.enabled() ? ("  scale " + std::to_string(scaler.scale())).c_str() : "");
         std::fflush(stdout);
       }
-      emit({{"event", "train"}, {"step", step}, {"loss", win_loss / win_steps},
-            {"contrastive", win_con / win_steps}, {"caption", win_cap / win_steps}, {"lr", lr},
-            {"grad_norm", grad_norm}, {"samples_per_s", sps}, {"data_wait_pct", wait_pct},
-            {"epoch", stream.state().epoch}, {"loss_scale", scaler.scale()}});
+      emit({{"event", "train"},
+            {"step", step},
+            {"loss", win_loss / win_steps},
+            {"contrastive", win_con / win_steps},
+            {"caption", win_cap / win_steps},
+            {"lr", lr},
+            {"grad_norm", grad_norm},
+            {"samples_per_s", sps},
+            {"data_wait_pct", wait_pct},
+            {"epoch", stream.state().epoch},
+            {"loss_scale", scaler.scale()}});
       win_wait = win_time = win_loss = win_con = win_cap = 0;
       win_steps = win_samples = 0;
     }
@@ -503,23 +534,30 @@ void Train(const TrainConfig& c) {
             static_cast<long long>(step), last_eval.caption_loss, last_eval.perplexity,
             last_eval.i2t[0], last_eval.i2t[1], last_eval.i2t[2], last_eval.t2i[0],
             last_eval.t2i[1], last_eval.t2i[2], std::min(1.0, 1 / n), std::min(1.0, 5 / n),
-            std::min(1.0, 10 / n), static_cast<long long>(last_eval.n),
-            Seconds(e0, Clock::now()));
+            std::min(1.0, 10 / n), static_cast<long long>(last_eval.n), Seconds(e0, Clock::now()));
         std::fflush(stdout);
-        emit({{"event", "eval"}, {"step", step}, {"caption_loss", last_eval.caption_loss},
-              {"perplexity", last_eval.perplexity}, {"n", last_eval.n},
-              {"i2t_r1", last_eval.i2t[0]}, {"i2t_r5", last_eval.i2t[1]},
-              {"i2t_r10", last_eval.i2t[2]}, {"t2i_r1", last_eval.t2i[0]},
-              {"t2i_r5", last_eval.t2i[1]}, {"t2i_r10", last_eval.t2i[2]},
-              {"chance_r1", std::min(1.0, 1 / n)}, {"chance_r5", std::min(1.0, 5 / n)},
+        emit({{"event", "eval"},
+              {"step", step},
+              {"caption_loss", last_eval.caption_loss},
+              {"perplexity", last_eval.perplexity},
+              {"n", last_eval.n},
+              {"i2t_r1", last_eval.i2t[0]},
+              {"i2t_r5", last_eval.i2t[1]},
+              {"i2t_r10", last_eval.i2t[2]},
+              {"t2i_r1", last_eval.t2i[0]},
+              {"t2i_r5", last_eval.t2i[1]},
+              {"t2i_r10", last_eval.t2i[2]},
+              {"chance_r1", std::min(1.0, 1 / n)},
+              {"chance_r5", std::min(1.0, 5 / n)},
               {"chance_r10", std::min(1.0, 10 / n)}});
       }
       if (last_eval.caption_loss < best_val) {
         best_val = last_eval.caption_loss;
         evals_since_best = 0;
       } else if (++evals_since_best >= c.patience && c.patience > 0) {
-        if (lead) std::printf("early stop: no val improvement in %lld evaluations\n",
-                              static_cast<long long>(c.patience));
+        if (lead)
+          std::printf("early stop: no val improvement in %lld evaluations\n",
+                      static_cast<long long>(c.patience));
         stopped_early = true;
       }
     }
@@ -543,6 +581,8 @@ void Train(const TrainConfig& c) {
                         {"samples", all_samples},
                         {"samples_per_s", all_samples / std::max(all_time, 1e-9)},
                         {"data_wait_pct", 100.0 * all_wait / std::max(all_time, 1e-9)},
+                        {"cpu_ms_per_sample", 1000.0 * (ProcessCpuSeconds() - cpu_start) /
+                                                  std::max<int64_t>(all_samples, 1)},
                         {"final_loss", last_loss},
                         {"first_caption_loss", first_cap},
                         {"final_caption_loss", last_cap},
