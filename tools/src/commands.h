@@ -28,7 +28,10 @@ struct BuildOptions {
   int64_t shard_size = int64_t{1} << 30;    // bytes of a shard before it closes
   int64_t samples_per_shard = 0;            // 0: no limit
   std::string compression = "zstd";         // zstd|none
-  int compression_level = 3;
+  // zstd level 1: decoded pixels compress little at any level. Measured on coco-cc at 224 px
+  // (schemas/FORMAT.md): level 1 is 4% larger than level 3 and costs about 0.7 ms less CPU an
+  // image (a quarter of the build); decompression is as fast.
+  int compression_level = 1;
   int threads = 0;                          // 0: all cores
   bool quiet = false;
 };
