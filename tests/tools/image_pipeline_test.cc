@@ -9,6 +9,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ingest.h"
@@ -559,6 +560,76 @@ TEST_F(ImagePipeline, BadFilesFailWithTheirReason) {
   std::string png = ReadBytes(tmp_ / "full.png");
   ASSERT_GT(png.size(), 1000u);
   EXPECT_EQ(MustFail(png.substr(0, png.size() / 2), ImageOptions()).reason, "truncated_image");
+}
+
+// libvips' error buffer is process-wide. With several threads failing at once, each
+// failure's detail must still be its own file's message: the one it gets alone.
+TEST_F(ImagePipeline, FailureDetailIsTheFilesOwnWhenThreadsFailTogether) {
+  int rc = 0;
+  RunPython(R"(
+import io, struct, zlib
+from PIL import Image
+d = )" + Py(tmp_.path()) +
+                R"(
+def png(name, mutate):
+    b = io.BytesIO()
+    Image.new('RGB', (300, 200), (10, 200, 30)).save(b, 'PNG')
+    open(d + '/' + name, 'wb').write(mutate(bytearray(b.getvalue())))
+def bad_ihdr_crc(b):
+    b[29] ^= 0xFF
+    return b
+def bad_idat_crc(b):
+    i = b.index(b'IDAT')
+    n = struct.unpack('>I', b[i - 4:i])[0]
+    b[i + 4 + n] ^= 0xFF
+    return b
+def bad_zlib(b):
+    i = b.index(b'IDAT')
+    b[i + 4] ^= 0xFF  # zlib header
+    return b
+png('ihdr_crc.png', bad_ihdr_crc)
+png('idat_crc.png', bad_idat_crc)
+png('zlib.png', bad_zlib)
+open(d + '/bad.webp', 'wb').write(b'RIFF' + struct.pack('<I', 4096) + b'WEBPVP8 ' + bytes(4092))
+open(d + '/bad.tif', 'wb').write(b'II*\0' + struct.pack('<I', 8) + b'\xff' * 4000)
+g = io.BytesIO()
+Image.new('P', (300, 200)).save(g, 'GIF')
+gb = bytearray(g.getvalue())
+gb[13 + 3 * 256 + 10:] = b'\x2c' + b'\x00' * 9 + b'\x09' + b'\xff' * 200 + b'\x3b'
+open(d + '/bad.gif', 'wb').write(gb)
+)",
+            &rc);
+  ASSERT_EQ(rc, 0);
+  std::vector<std::string> names = {"ihdr_crc.png", "idat_crc.png", "zlib.png",
+                                    "bad.webp",     "bad.tif",      "bad.gif"};
+  std::vector<std::string> files, alone;
+  for (const std::string& n : names) {
+    files.push_back(ReadBytes(tmp_ / n));
+    alone.push_back(MustFail(files.back(), ImageOptions()).detail);
+  }
+  const int kThreads = 6, kRounds = 60;
+  std::vector<std::vector<std::string>> wrong(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const size_t i = (t + r) % files.size();
+        ProcessedImage out;
+        ImageFailure failure;
+        if (ProcessImage(files[i], ImageOptions(), &out, &failure) || failure.detail != alone[i]) {
+          wrong[t].push_back(names[i] + ": '" + failure.detail + "'");
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  size_t n_wrong = 0;
+  std::string example;
+  for (const auto& w : wrong) {
+    n_wrong += w.size();
+    if (example.empty() && !w.empty()) example = w.front();
+  }
+  EXPECT_EQ(n_wrong, 0u) << "of " << kThreads * kRounds << ", e.g. " << example;
 }
 
 TEST_F(ImagePipeline, TinyAndExtremeAspectImages) {

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "resample.h"
 
@@ -270,10 +272,49 @@ bool LooksTruncated(Kind kind, const std::string& b, const std::string& message)
          m.find("unexpected end") != std::string::npos;
 }
 
+// libvips' error buffer is process-wide: a failing call appends its lines, and until this
+// thread reads them, another thread's failure may add its own or take (and clear) ours. So
+// ProcessImage holds this gate shared for each decode, and a decode that failed in libvips is
+// run again holding it exclusively, when no other libvips call is running: the buffer then
+// holds that file's lines only. Writers go first, so a rerun waits only for the decodes
+// already running. Failures are rare; each costs one more decode.
+class VipsErrorGate {
+ public:
+  void lock_shared() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !writing_ && writers_waiting_ == 0; });
+    ++readers_;
+  }
+  void unlock_shared() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--readers_ == 0) changed_.notify_all();
+  }
+  void lock() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++writers_waiting_;
+    changed_.wait(lock, [&] { return !writing_ && readers_ == 0; });
+    --writers_waiting_;
+    writing_ = true;
+  }
+  void unlock() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    writing_ = false;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int readers_ = 0, writers_waiting_ = 0;
+  bool writing_ = false;
+};
+VipsErrorGate g_vips_error_gate;
+thread_local bool t_failed_in_vips = false;  // set by DecodeFail: the detail is libvips' text
+
 // Takes (and clears) libvips' error text and returns one line of it for report.json: the
-// first that names this file's format. The buffer is process-wide, so with several threads
-// failing at once it may hold their lines too; the format match keeps most of them out.
-// (The reason never comes from this text alone: see LooksTruncated.)
+// first that names this file's format, else the first. Only trusted when the caller holds
+// g_vips_error_gate exclusively (see there). (The reason never comes from this text: see
+// LooksTruncated.)
 std::string TakeVipsError(Kind kind = Kind::kUnknown) {
   std::unique_ptr<char, GFree> text(vips_error_buffer_copy());
   std::string all = text ? text.get() : "";
@@ -324,6 +365,7 @@ bool Fail(ImageFailure* failure, const char* reason, std::string detail) {
 }
 
 bool DecodeFail(Kind kind, const std::string& bytes, ImageFailure* failure) {
+  t_failed_in_vips = true;
   std::string detail = TakeVipsError(kind);
   return Fail(failure, LooksTruncated(kind, bytes, detail) ? "truncated_image" : "corrupt_image",
               std::move(detail));
@@ -626,9 +668,11 @@ Status InitVips() {
   return Status::OK();
 }
 
-bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedImage* out,
-                  ImageFailure* failure) {
-  if (Status st = InitVips(); !st.ok()) return Fail(failure, "unreadable", st.message());
+namespace {
+
+// ProcessImage, without the error gate.
+bool ProcessImageOnce(const std::string& bytes, const ImageOptions& opt, ProcessedImage* out,
+                      ImageFailure* failure) {
   if (bytes.empty()) return Fail(failure, "corrupt_image", "empty file");
   const Kind kind = Sniff(bytes);
   if (kind == Kind::kUnknown) {
@@ -828,6 +872,23 @@ bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedIm
     out->valid_box[3] = opt.height;
   }
   return true;
+}
+
+}  // namespace
+
+bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedImage* out,
+                  ImageFailure* failure) {
+  if (Status st = InitVips(); !st.ok()) return Fail(failure, "unreadable", st.message());
+  t_failed_in_vips = false;
+  {
+    std::shared_lock<VipsErrorGate> shared(g_vips_error_gate);
+    if (ProcessImageOnce(bytes, opt, out, failure)) return true;
+  }
+  if (!t_failed_in_vips) return false;  // the detail is not libvips' text
+  // Again, alone: libvips' error buffer then holds this file's lines only (VipsErrorGate).
+  std::unique_lock<VipsErrorGate> alone(g_vips_error_gate);
+  vips_error_clear();
+  return ProcessImageOnce(bytes, opt, out, failure);
 }
 
 }  // namespace mm::pack

@@ -78,7 +78,9 @@ struct ImageFailure {
 /// Thread-safe: call from many threads at once, one image each.
 /// Returns true and fills `out`, or false and fills `failure`; `out` is then unspecified.
 /// The reason depends only on the bytes (not on timing), so reports are the same at any
-/// thread count.
+/// thread count; so does the detail: libvips' error buffer is process-wide, so a decode that
+/// failed in libvips is run once more while no other libvips work runs, and the detail is that
+/// run's message.
 bool ProcessImage(const std::string& bytes, const ImageOptions& options, ProcessedImage* out,
                   ImageFailure* failure);
 
