@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <mutex>
 
-#include "h5_handle.h"
 #include "mm/format.h"
+#include "mm/internal/h5.h"
 
 namespace mm::reader::internal {
 namespace {
@@ -80,10 +80,10 @@ Status LocateTable(hid_t file, const char* name, Kind kind, int64_t expected_len
                    const std::string& shard, TablePlace* place, size_t* elem_size,
                    std::vector<uint8_t>* memory) {
   std::string where = shard + ": dataset '" + std::string(name) + "'";
-  H5Dataset d(H5Dopen2(file, name, H5P_DEFAULT));
-  if (!d.valid()) return H5Error(StatusCode::kCorruption, where + " missing");
-  H5Type t(H5Dget_type(d.get()));
-  if (!t.valid()) return H5Error(StatusCode::kCorruption, where + ": no type");
+  h5::Dataset d(H5Dopen2(file, name, H5P_DEFAULT));
+  if (!d.valid()) return h5::ErrorFromStack(StatusCode::kCorruption, where + " missing");
+  h5::Datatype t(H5Dget_type(d.get()));
+  if (!t.valid()) return h5::ErrorFromStack(StatusCode::kCorruption, where + ": no type");
   H5T_class_t cls = H5Tget_class(t.get());
   size_t size = H5Tget_size(t.get());
   switch (kind) {
@@ -104,8 +104,8 @@ Status LocateTable(hid_t file, const char* name, Kind kind, int64_t expected_len
       break;
   }
   *elem_size = size;
-  H5Space s(H5Dget_space(d.get()));
-  if (!s.valid()) return H5Error(StatusCode::kCorruption, where + ": no dataspace");
+  h5::Dataspace s(H5Dget_space(d.get()));
+  if (!s.valid()) return h5::ErrorFromStack(StatusCode::kCorruption, where + ": no dataspace");
   int rank = H5Sget_simple_extent_ndims(s.get());
   hsize_t dims[1] = {0};
   if (rank != 1 || H5Sget_simple_extent_dims(s.get(), dims, nullptr) != 1) {
@@ -117,22 +117,22 @@ Status LocateTable(hid_t file, const char* name, Kind kind, int64_t expected_len
   }
   place->bytes = dims[0] * size;
   if (place->bytes == 0) return Status::OK();
-  H5Plist dcpl(H5Dget_create_plist(d.get()));
+  h5::PropList dcpl(H5Dget_create_plist(d.get()));
   if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS) {
     place->offset = H5Dget_offset(d.get());
     if (place->offset == HADDR_UNDEF) {
-      H5Eclear2(H5E_DEFAULT);
+      h5::ClearErrors();
       return Status::Corruption(where + " has no storage in the file");
     }
     return Status::OK();
   }
   // Not contiguous (compact or chunked): read it through HDF5 once.
   memory->resize(place->bytes);
-  H5Type mem(kind == Kind::kFixedString
-                 ? H5Tcopy(t.get())
-                 : H5Tcopy(kind == Kind::kInt64 ? H5T_STD_I64LE : H5T_STD_I32LE));
+  h5::Datatype mem(kind == Kind::kFixedString
+                       ? H5Tcopy(t.get())
+                       : H5Tcopy(kind == Kind::kInt64 ? H5T_STD_I64LE : H5T_STD_I32LE));
   if (H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, memory->data()) < 0) {
-    return H5Error(StatusCode::kCorruption, where + ": read failed");
+    return h5::ErrorFromStack(StatusCode::kCorruption, where + ": read failed");
   }
   place->in_memory = true;
   return Status::OK();
@@ -155,9 +155,10 @@ Status QueryLayout(const std::string& path, const std::string& name, const Shard
   size_t elem = 0;
   bool& compressed = out->compressed;
   {
-    SilenceH5Errors();
-    H5File f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    if (!f.valid()) return H5Error(StatusCode::kCorruption, name + ": not a readable HDF5 file");
+    h5::SilenceErrors();
+    h5::File f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (!f.valid())
+      return h5::ErrorFromStack(StatusCode::kCorruption, name + ": not a readable HDF5 file");
 
     // The shard's own format_version attribute is not read: index.json's version is checked,
     // and parsing attribute messages of a damaged file is where HDF5 1.10.8 itself crashed
@@ -165,18 +166,18 @@ Status QueryLayout(const std::string& path, const std::string& name, const Shard
 
     // images: type, shape, chunking, filter.
     const std::string where = name + ": dataset 'images'";
-    H5Dataset img(H5Dopen2(f.get(), mm::format::kImages, H5P_DEFAULT));
-    if (!img.valid()) return H5Error(StatusCode::kCorruption, where + " missing");
-    H5Type t(H5Dget_type(img.get()));
+    h5::Dataset img(H5Dopen2(f.get(), mm::format::kImages, H5P_DEFAULT));
+    if (!img.valid()) return h5::ErrorFromStack(StatusCode::kCorruption, where + " missing");
+    h5::Datatype t(H5Dget_type(img.get()));
     if (!t.valid() || H5Tget_class(t.get()) != H5T_INTEGER || H5Tget_size(t.get()) != 1) {
-      H5Eclear2(H5E_DEFAULT);
+      h5::ClearErrors();
       return Status::Corruption(where + " is not uint8");
     }
-    H5Space s(H5Dget_space(img.get()));
+    h5::Dataspace s(H5Dget_space(img.get()));
     hsize_t dims[4] = {0, 0, 0, 0};
     if (!s.valid() || H5Sget_simple_extent_ndims(s.get()) != 4 ||
         H5Sget_simple_extent_dims(s.get(), dims, nullptr) != 4) {
-      H5Eclear2(H5E_DEFAULT);
+      h5::ClearErrors();
       return Status::Corruption(where + " is not four-dimensional");
     }
     if (static_cast<int64_t>(dims[0]) != entry.samples ||
@@ -188,16 +189,17 @@ Status QueryLayout(const std::string& path, const std::string& name, const Shard
           std::to_string(entry.samples) + ", " + std::to_string(info.image_height) + ", " +
           std::to_string(info.image_width) + ", 3]");
     }
-    H5Plist dcpl(H5Dget_create_plist(img.get()));
+    h5::PropList dcpl(H5Dget_create_plist(img.get()));
     hsize_t chunk[4] = {0, 0, 0, 0};
     if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED ||
         H5Pget_chunk(dcpl.get(), 4, chunk) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
         chunk[2] != dims[2] || chunk[3] != 3) {
-      H5Eclear2(H5E_DEFAULT);
+      h5::ClearErrors();
       return Status::Corruption(where + " is not chunked one image per chunk");
     }
     int nfilters = H5Pget_nfilters(dcpl.get());
-    if (nfilters < 0) return H5Error(StatusCode::kCorruption, where + ": filter pipeline");
+    if (nfilters < 0)
+      return h5::ErrorFromStack(StatusCode::kCorruption, where + ": filter pipeline");
     if (nfilters > 1) {
       return Status::Unsupported(where + " has " + std::to_string(nfilters) +
                                  " filters; this reader reads zstd (32015) or none");
@@ -209,7 +211,7 @@ Status QueryLayout(const std::string& path, const std::string& name, const Shard
       H5Z_filter_t id =
           H5Pget_filter2(dcpl.get(), 0, &flags, &ncd, nullptr, 0, nullptr, &filter_config);
       if (id != mm::format::kZstdFilterId) {
-        H5Eclear2(H5E_DEFAULT);
+        h5::ClearErrors();
         return Status::Unsupported(where + " uses HDF5 filter " + std::to_string(id) +
                                    "; this reader reads zstd (32015) or none");
       }
@@ -223,7 +225,7 @@ Status QueryLayout(const std::string& path, const std::string& name, const Shard
     // The chunk table: one chunk per sample, each inside the file.
     hsize_t nchunks = 0;
     if (H5Dget_num_chunks(img.get(), s.get(), &nchunks) < 0) {
-      return H5Error(StatusCode::kCorruption, where + ": cannot count chunks");
+      return h5::ErrorFromStack(StatusCode::kCorruption, where + ": cannot count chunks");
     }
     if (static_cast<int64_t>(nchunks) != entry.samples) {
       return Status::Corruption(where + " has " + std::to_string(nchunks) + " chunks for " +
@@ -238,8 +240,8 @@ Status QueryLayout(const std::string& path, const std::string& name, const Shard
       haddr_t addr = HADDR_UNDEF;
       hsize_t size = 0;
       if (H5Dget_chunk_info_by_coord(img.get(), coord, &mask, &addr, &size) < 0) {
-        return H5Error(StatusCode::kCorruption,
-                       name + " sample " + std::to_string(i) + ": chunk query failed");
+        return h5::ErrorFromStack(StatusCode::kCorruption,
+                                  name + " sample " + std::to_string(i) + ": chunk query failed");
       }
       std::string at = name + " sample " + std::to_string(i);
       if (addr == HADDR_UNDEF) return Status::Corruption(at + ": image chunk missing");
@@ -418,22 +420,6 @@ Status QueryLayoutIsolated(const std::string& path, const std::string& name,
 }
 
 }  // namespace
-
-Status H5Error(StatusCode code, const std::string& what) {
-  std::string detail;
-  auto walk = [](unsigned n, const H5E_error2_t* err, void* data) -> herr_t {
-    auto* out = static_cast<std::string*>(data);
-    if (err->desc && *err->desc) {
-      if (n == 0) *out = err->desc;  // innermost first (H5E_WALK_UPWARD)
-    }
-    return 0;
-  };
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &detail);
-  H5Eclear2(H5E_DEFAULT);
-  return Status(code, detail.empty() ? what : what + ": " + detail);
-}
-
-void SilenceH5Errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
 Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardEntry& entry,
                                            const SetInfo& info, const OpenOptions& options) {

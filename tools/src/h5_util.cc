@@ -1,4 +1,4 @@
-// h5_util.cc: HDF5 handle owners and error-stack translation (see h5_util.h).
+// h5_util.cc: writer-side HDF5 helpers (see h5_util.h).
 #include "h5_util.h"
 
 #include <cstring>
@@ -17,48 +17,6 @@ Status RegisterZstdFilter() {
   static herr_t rc = 0;
   std::call_once(once, [] { rc = H5Zregister(H5Z_ZSTD); });
   if (rc < 0) return ErrorFromStack(StatusCode::kInternal, "H5Zregister(zstd 32015)");
-  return Status::OK();
-}
-
-void SilenceErrors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
-
-void ClearErrors() { H5Eclear2(H5E_DEFAULT); }
-
-namespace {
-
-herr_t CollectError(unsigned /*n*/, const H5E_error2_t* error, void* data) {
-  auto* out = static_cast<std::vector<std::string>*>(data);
-  std::string entry;
-  if (error->func_name) entry.append(error->func_name).append(": ");
-  if (error->desc) entry.append(error->desc);
-  out->push_back(std::move(entry));
-  return 0;
-}
-
-}  // namespace
-
-Status ErrorFromStack(StatusCode code, const std::string& what) {
-  // Upward walk: entry 0 is the innermost (the cause), the last one the API call. Keep the
-  // API call and the two innermost entries so that the message stays one readable line.
-  std::vector<std::string> entries;
-  hid_t current = H5Eget_current_stack();
-  if (current >= 0) {
-    H5Ewalk2(current, H5E_WALK_UPWARD, CollectError, &entries);
-    H5Eclose_stack(current);
-  }
-  std::string stack;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i >= 2 && i + 1 < entries.size()) continue;
-    if (!stack.empty()) stack.append(i + 1 == entries.size() && i >= 2 ? " <- " : "; ");
-    stack.append(entries[i]);
-  }
-  H5Eclear2(H5E_DEFAULT);
-  if (stack.empty()) return Status(code, what);
-  return Status(code, what + ": " + stack);
-}
-
-Status Check(herr_t rc, const std::string& what, StatusCode code) {
-  if (rc < 0) return ErrorFromStack(code, what);
   return Status::OK();
 }
 
