@@ -19,13 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using testing::AlbertModel;
-using testing::DataDir;
-using testing::Py;
-using testing::ReadBytes;
-using testing::RunPython;
-using testing::TempDir;
-using testing::WriteBytes;
 
 BuildOptions Options(const fs::path& raw, const fs::path& out) {
   BuildOptions o;

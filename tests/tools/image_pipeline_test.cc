@@ -19,12 +19,6 @@ namespace mm::pack {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::DataDir;
-using testing::Py;
-using testing::ReadBytes;
-using testing::RunPython;
-using testing::TempDir;
-using testing::WriteBytes;
 
 // Mean absolute difference (0..255) between `got` and what Pillow makes of `path`:
 // EXIF-transposed, alpha over `bg`, RGB, Lanczos (antialiased) resize, then the fit. In

@@ -16,12 +16,6 @@ namespace mm::pack {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::DataDir;
-using testing::Py;
-using testing::ReadBytes;
-using testing::RunPython;
-using testing::TempDir;
-using testing::WriteBytes;
 
 // stem of the image file -> captions, from a set's captions.jsonl (via Python's json).
 std::map<std::string, std::vector<std::string>> Expected(const fs::path& jsonl) {

@@ -1,5 +1,7 @@
 // pack_test_util.h: small helpers shared by the mm_pack tests (temp folders, the real data,
-// running Debian's Python for reference results).
+// running Debian's Python for reference results). They live in mm::pack::testing and are
+// declared into mm::pack at the end, where every mm_pack test is written, so that a test file
+// needs no using-list of its own.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -90,3 +92,16 @@ inline std::string Py(const fs::path& p) {
 }
 
 }  // namespace mm::pack::testing
+
+namespace mm::pack {
+
+using testing::AlbertModel;
+using testing::DataDir;
+using testing::Py;
+using testing::ReadBytes;
+using testing::RunPython;
+using testing::SharedDir;
+using testing::TempDir;
+using testing::WriteBytes;
+
+}  // namespace mm::pack

@@ -15,11 +15,6 @@
 namespace mm::pack {
 namespace {
 
-using testing::Py;
-using testing::RunPython;
-using testing::TempDir;
-using testing::WriteBytes;
-
 std::vector<uint8_t> Noise(int w, int h, int c, unsigned seed) {
   std::vector<uint8_t> v(static_cast<size_t>(w) * h * c);
   for (auto& x : v) {

@@ -15,12 +15,6 @@ namespace mm::pack {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::AlbertModel;
-using testing::DataDir;
-using testing::Py;
-using testing::RunPython;
-using testing::TempDir;
-using testing::WriteBytes;
 
 TEST(CheckCaption, EmptyAndWhitespaceOnly) {
   EXPECT_STREQ(CheckCaption(""), "empty_caption");
