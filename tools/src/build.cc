@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "human_bytes.h"
 #include "image_pipeline.h"
 #include "ingest.h"
 #include "mm/format.h"
@@ -79,18 +80,6 @@ Status WriteText(const fs::path& path, const std::string& text) {
 
 std::string Dump(const ojson& j) {
   return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
-}
-
-std::string HumanBytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
 }
 
 bool IsInside(const fs::path& inner, const fs::path& outer) {

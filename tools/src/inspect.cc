@@ -29,6 +29,7 @@
 
 #include "commands.h"
 #include "h5_util.h"
+#include "human_bytes.h"
 #include "mm/format.h"
 
 namespace mm::pack {
@@ -46,18 +47,6 @@ Result<json> ReadJsonFile(const fs::path& path) {
     return Status::Corruption(path.string() + " is not a JSON object");
   }
   return value;
-}
-
-std::string HumanBytes(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1000.0 && u < 4) {
-    bytes /= 1000.0;
-    ++u;
-  }
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(u == 0 ? 0 : 1) << bytes << " " << units[u];
-  return out.str();
 }
 
 // Reads a number from a JSON object, or `fallback` when absent or not a number.
