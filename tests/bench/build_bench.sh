@@ -10,19 +10,10 @@
 # RSS at N/10 and N images; prints the ratios against the targets. Figures also land in
 # WORK_DIR/build_bench.json. MM_SHARED_DIR overrides where ../shared is.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"  # here, root, shared, bench_require
 build="$(cd "${1:-$root/build}" && pwd)"
 work="${2:-$build/bench-build}"
 n="${3:-2000}"
 repeats="${4:-2}"
-shared="${MM_SHARED_DIR:-$root/../shared}"
-
-for exe in mmpack mm_decode_floor; do
-  if [[ ! -x "$build/bin/$exe" ]]; then
-    echo "build_bench: $build/bin/$exe missing: ninja -C $build mmpack mm_decode_floor" >&2
-    exit 1
-  fi
-done
-[[ -d "$shared/data/coco-cc" ]] || { echo "build_bench: no $shared/data/coco-cc (set MM_SHARED_DIR)" >&2; exit 1; }
+bench_require build_bench "mmpack mm_decode_floor" mmpack mm_decode_floor
 exec /usr/bin/python3 "$here/build_measure.py" "$build" "$work" "$shared" "$n" "$repeats"

@@ -10,12 +10,13 @@ Usage: reader_h5py_baseline.py SET_DIR SECONDS
 import json
 import os
 import sys
-import time
 
 import h5py
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+from bench_loader import time_loader
 
 
 class Shards(Dataset):
@@ -47,16 +48,7 @@ def main():
     torch.manual_seed(0)
     loader = DataLoader(Shards(root), batch_size=32, shuffle=True, num_workers=2,
                         persistent_workers=True)
-    samples, elapsed, started = 0, 0.0, None
-    while elapsed < seconds:
-        for images, tokens, lengths in loader:
-            if started is None:
-                started = time.perf_counter()
-                continue
-            samples += images.shape[0]
-            elapsed = time.perf_counter() - started
-            if elapsed >= seconds:
-                break
+    samples, elapsed = time_loader(loader, seconds)
     print(json.dumps({"mode": "h5py_dataloader", "samples_per_s": samples / elapsed,
                       "samples": samples, "seconds": elapsed}))
 

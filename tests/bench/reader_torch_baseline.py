@@ -12,13 +12,14 @@ import json
 import os
 import resource
 import sys
-import time
 
 import sentencepiece as spm
 import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
+
+from bench_loader import time_loader
 
 
 class RawPairs(Dataset):
@@ -54,16 +55,7 @@ def main():
     data = RawPairs(manifest, tokenizer)
     loader = DataLoader(data, batch_size=32, shuffle=True, num_workers=2,
                         persistent_workers=True)
-    samples, elapsed, started = 0, 0.0, None
-    while elapsed < seconds:
-        for images, tokens, lengths in loader:
-            if started is None:  # first batch: workers are up
-                started = time.perf_counter()
-                continue
-            samples += images.shape[0]
-            elapsed = time.perf_counter() - started
-            if elapsed >= seconds:
-                break
+    samples, elapsed = time_loader(loader, seconds)
     # Worker CPU shows in RUSAGE_CHILDREN only once they exit: read /proc of the workers instead.
     tick = os.sysconf("SC_CLK_TCK")
     worker_cpu = 0.0

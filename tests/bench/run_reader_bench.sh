@@ -12,19 +12,10 @@
 # anonymous RSS on N and N/10 samples. Prints ratios against the targets; exits 1 if one is
 # missed. Figures land in WORK_DIR/reader_bench.json. MM_SHARED_DIR overrides ../shared.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"  # here, root, shared, bench_require
 build="$(cd "${1:-$root/build}" && pwd)"
 work="${2:-$build/bench-reader}"
 n="${3:-2000}"
 seconds="${4:-5}"
-shared="${MM_SHARED_DIR:-$root/../shared}"
-
-for exe in mmpack mm_reader_ceiling; do
-  if [[ ! -x "$build/bin/$exe" ]]; then
-    echo "run_reader_bench: $build/bin/$exe missing: ninja -C $build mmpack mm_reader_ceiling h5z_zstd" >&2
-    exit 1
-  fi
-done
-[[ -d "$shared/data/coco-cc" ]] || { echo "run_reader_bench: no $shared/data/coco-cc (set MM_SHARED_DIR)" >&2; exit 1; }
+bench_require run_reader_bench "mmpack mm_reader_ceiling h5z_zstd" mmpack mm_reader_ceiling
 exec /usr/bin/python3 "$here/reader_measure.py" "$build" "$work" "$shared" "$n" "$seconds"
