@@ -15,6 +15,7 @@
 #include <tbb/parallel_pipeline.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -347,26 +348,29 @@ Status RunBuild(const BuildOptions& o) {
   Progress progress(static_cast<int64_t>(samples.size()), o.quiet);
   size_t next = 0;
   ImageReader tar_reader;
+  // `fatal` is written only by the output stage; the input stage runs on another TBB thread,
+  // so it reads only `stop`, which is set (release) after `fatal` is written.
   Status fatal;
+  std::atomic<bool> stop{false};
   int64_t written = 0, written_captions = 0, pipeline_dropped = 0, truncated = 0;
   std::vector<DropEntry> image_drops;
   tbb::parallel_pipeline(
       in_flight,
-      tbb::make_filter<void, Item*>(tbb::filter_mode::serial_in_order,
-                                    [&](tbb::flow_control& fc) -> Item* {
-                                      if (next >= samples.size() || !fatal.ok()) {
-                                        fc.stop();
-                                        return nullptr;
-                                      }
-                                      auto* item = new Item;
-                                      item->raw = &samples[next++];
-                                      if (from_tar) {
-                                        item->read_status =
-                                            tar_reader.Read(*item->raw, &item->bytes);
-                                        item->have_bytes = true;
-                                      }
-                                      return item;
-                                    }) &
+      tbb::make_filter<void, Item*>(
+          tbb::filter_mode::serial_in_order,
+          [&](tbb::flow_control& fc) -> Item* {
+            if (next >= samples.size() || stop.load(std::memory_order_acquire)) {
+              fc.stop();
+              return nullptr;
+            }
+            auto* item = new Item;
+            item->raw = &samples[next++];
+            if (from_tar) {
+              item->read_status = tar_reader.Read(*item->raw, &item->bytes);
+              item->have_bytes = true;
+            }
+            return item;
+          }) &
           tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
                                          [&](Item* item) -> Item* {
                                            ProcessItem(item, o, image_options, *tokenizer);
@@ -377,6 +381,7 @@ Status RunBuild(const BuildOptions& o) {
             if (!fatal.ok()) return;
             if (!item->fatal.ok()) {
               fatal = item->fatal;
+              stop.store(true, std::memory_order_release);
               return;
             }
             if (item->ok) {
@@ -385,6 +390,7 @@ Status RunBuild(const BuildOptions& o) {
               Status st = writer->Add(std::move(item->encoded));
               if (!st.ok()) {
                 fatal = st;
+                stop.store(true, std::memory_order_release);
                 return;
               }
               ++written;
