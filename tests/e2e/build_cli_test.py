@@ -123,6 +123,109 @@ class Failures(u.TempDirTest):
             self.assertFalse(os.path.exists(out), opts)
 
 
+class OutputPaths(u.TempDirTest):
+    """OUT is normalised ("out/" is "out") and --overwrite deletes only an mmpack shard set."""
+
+    def run_in(self, cwd, *args):
+        proc = subprocess.run([u.MMPACK] + [str(a) for a in args], cwd=cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, timeout=u.TIMEOUT_S)
+        return u.Run([str(a) for a in args], proc)
+
+    def canary_dir(self, name):
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d)
+        with open(os.path.join(d, "canary.txt"), "w") as f:
+            f.write("alive")
+        return d
+
+    def assertCanary(self, d):
+        with open(os.path.join(d, "canary.txt")) as f:
+            self.assertEqual(f.read(), "alive")
+
+    def test_current_directory_is_refused(self):
+        cwd = self.canary_dir("cwd_dot")
+        for out in (".", "./", os.path.join("..", "cwd_dot"), ".."):
+            for extra in ([], ["--overwrite"]):
+                run = self.run_in(cwd, "build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT,
+                                  *extra)
+                self.assertNotEqual(run.rc, 0, str(run))
+                lines = output_lines(run)
+                self.assertEqual(len(lines), 1, str(run))
+                self.assertCanary(cwd)
+                self.assertEqual(sorted(os.listdir(cwd)), ["canary.txt"])
+        run = self.run_in(cwd, "build", SKIMAGE, "-o", ".", "--overwrite", "--tokenizer",
+                          u.ALBERT)
+        self.assertIn("current directory", run.stderr)
+
+    def test_root_and_input_parent_are_refused(self):
+        run = u.mmpack("build", SKIMAGE, "-o", "/", "--overwrite", "--tokenizer", u.ALBERT)
+        self.assertNotEqual(run.rc, 0, str(run))
+        self.assertIn("root", run.stderr)
+        # OUT holding RAW (a copy, never the shared data) is refused, with and without "/"
+        raw_dir = os.path.join(self.tmp, "raw_copy")
+        shutil.copytree(os.path.dirname(SKIMAGE), raw_dir)
+        raw = os.path.join(raw_dir, "captions.jsonl")
+        for out in (raw_dir, raw_dir + "/", os.path.join(raw_dir, "images", "..")):
+            run = u.mmpack("build", raw, "-o", out, "--overwrite", "--tokenizer", u.ALBERT)
+            self.assertNotEqual(run.rc, 0, str(run))
+            self.assertIn("lies inside output", run.stderr)
+            self.assertTrue(os.path.exists(raw))
+
+    def test_trailing_slash_gives_the_same_set(self):
+        a = os.path.join(self.tmp, "slash_a")
+        b = os.path.join(self.tmp, "slash_b")
+        u.build(SKIMAGE, a, "--samples-per-shard", "2")
+        u.build(SKIMAGE, b + "/", "--samples-per-shard", "2")
+        names = sorted(os.listdir(a))
+        self.assertEqual(names, sorted(os.listdir(b)))
+        for f in names:
+            if f == "report.json":  # names the input as given
+                continue
+            self.assertTrue(filecmp.cmp(os.path.join(a, f), os.path.join(b, f), shallow=False), f)
+        self.assertEqual(u.mmpack("verify", b).rc, 0)
+        self.assertEqual([f for f in os.listdir(self.tmp) if f.startswith("slash_b")],
+                         ["slash_b"])
+        # --overwrite through "OUT/" replaces the set (it used to delete it and then fail)
+        u.build(COCO, b + "/", "--overwrite")
+        self.assertEqual(u.ShardSet(b).index["totals"]["samples"], 51)
+        self.assertEqual(u.mmpack("verify", b).rc, 0)
+        self.assertEqual([f for f in os.listdir(self.tmp) if f.startswith("slash_b")],
+                         ["slash_b"])
+
+    def test_overwrite_refuses_a_folder_that_is_not_a_shard_set(self):
+        d = self.canary_dir("not_a_set")
+        for out in (d, d + "/"):
+            run = u.mmpack("build", SKIMAGE, "-o", out, "--overwrite", "--tokenizer", u.ALBERT)
+            self.assertNotEqual(run.rc, 0, str(run))
+            lines = output_lines(run)
+            self.assertEqual(len(lines), 1, str(run))
+            self.assertIn("not an mmpack shard set", lines[0])
+            self.assertCanary(d)
+            self.assertEqual([f for f in os.listdir(self.tmp) if f.startswith("not_a_set")],
+                             ["not_a_set"])
+        # a regular file in OUT's place is not replaced either
+        f = os.path.join(self.tmp, "a_plain_file")
+        with open(f, "w") as fh:
+            fh.write("keep")
+        run = u.mmpack("build", SKIMAGE, "-o", f, "--overwrite", "--tokenizer", u.ALBERT)
+        self.assertNotEqual(run.rc, 0, str(run))
+        with open(f) as fh:
+            self.assertEqual(fh.read(), "keep")
+
+    def test_overwrite_replaces_an_empty_folder_and_a_set(self):
+        out = os.path.join(self.tmp, "empty_then_set")
+        os.makedirs(out)
+        u.build(SKIMAGE, out, "--overwrite", "--samples-per-shard", "2")
+        self.assertEqual(u.mmpack("verify", out).rc, 0)
+        u.build(COCO, out, "--overwrite")
+        self.assertEqual(sorted(f for f in os.listdir(out) if f.endswith(".h5")),
+                         ["shard-000000.h5"])
+        self.assertEqual(u.mmpack("verify", out).rc, 0)
+        self.assertEqual([f for f in os.listdir(self.tmp) if f.startswith("empty_then_set")],
+                         ["empty_then_set"])
+
+
 class Progress(u.TempDirTest):
     """Not a terminal: plain lines, no carriage returns or escapes; --quiet: the summary only."""
 

@@ -9,10 +9,14 @@
 //   -> report.json, index.json (last), then the finished set is renamed to OUT.
 // Everything is built in a sibling folder "OUT.mmpack-partial" and renamed at the end, so a
 // failed build leaves no half set and an --overwrite build keeps the old set until the new
-// one is complete. The writer stage sees samples in input order whatever --threads is, so
+// one is complete (the old one is renamed aside, the new one renamed in, then the old one
+// deleted). OUT is normalised first ("out/" is "out"); --overwrite refuses an OUT that is
+// "/", the current folder or a parent of it, holds RAW, or is a folder that is neither empty
+// nor a shard set. The writer stage sees samples in input order whatever --threads is, so
 // the shards and the index are the same at any thread count.
 #include <tbb/global_control.h>
 #include <tbb/parallel_pipeline.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -95,8 +99,44 @@ bool IsInside(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
-// The checks that must fail at once, before anything is created.
-Status CheckPaths(const BuildOptions& o) {
+// OUT as an absolute, lexically normal path without a trailing separator, so "out/", "out"
+// and "./x/../out" name the same folder and its last component is never empty, "." or "..".
+// The parent is resolved through symlinks (weakly_canonical); the last component is kept as
+// given, so an OUT that is a symlink is replaced as a link, not through it.
+fs::path NormalOutput(const std::string& given) {
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::path(given), ec).lexically_normal();
+  if (ec) p = fs::path(given).lexically_normal();
+  while (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "a/b/" -> "a/b"
+  if (!p.has_relative_path()) return p;                                    // the root itself
+  fs::path parent = fs::weakly_canonical(p.parent_path(), ec);
+  if (ec) return p;
+  return parent / p.filename();
+}
+
+// True when `dir` may be replaced by --overwrite: an empty folder, or one that holds an
+// mmpack shard set (index.json) or the remains of one (shard-*.h5, report.json, as a build
+// killed before index.json leaves it). Anything else may be someone's data.
+bool LooksLikeShardSet(const fs::path& dir) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return false;
+  bool empty = true;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return false;
+    empty = false;
+    const std::string name = it->path().filename().string();
+    if (name == mm::format::kIndexFile || name == mm::format::kReportFile) return true;
+    if (name.size() > 9 && name.compare(0, 6, "shard-") == 0 &&
+        name.compare(name.size() - 3, 3, ".h5") == 0) {
+      return true;
+    }
+  }
+  return empty;
+}
+
+// The checks that must fail at once, before anything is created. `out` is NormalOutput().
+Status CheckPaths(const BuildOptions& o, const fs::path& out) {
   std::error_code ec;
   fs::path raw(o.input);
   if (o.input.empty() || !fs::exists(raw, ec)) {
@@ -111,23 +151,43 @@ Status CheckPaths(const BuildOptions& o) {
     return Status::InvalidArgument("input file '" + o.input + "' is empty");
   }
   if (o.output.empty()) return Status::InvalidArgument("no output directory (-o OUT)");
-  fs::path out(o.output);
-  if (fs::exists(out, ec) && !o.overwrite) {
-    return Status::AlreadyExists("output '" + o.output +
-                                 "' already exists; pass --overwrite to replace it");
+  // OUT is replaced as a whole (renamed aside, then deleted): it must not be the root, the
+  // current folder or one of its parents, nor hold the input.
+  if (!out.has_relative_path()) {
+    return Status::InvalidArgument("output '" + o.output +
+                                   "' is the root folder; choose a new directory");
+  }
+  const fs::path cwd = fs::current_path(ec);
+  if (!ec && IsInside(cwd, out)) {
+    return Status::InvalidArgument("output '" + o.output +
+                                   "' is the current directory or one of its parents; "
+                                   "choose a new directory");
   }
   if (IsInside(raw, out)) {
     return Status::InvalidArgument("input '" + o.input + "' lies inside output '" + o.output +
                                    "'; choose another output directory");
   }
+  const fs::file_status st = fs::symlink_status(out, ec);
+  if (fs::exists(st)) {
+    if (!o.overwrite) {
+      return Status::AlreadyExists("output '" + o.output +
+                                   "' already exists; pass --overwrite to replace it");
+    }
+    if (!fs::is_directory(out, ec) || !LooksLikeShardSet(out)) {
+      return Status::AlreadyExists("output '" + o.output +
+                                   "' exists and is not an mmpack shard set; refusing to "
+                                   "delete it");
+    }
+  }
   return Status::OK();
 }
 
-// Creates the (empty) staging folder beside OUT. Errors: IOError (OUT not writable).
+// Creates the (empty) staging folder "OUT.mmpack-partial" beside OUT (`out` is
+// NormalOutput(), so the staging folder is never inside OUT). Errors: IOError (OUT's parent
+// not writable).
 Result<fs::path> MakeStaging(const fs::path& out) {
   std::error_code ec;
-  fs::path abs = fs::absolute(out, ec);
-  fs::path parent = abs.parent_path();
+  fs::path parent = out.parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
     fs::create_directories(parent, ec);
     if (ec) {
@@ -135,7 +195,7 @@ Result<fs::path> MakeStaging(const fs::path& out) {
                              "': " + ec.message());
     }
   }
-  fs::path staging = parent / (abs.filename().string() + ".mmpack-partial");
+  fs::path staging = parent / (out.filename().string() + ".mmpack-partial");
   fs::remove_all(staging, ec);
   if (!fs::create_directory(staging, ec) || ec) {
     return Status::IOError("cannot create output directory '" + out.string() + "' (" +
@@ -145,17 +205,41 @@ Result<fs::path> MakeStaging(const fs::path& out) {
   return staging;
 }
 
-// Moves the finished set to OUT, replacing an older one.
+// Moves the finished set to OUT. An older OUT (checked by CheckPaths) is first renamed aside
+// to "OUT.mmpack-old-<pid>", the new set renamed in, and only then the old one deleted; if
+// the new set cannot be renamed in, the old one is renamed back, so OUT is never lost.
 Status Publish(const fs::path& staging, const fs::path& out) {
   std::error_code ec;
-  if (fs::exists(out, ec)) {
-    fs::remove_all(out, ec);
-    if (ec) return Status::IOError("cannot remove old '" + out.string() + "': " + ec.message());
+  fs::path old;
+  if (fs::exists(fs::symlink_status(out, ec))) {
+    old =
+        out.parent_path() / (out.filename().string() + ".mmpack-old-" + std::to_string(::getpid()));
+    fs::remove_all(old, ec);
+    fs::rename(out, old, ec);
+    if (ec) {
+      return Status::IOError("cannot move old '" + out.string() + "' aside to " + old.string() +
+                             ": " + ec.message());
+    }
   }
   fs::rename(staging, out, ec);
   if (ec) {
-    return Status::IOError("cannot rename " + staging.string() + " to " + out.string() + ": " +
-                           ec.message());
+    Status st = Status::IOError("cannot rename " + staging.string() + " to " + out.string() + ": " +
+                                ec.message());
+    if (!old.empty()) {
+      std::error_code back;
+      fs::rename(old, out, back);
+      if (back) {
+        return Status::IOError(st.message() + "; the old set is left at " + old.string());
+      }
+    }
+    return st;
+  }
+  if (!old.empty()) {
+    fs::remove_all(old, ec);
+    if (ec) {
+      std::fprintf(stderr, "mmpack build: warning: cannot remove the old set %s: %s\n",
+                   old.string().c_str(), ec.message().c_str());
+    }
   }
   return Status::OK();
 }
@@ -242,11 +326,12 @@ Status RunBuild(const BuildOptions& o) {
   image_options.height = o.image_height;
   image_options.max_pixels = o.max_pixels;
 
-  MM_RETURN_NOT_OK(CheckPaths(o));
+  const fs::path out = NormalOutput(o.output);
+  MM_RETURN_NOT_OK(CheckPaths(o, out));
   MM_RETURN_NOT_OK(InitVips());
   // The staging folder beside OUT proves OUT writable before any long work; a failure
   // anywhere below removes it, so OUT is never left half-built.
-  MM_ASSIGN_OR_RETURN(fs::path staging, MakeStaging(o.output));
+  MM_ASSIGN_OR_RETURN(fs::path staging, MakeStaging(out));
   StagingGuard guard(staging);
   MM_ASSIGN_OR_RETURN(IngestResult ingest, Ingest(o.input, o.input_format));
 
@@ -500,7 +585,7 @@ Status RunBuild(const BuildOptions& o) {
                       {"by_reason", std::move(by_reason_json)}};
   MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kIndexFile), Dump(index)));
 
-  MM_RETURN_NOT_OK(Publish(staging, o.output));
+  MM_RETURN_NOT_OK(Publish(staging, out));
   guard.Disarm();
 
   // Counts by reason, then the one-line summary.
