@@ -226,6 +226,33 @@ class OutputPaths(u.TempDirTest):
                          ["empty_then_set"])
 
 
+class DuplicateKeys(u.TempDirTest):
+    """A set never repeats a key (verify would reject it)."""
+
+    def test_coco_ids_with_the_same_file_build_one_sample_that_verifies(self):
+        images = os.path.join(os.path.dirname(SKIMAGE), "images")
+        names = sorted(os.listdir(images))[:2]
+        raw_dir = os.path.join(self.tmp, "coco_dup")
+        os.makedirs(raw_dir)
+        for n in names:
+            shutil.copy(os.path.join(images, n), raw_dir)
+        doc = {"images": [{"id": 10, "file_name": names[0]}, {"id": 11, "file_name": names[1]},
+                          {"id": 12, "file_name": names[0]}],
+               "annotations": [{"id": 1, "image_id": 10, "caption": "the first caption"},
+                               {"id": 2, "image_id": 11, "caption": "another picture"},
+                               {"id": 3, "image_id": 12, "caption": "the same picture again"}]}
+        raw = os.path.join(raw_dir, "captions.json")
+        with open(raw, "w") as f:
+            json.dump(doc, f)
+        out = os.path.join(self.tmp, "coco_dup_out")
+        u.build(raw, out, "--input-format", "coco")
+        run = u.mmpack("verify", out)
+        self.assertEqual(run.rc, 0, str(run))
+        idx = u.ShardSet(out).index
+        self.assertEqual(idx["totals"]["samples"], 2)
+        self.assertEqual(idx["totals"]["captions"], 3)
+
+
 class Progress(u.TempDirTest):
     """Not a terminal: plain lines, no carriage returns or escapes; --quiet: the summary only."""
 

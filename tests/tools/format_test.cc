@@ -660,6 +660,22 @@ TEST(ShardWriter, RejectsMalformedSamplesAndOptions) {
   EXPECT_EQ(ShardWriter::Create(bad).status().code(), StatusCode::kIOError);
 }
 
+TEST(ShardWriter, RefusesAKeyAlreadyInTheSet) {
+  // Keys are unique within the set (FORMAT.md), also across shards.
+  TempDir tmp;
+  WriterOptions o = Options(tmp.path());
+  o.samples_per_shard = 1;
+  auto writer = ShardWriter::Create(o);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->Add(Encode(MakePlain(0))).ok());
+  ASSERT_TRUE((*writer)->Add(Encode(MakePlain(1))).ok());
+  EncodedSample again = Encode(MakePlain(2));
+  again.key = MakePlain(0).key;  // in the first, already closed shard
+  Status st = (*writer)->Add(std::move(again));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("duplicate sample key"), std::string::npos) << st.ToString();
+}
+
 TEST(ShardWriter, AbandonedWriterLeavesNoTemporaryFile) {
   TempDir tmp;
   {

@@ -285,6 +285,40 @@ TEST(Ingest, ASetFolderWithOneManifestReadsTheManifest) {
   EXPECT_EQ(files->issues.size(), 6u);
 }
 
+TEST(Ingest, CocoEntriesWithTheSameFileAreOneSample) {
+  // Two `images` ids naming one file are one image: one sample with the captions of both ids,
+  // in annotation order (two samples with the same key would be a set verify rejects).
+  TempDir tmp;
+  WriteBytes(tmp / "c.json",
+             R"({"images": [{"id": 1, "file_name": "a.jpg"}, {"id": 2, "file_name": "b.jpg"},
+                            {"id": 3, "file_name": "a.jpg"}],
+                 "annotations": [{"image_id": 3, "caption": "from three"},
+                                 {"image_id": 2, "caption": "bee"},
+                                 {"image_id": 1, "caption": "from one"}]})");
+  auto r = Ingest((tmp / "c.json").string(), "coco");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->samples.size(), 2u);
+  EXPECT_EQ(r->samples[0].key, "a");
+  EXPECT_EQ(r->samples[0].captions, (std::vector<std::string>{"from three", "from one"}));
+  EXPECT_EQ(r->samples[1].key, "b");
+  EXPECT_TRUE(r->issues.empty());
+}
+
+TEST(Ingest, KeysAreUniqueEvenWhereTheKeyRulesCollide) {
+  // "a.jpg.png" strips to "a.jpg", which is also the key "a.jpg" and "a.png" fall back to.
+  TempDir tmp;
+  WriteBytes(tmp / "m.jsonl",
+             "{\"image\": \"a.jpg\", \"text\": \"one\"}\n"
+             "{\"image\": \"a.png\", \"text\": \"two\"}\n"
+             "{\"image\": \"a.jpg.png\", \"text\": \"three\"}\n");
+  auto r = Ingest((tmp / "m.jsonl").string(), "jsonl");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->samples.size(), 3u);
+  EXPECT_EQ(r->samples[0].key, "a.jpg");
+  EXPECT_EQ(r->samples[1].key, "a.png");
+  EXPECT_EQ(r->samples[2].key, "a.jpg#2");
+}
+
 TEST(Ingest, DetectsFormatsAndRefusesTheUnknown) {
   TempDir tmp;
   WriteBytes(tmp / "x.parquet", "PAR1");

@@ -15,6 +15,7 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "tokenizer.h"
@@ -77,6 +78,27 @@ void AssignKeys(std::vector<RawSample>* samples) {
   for (RawSample& s : *samples) {
     std::string k = StripExtension(s.source);
     s.key = count[k] > 1 ? s.source : k;
+  }
+}
+
+// Makes keys unique within the set (FORMAT.md; `mmpack verify` rejects a repeated key): the
+// first sample with a key keeps it, a later one gets "<key>#<n>" with the smallest n >= 2 that
+// no sample uses. Deterministic (input order only). The formats' own key rules should
+// already give unique keys; this catches what they cannot (e.g. "a.jpg.png" vs "a.jpg" +
+// "a.png", or two tars with the same stem in a multi-tar input).
+void MakeKeysUnique(std::vector<RawSample>* samples) {
+  std::unordered_set<std::string> original;
+  for (const RawSample& s : *samples) original.insert(s.key);
+  std::unordered_set<std::string> used;
+  for (RawSample& s : *samples) {
+    if (used.insert(s.key).second) continue;
+    for (int n = 2;; ++n) {
+      std::string candidate = s.key + "#" + std::to_string(n);
+      if (original.count(candidate) == 0 && used.insert(candidate).second) {
+        s.key = std::move(candidate);
+        break;
+      }
+    }
   }
 }
 
@@ -325,7 +347,11 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
   result.format = "coco";
   std::string where = file.filename().string();
   fs::path base = file.parent_path();
-  std::unordered_map<std::string, size_t> by_id;  // id as JSON text -> sample
+  // Two `images` entries with different ids but the same file_name are the same image: they
+  // become one sample holding the captions of both ids (annotation order), not two samples
+  // with the same key (which `mmpack verify` would reject) or the same image twice.
+  std::unordered_map<std::string, size_t> by_id;    // id as JSON text -> sample
+  std::unordered_map<std::string, size_t> by_file;  // file_name -> sample
   for (size_t i = 0; i < images->size(); ++i) {
     const json& im = (*images)[i];
     std::string source = where + ":images[" + std::to_string(i) + "]";
@@ -334,17 +360,21 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
       result.issues.push_back({source, "", "invalid_manifest_line", "image without id/file_name"});
       continue;
     }
+    std::string file_name = im["file_name"].get<std::string>();
+    std::string id = im["id"].dump();
+    if (by_id.count(id) != 0) {
+      result.issues.push_back({source, "", "duplicate_key", "image id " + id + " repeated"});
+      continue;
+    }
+    auto [file_it, new_file] = by_file.emplace(file_name, result.samples.size());
+    by_id.emplace(id, file_it->second);
+    if (!new_file) continue;  // same file as an earlier id: that sample gets these captions
     RawSample s;
-    s.source = im["file_name"].get<std::string>();
+    s.source = std::move(file_name);
     s.path = Resolve(base, s.source);
     if (!fs::exists(s.path)) {
       std::string alt = Resolve(base / "images", s.source);
       if (fs::exists(alt)) s.path = alt;
-    }
-    std::string id = im["id"].dump();
-    if (!by_id.emplace(id, result.samples.size()).second) {
-      result.issues.push_back({source, "", "duplicate_key", "image id " + id + " repeated"});
-      continue;
     }
     result.samples.push_back(std::move(s));
   }
@@ -581,9 +611,10 @@ Result<IngestResult> IngestWds(const fs::path& input) {
     std::string label = tar.filename().string();
     size_t before = result.samples.size();
     MM_RETURN_NOT_OK(IngestOneTar(tar, label, &result));
-    // Keys from several tars are prefixed with the tar's name where they would collide.
     (void)before;
   }
+  // Keys from several tars are prefixed with the tar's name where they would collide (what is
+  // still repeated after that, e.g. "a.tar" and "a.TAR", is made unique by MakeKeysUnique).
   if (many) {
     std::unordered_map<std::string, int> count;
     for (const RawSample& s : result.samples) ++count[s.key];
@@ -680,7 +711,9 @@ Result<std::string> DetectInputFormat(const std::string& input) {
                                  "pass --input-format");
 }
 
-Result<IngestResult> Ingest(const std::string& input, const std::string& format_in) {
+namespace {
+
+Result<IngestResult> IngestAny(const std::string& input, const std::string& format_in) {
   std::string format = format_in;
   std::error_code ec;
   fs::path p(input);
@@ -706,6 +739,14 @@ Result<IngestResult> Ingest(const std::string& input, const std::string& format_
   if (format == "tsv") return IngestDelimited(p, '\t', "tsv");
   if (format == "coco") return IngestCoco(p);
   return Status::InvalidArgument("unknown input format '" + format + "'");
+}
+
+}  // namespace
+
+Result<IngestResult> Ingest(const std::string& input, const std::string& format_in) {
+  MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format_in));
+  MakeKeysUnique(&result.samples);
+  return result;
 }
 
 struct ImageReader::Tar {

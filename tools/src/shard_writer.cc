@@ -20,6 +20,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -116,6 +117,12 @@ class ShardWriterImpl final : public ShardWriter {
   Status Add(EncodedSample&& sample) override {
     if (finished_) return Status::InvalidArgument("ShardWriter::Add after Finish");
     MM_RETURN_NOT_OK(Validate(sample));
+    // Keys are unique within the set (FORMAT.md); `mmpack verify` rejects a set that repeats
+    // one, so the writer refuses it rather than write such a set.
+    if (!set_keys_.insert(sample.key).second) {
+      return Status::InvalidArgument("duplicate sample key '" + sample.key +
+                                     "': keys must be unique within a shard set");
+    }
     int64_t cost = SampleBytes(sample);
     if (open_ && num_samples_ > 0 && shard_bytes_ + cost > options_.shard_size) {
       MM_RETURN_NOT_OK(CloseShard());
@@ -442,6 +449,7 @@ class ShardWriterImpl final : public ShardWriter {
   bool finished_ = false;
   int64_t shard_index_ = 0;
   std::vector<mm::reader::ShardEntry> entries_;
+  std::unordered_set<std::string> set_keys_;  // every key added to the set so far
 
   // The open shard.
   h5::File file_;
