@@ -151,19 +151,32 @@ TEST_F(TrainerTest, AccumulationDiffersFromOneMicroBatchAlone) {
 }
 
 /// 1 process x 16 against 2 ranks x `per_rank` (x `accum` micro-batches), `steps` steps.
+/// The two-rank run writes its summary to DIR/two/summary.json.
 void ExpectDdpMatchesSingleProcess(const std::string& dir, const std::string& launch_two,
                                    int steps = 20, int per_rank = 8, int accum = 1) {
   const std::string log = dir + "/log";
   const std::string common = " --shards " + kShards + "/coco --steps " + std::to_string(steps) +
                              " --loss-weights 0,1" + kSmall;
-  ASSERT_EQ(RunCmd(Mmtrain() + common + " --batch-size 16 --dump-params " + dir + "/p1.pt", log), 0)
+  ASSERT_EQ(RunCmd(Mmtrain() + common + " --batch-size 16 --dump-params " + dir +
+                       "/p1.pt --dump-grads " + dir + "/g1.pt",
+                   log),
+            0)
       << ReadFile(log);
-  ASSERT_EQ(
-      RunCmd(launch_two + common + " --batch-size " + std::to_string(per_rank) + " --accum-steps " +
-                 std::to_string(accum) + " --dump-params " + dir + "/p2.pt",
-             log),
-      0)
+  ASSERT_EQ(RunCmd(launch_two + common + " --batch-size " + std::to_string(per_rank) +
+                       " --accum-steps " + std::to_string(accum) + " --out " + dir +
+                       "/two --dump-params " + dir + "/p2.pt --dump-grads " + dir + "/g2.pt",
+                   log),
+            0)
       << ReadFile(log);
+  // The first step's reduced gradients themselves: AdamW is nearly blind to a constant factor
+  // (a sum instead of a mean over ranks), the gradients are not.
+  auto g1 = LoadTensors(dir + "/g1.pt");
+  auto g2r0 = LoadTensors(dir + "/g2.pt.rank0"), g2r1 = LoadTensors(dir + "/g2.pt.rank1");
+  EXPECT_TRUE(BitwiseEqual(g2r0, g2r1)) << "ranks hold different reduced gradients";
+  const double grel = MaxRelativeDiff(g2r0, g1);
+  std::printf("DDP first-step gradients vs 1 x 16: max per-tensor relative difference %.3g\n",
+              grel);
+  EXPECT_LT(grel, 1e-5);
   auto p1 = LoadTensors(dir + "/p1.pt");
   auto r0 = LoadTensors(dir + "/p2.pt.rank0"), r1 = LoadTensors(dir + "/p2.pt.rank1");
   EXPECT_TRUE(BitwiseEqual(r0, r1)) << "ranks disagree after 20 steps";
@@ -181,28 +194,66 @@ TEST_F(TrainerTest, DdpTwoRanksUnderMpirunMatchOneRankWithTheSameGlobalBatch) {
   ExpectDdpMatchesSingleProcess(
       dir, "mpirun -n 2 --allow-run-as-root --oversubscribe -x HDF5_PLUGIN_PATH -x MASTER_PORT=" +
                std::to_string(FreePort()) + " " + Mmtrain());
+  // One reduction round per step (counted by the all-reduce hook), every round all buckets.
+  auto s = Summary(dir + "/two");
+  EXPECT_EQ(s["steps_run"].get<int64_t>(), 20);
+  EXPECT_EQ(s["allreduce_rounds"].get<int64_t>(), 20);
+  EXPECT_GE(s["allreduce_buckets"].get<int64_t>(), 20);
 }
 
-TEST_F(TrainerTest, DdpWithAccumulationReducesOnlyTheSumOfAllMicroBatches) {
-  // 2 ranks x 4 items x 2 micro-batches (the Reducer armed on the last one only) == 1 x 16.
+TEST_F(TrainerTest, DdpWithAccumulationAllReducesOncePerStepNotPerMicroBatch) {
+  // 2 ranks x 4 items x 2 micro-batches == 1 x 16 (within 1e-5 after 10 steps, ranks bitwise
+  // equal). The result alone cannot tell one reduction of the accumulated gradient from one
+  // reduction per micro-batch (the mean of sums is the sum of means, up to rounding), so the
+  // reductions themselves are counted: the Reducer's all-reduce runs through a hook of ours
+  // that counts bucket all-reduces and complete rounds. Arming the Reducer on every
+  // micro-batch would give 20 rounds here, not 10.
   const std::string dir = TempDir("ddp_accum");
   ExpectDdpMatchesSingleProcess(
       dir,
       "mpirun -n 2 --allow-run-as-root --oversubscribe -x HDF5_PLUGIN_PATH -x MASTER_PORT=" +
           std::to_string(FreePort()) + " " + Mmtrain(),
       /*steps=*/10, /*per_rank=*/4, /*accum=*/2);
+  auto s = Summary(dir + "/two");
+  const int64_t steps = s["steps_run"], rounds = s["allreduce_rounds"];
+  const int64_t buckets = s["allreduce_buckets"];
+  std::printf(
+      "2 ranks, --accum-steps 2: %lld optimizer steps, %lld reduction rounds, %lld "
+      "bucket all-reduces\n",
+      static_cast<long long>(steps), static_cast<long long>(rounds),
+      static_cast<long long>(buckets));
+  EXPECT_EQ(steps, 10);
+  EXPECT_EQ(rounds, steps);
+  EXPECT_GE(buckets, rounds);
+  EXPECT_LE(buckets, 100 * rounds);  // a few buckets a round, not one per parameter
 }
 
 TEST_F(TrainerTest, DdpTwoRanksFromPlainEnvironmentVariablesMatchOneRank) {
   const std::string dir = TempDir("ddp_env");
+  // GLOO_SOCKET_IFNAME=lo: Gloo binds to the named interface (the mpirun tests cover the
+  // default, an address derived from MASTER_ADDR).
   const std::string env =
-      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort()) + " WORLD_SIZE=2 ";
+      "GLOO_SOCKET_IFNAME=lo MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort()) +
+      " WORLD_SIZE=2 ";
   // Both ranks in the background; the shell's status is non-zero when either fails.
   const std::string two = "sh -c '" + env + "RANK=0 LOCAL_RANK=0 \"$0\" \"$@\" & a=$!; " + env +
                           "RANK=1 LOCAL_RANK=1 \"$0\" \"$@\" & b=$!; wait $a; ra=$?; wait $b; "
                           "rb=$?; exit $((ra|rb))' " +
                           Mmtrain();
   ExpectDdpMatchesSingleProcess(dir, two);
+}
+
+TEST_F(TrainerTest, GlooSocketIfnameNamingNoInterfaceFailsOnEveryRank) {
+  // The other side of GLOO_SOCKET_IFNAME=lo above: the variable is read, not ignored.
+  const std::string dir = TempDir("ifname"), log = dir + "/log";
+  const std::string env = "GLOO_SOCKET_IFNAME=mm_no_such_if0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                          std::to_string(FreePort()) + " WORLD_SIZE=2 ";
+  const std::string args = " --shards " + kShards + "/coco --steps 1 --dist-timeout 20" + kSmall;
+  const std::string two = env + "RANK=0 " + Mmtrain() + args + " & a=$!; " + env + "RANK=1 " +
+                          Mmtrain() + args + " & b=$!; wait $a; ra=$?; wait $b; rb=$?; " +
+                          "test $ra -ne 0 && test $rb -ne 0";
+  EXPECT_EQ(RunCmd(two, log), 0) << ReadFile(log);
+  EXPECT_NE(ReadFile(log).find("mm_no_such_if0"), std::string::npos) << ReadFile(log);
 }
 
 TEST_F(TrainerTest, Bf16AutocastTrainsWithinTwoPercentOfFp32) {
@@ -318,6 +369,11 @@ TEST(DistEnv, ReadsTorchrunOpenMpiAndSlurmVariables) {
   EXPECT_EQ(s.rank, 5);
   EXPECT_EQ(s.world_size, 8);
   EXPECT_EQ(s.source, "slurm");
+  EXPECT_EQ(s.restart_count, 0);
+  auto r = from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RESTART_COUNT", "3"}});
+  EXPECT_EQ(r.restart_count, 3);
+  EXPECT_THROW(from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RESTART_COUNT", "-1"}}),
+               std::invalid_argument);
   EXPECT_THROW(from({{"RANK", "2"}, {"WORLD_SIZE", "2"}}), std::invalid_argument);
   EXPECT_THROW(from({{"RANK", "x"}, {"WORLD_SIZE", "2"}}), std::invalid_argument);
 }

@@ -3,13 +3,16 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 #ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 
 namespace mm::train {
@@ -63,6 +66,9 @@ DistEnv ReadDistEnv(const std::function<const char*(const char*)>& getenv_fn) {
     env.use_agent_store =
         std::string(s) == "True" || std::string(s) == "true" || std::string(s) == "1";
   }
+  if (const char* r = get("TORCHELASTIC_RESTART_COUNT")) {
+    env.restart_count = ParseInt("TORCHELASTIC_RESTART_COUNT", r);
+  }
   return env;
 }
 
@@ -82,8 +88,10 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
   so.waitWorkers = !env_.use_agent_store;
   so.timeout = timeout;
   auto tcp = c10::make_intrusive<c10d::TCPStore>(env_.master_addr, so);
-  // torchrun's agent store is shared by restarts and other groups: use a fresh prefix.
-  impl_->store = c10::make_intrusive<c10d::PrefixStore>("mmtrain/", tcp);
+  // torchrun's agent store outlives a restart of the workers and still holds the keys of the
+  // previous attempt's rendezvous: a prefix per attempt (torch uses "/worker/attempt_N").
+  impl_->store = c10::make_intrusive<c10d::PrefixStore>(
+      "mmtrain/attempt_" + std::to_string(env_.restart_count) + "/", tcp);
 
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   if (device.is_cuda()) {
@@ -107,10 +115,24 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
 #endif
   } else {
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    // Bind to the interface that reaches MASTER_ADDR (loopback for 127.0.0.1).
-    const bool loopback = env_.master_addr == "127.0.0.1" || env_.master_addr == "localhost";
-    opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                     : c10d::ProcessGroupGloo::createDefaultDevice());
+    // GLOO_SOCKET_IFNAME (a comma-separated list of interfaces, as torch reads it) wins;
+    // otherwise loopback for a local MASTER_ADDR, else the address this host's name resolves to.
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    if (ifname && *ifname) {
+      std::stringstream list(ifname);
+      std::string iface;
+      while (std::getline(list, iface, ',')) {
+        if (!iface.empty()) {
+          opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+        }
+      }
+    }
+    if (opts->devices.empty()) {
+      const bool loopback = env_.master_addr == "127.0.0.1" || env_.master_addr == "localhost";
+      opts->devices.push_back(loopback
+                                  ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                  : c10d::ProcessGroupGloo::createDefaultDevice());
+    }
     opts->threads = 2;
 #if TORCH_VERSION_MAJOR >= 2
     auto backend =
@@ -161,8 +183,47 @@ void Distributed::Barrier() {
   AllReduceSum(t);
 }
 
+struct GradReducer::Counters {
+  std::atomic<int64_t> buckets{0};
+  std::atomic<int64_t> rounds{0};
+};
+
+namespace {
+
+/// DDP's default reduction (mean over ranks: scale by 1/world while in the bucket, then sum),
+/// as a communication hook so that it can count. With a hook registered the Reducer leaves the
+/// division to the hook. Runs on the thread that runs backward; the counters are atomic.
+class CountingAllReduceHook : public c10d::CommHookInterface {
+ public:
+  CountingAllReduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group,
+                        std::shared_ptr<GradReducer::Counters> counters)
+      : group_(std::move(group)), counters_(std::move(counters)) {}
+
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
+    counters_->buckets.fetch_add(1);
+    if (bucket.isLast()) counters_->rounds.fetch_add(1);
+    std::vector<at::Tensor> tensors{bucket.getBufferRef()};
+    tensors[0].mul_(1.0 / group_->getSize());  // as the Reducer's own 1/world scaling
+    return group_->allreduce(tensors)->getFuture();
+  }
+
+  // The future holds the all-reduced tensor list (c10d::detail::parseCppCommHookResult does
+  // the same, but libtorch does not export it).
+  at::Tensor parseHookResult(const c10::IValue& result) override {
+    if (result.isTensor()) return result.toTensor();
+    return result.toTensorVector()[0];
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::shared_ptr<GradReducer::Counters> counters_;
+};
+
+}  // namespace
+
 GradReducer::GradReducer(std::vector<torch::Tensor> params, Distributed& dist, int64_t bucket_bytes,
-                         int64_t first_bucket_bytes) {
+                         int64_t first_bucket_bytes)
+    : counters_(std::make_shared<Counters>()) {
   std::vector<bool> sparse(params.size(), false);
   auto assignment = c10d::compute_bucket_assignment_by_size(
       params, {static_cast<size_t>(first_bucket_bytes), static_cast<size_t>(bucket_bytes)}, sparse);
@@ -178,12 +239,24 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, Distributed& dist, i
       /*bucket_bytes_cap=*/bucket_bytes, /*find_unused_parameters=*/false,
       /*gradient_as_bucket_view=*/false, std::move(names),
       /*first_bucket_bytes_cap=*/first_bucket_bytes);
+  reducer_->register_comm_hook(std::make_unique<CountingAllReduceHook>(dist.group(), counters_));
 }
 
 GradReducer::~GradReducer() = default;
 
 void GradReducer::PrepareForBackward(const std::vector<torch::Tensor>& outputs) {
+  // As DistributedDataParallel.forward does before every synchronised backward. Until it has
+  // run once, every armed backward appends each parameter to the Reducer's rebuilt_params_ /
+  // rebuilt_param_indices_ (should_rebuild_buckets() stays true), which then grow without
+  // bound. The first call finds them empty and returns; the second rebuilds the buckets in
+  // ready order, broadcasting rank 0's assignment (a collective: same point on every rank,
+  // which holds here since every rank arms the same micro-step); later calls return at once.
+  reducer_->rebuild_buckets();
   reducer_->prepare_for_backward(outputs);
 }
+
+int64_t GradReducer::allreduce_buckets() const { return counters_->buckets.load(); }
+
+int64_t GradReducer::allreduce_rounds() const { return counters_->rounds.load(); }
 
 }  // namespace mm::train

@@ -37,12 +37,14 @@ struct DistEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   bool use_agent_store = false;  // torchrun hosts the TCPStore; rank 0 is a client
+  int restart_count = 0;         // TORCHELASTIC_RESTART_COUNT: torchrun's restart attempt
   std::string source = "none";   // "torchrun" | "openmpi" | "slurm" | "none"
 };
 
 /// Reads the environment through `getenv` (std::getenv by default): first RANK/WORLD_SIZE
 /// (torchrun or by hand), then OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK, then SLURM_PROCID/NTASKS/
-/// LOCALID; MASTER_ADDR/MASTER_PORT in all cases (default 127.0.0.1:29500).
+/// LOCALID; MASTER_ADDR/MASTER_PORT in all cases (default 127.0.0.1:29500), and
+/// TORCHELASTIC_USE_AGENT_STORE / TORCHELASTIC_RESTART_COUNT.
 /// Throws std::invalid_argument on malformed or inconsistent values.
 DistEnv ReadDistEnv(const std::function<const char*(const char*)>& getenv = nullptr);
 
@@ -73,6 +75,9 @@ class Distributed {
 };
 
 /// Bucketed, backward-overlapped gradient all-reduce (c10d::Reducer). Averages over ranks.
+/// The all-reduce is a communication hook of ours (the one DDP runs by default: scale by
+/// 1/world, sum over ranks) that also counts what it sends, so the number of reductions is
+/// observable, not just their result.
 class GradReducer {
  public:
   /// `params`: the model's parameters in registration order (all dense, all requiring grad,
@@ -82,9 +87,21 @@ class GradReducer {
   ~GradReducer();
   /// Call right before the backward pass whose gradients must be reduced (the last
   /// micro-step); `outputs` are the loss tensors. Skipping it makes backward purely local.
+  /// A collective on its second call (the Reducer rebuilds its buckets in the order gradients
+  /// became ready in the first armed backward, rank 0's order broadcast): every rank must call
+  /// it at the same point.
   void PrepareForBackward(const std::vector<torch::Tensor>& outputs);
 
+  /// Bucket all-reduces launched so far (each one collective of one bucket over all ranks).
+  int64_t allreduce_buckets() const;
+  /// Complete reduction rounds so far: backward passes whose every bucket was all-reduced
+  /// (counted when the last bucket is launched).
+  int64_t allreduce_rounds() const;
+
+  struct Counters;
+
  private:
+  std::shared_ptr<Counters> counters_;
   std::unique_ptr<c10d::Reducer> reducer_;
 };
 

@@ -402,7 +402,7 @@ void Train(const TrainConfig& c) {
   double win_wait = 0, win_time = 0, win_loss = 0, win_con = 0, win_cap = 0;
   int64_t win_steps = 0, win_samples = 0;
   double all_wait = 0, all_time = 0;
-  int64_t all_samples = 0;
+  int64_t all_samples = 0, steps_run = 0;
   double last_loss = 0, first_cap = -1, last_cap = 0;
   EvalResult last_eval;
   bool stopped_early = false;
@@ -472,6 +472,7 @@ void Train(const TrainConfig& c) {
     if (scaler.StepIsFinite()) optimizer.step();
     scaler.Update();
     ++step;
+    ++steps_run;
 
     // Loss as the whole world saw it: mean InfoNCE over micro-batches and ranks, caption CE
     // per token over the global batch.
@@ -586,7 +587,13 @@ void Train(const TrainConfig& c) {
                         {"final_loss", last_loss},
                         {"first_caption_loss", first_cap},
                         {"final_caption_loss", last_cap},
-                        {"stopped_early", stopped_early}};
+                        {"stopped_early", stopped_early},
+                        // This process's optimizer steps (steps minus a resumed start) and the
+                        // gradient reductions they took: one round per step however many
+                        // micro-batches (--accum-steps), each round one all-reduce per bucket.
+                        {"steps_run", steps_run},
+                        {"allreduce_rounds", reducer ? reducer->allreduce_rounds() : 0},
+                        {"allreduce_buckets", reducer ? reducer->allreduce_buckets() : 0}};
     if (last_eval.n > 0) {
       s["val_caption_loss"] = last_eval.caption_loss;
       s["val_perplexity"] = last_eval.perplexity;
