@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <zstd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <mutex>
@@ -148,6 +151,24 @@ struct H5Layout {
   std::vector<uint8_t> owned[4];  // tables read through HDF5 (not contiguous)
 };
 
+// Checks one chunk's (file offset, stored size) against the mapped file and the image size.
+// `raw`: stored without the filter, so exactly image_bytes.
+Status CheckChunk(const std::string& name, int64_t i, uint64_t addr, uint64_t size, bool raw,
+                  const MappedFile& file, size_t image_bytes) {
+  if (!file.Contains(addr, size) || size == 0) {
+    return Status::Corruption(name + " sample " + std::to_string(i) + ": image chunk [" +
+                              std::to_string(addr) + ", +" + std::to_string(size) +
+                              ") lies outside the file (" + std::to_string(file.size()) +
+                              " bytes)");
+  }
+  if (raw ? size != image_bytes : size > ZSTD_compressBound(image_bytes)) {
+    return Status::Corruption(name + " sample " + std::to_string(i) + ": image chunk of " +
+                              std::to_string(size) + " stored bytes cannot hold a " +
+                              std::to_string(image_bytes) + "-byte image");
+  }
+  return Status::OK();
+}
+
 // Opens the shard with HDF5, checks the images dataset and the tables, and records where
 // everything lies; closes HDF5 before returning. Checks chunk ranges against `file`.
 Status QueryLayout(const std::string& path, const std::string& name, const ShardEntry& entry,
@@ -231,7 +252,6 @@ Status QueryLayout(const std::string& path, const std::string& name, const Shard
       return Status::Corruption(where + " has " + std::to_string(nchunks) + " chunks for " +
                                 std::to_string(entry.samples) + " samples");
     }
-    const uint64_t bound = ZSTD_compressBound(image_bytes);
     out->chunk_offset.resize(entry.samples);
     out->chunk_size.resize(entry.samples);
     for (int64_t i = 0; i < entry.samples; ++i) {
@@ -243,19 +263,12 @@ Status QueryLayout(const std::string& path, const std::string& name, const Shard
         return h5::ErrorFromStack(StatusCode::kCorruption,
                                   name + " sample " + std::to_string(i) + ": chunk query failed");
       }
-      std::string at = name + " sample " + std::to_string(i);
-      if (addr == HADDR_UNDEF) return Status::Corruption(at + ": image chunk missing");
-      if (!file.Contains(addr, size) || size == 0) {
-        return Status::Corruption(at + ": image chunk [" + std::to_string(addr) + ", +" +
-                                  std::to_string(size) + ") lies outside the file (" +
-                                  std::to_string(file.size()) + " bytes)");
+      if (addr == HADDR_UNDEF) {
+        return Status::Corruption(name + " sample " + std::to_string(i) +
+                                  ": image chunk missing");
       }
       bool raw = !compressed || (mask & 1u);
-      if (raw ? size != image_bytes : size > bound) {
-        return Status::Corruption(at + ": image chunk of " + std::to_string(size) +
-                                  " stored bytes cannot hold a " + std::to_string(image_bytes) +
-                                  "-byte image");
-      }
+      MM_RETURN_NOT_OK(CheckChunk(name, i, addr, size, raw, file, image_bytes));
       out->chunk_offset[i] = addr;
       out->chunk_size[i] = static_cast<uint32_t>(size) | (raw ? Shard::kRawFlag : 0u);
     }
@@ -327,18 +340,85 @@ struct Wire {
   }
 };
 
+// Re-checks an answer from the forked query as QueryLayout checks its own: the child ran
+// libhdf5 on untrusted bytes, so its answer is not trusted either. Table ranges in the file
+// are checked by Shard::Open for both paths.
+Status CheckAnswer(const std::string& name, const ShardEntry& entry, const MappedFile& file,
+                   size_t image_bytes, const H5Layout& a) {
+  const std::string bad = name + ": malformed answer from the HDF5 query process: ";
+  if (a.chunk_offset.size() != static_cast<size_t>(entry.samples) ||
+      a.chunk_size.size() != static_cast<size_t>(entry.samples)) {
+    return Status::Corruption(bad + "chunk table of " + std::to_string(a.chunk_offset.size()) +
+                              " entries for " + std::to_string(entry.samples) + " samples");
+  }
+  for (int64_t i = 0; i < entry.samples; ++i) {
+    const bool raw = (a.chunk_size[i] & Shard::kRawFlag) != 0;
+    if (!a.compressed && !raw) return Status::Corruption(bad + "filtered chunk, no filter");
+    MM_RETURN_NOT_OK(CheckChunk(name, i, a.chunk_offset[i], a.chunk_size[i] & Shard::kSizeMask,
+                                raw, file, image_bytes));
+  }
+  if (a.key_size == 0) return Status::Corruption(bad + "key size 0");
+  // keys, caption_offsets, token_offsets, tokens: elements * element size.
+  const uint64_t expected[4] = {static_cast<uint64_t>(entry.samples) * a.key_size,
+                                static_cast<uint64_t>(entry.samples + 1) * 8,
+                                static_cast<uint64_t>(entry.captions + 1) * 8,
+                                static_cast<uint64_t>(entry.tokens) * 4};
+  for (int k = 0; k < 4; ++k) {
+    const TablePlace& p = a.places[k];
+    if (p.bytes != expected[k] || a.owned[k].size() != (p.in_memory ? p.bytes : 0)) {
+      return Status::Corruption(bad + "table " + std::to_string(k) + " of " +
+                                std::to_string(p.bytes) + " bytes, expected " +
+                                std::to_string(expected[k]));
+    }
+  }
+  return Status::OK();
+}
+
+// The child's side: query, write the answer, leave without running atexit handlers.
+[[noreturn]] void AnswerInChild(int fd, void (*hook)(), const std::string& path,
+                                const std::string& name, const ShardEntry& entry,
+                                const SetInfo& info, const MappedFile& file, size_t image_bytes) {
+  if (hook) hook();
+  H5Layout layout;
+  Status st = QueryLayout(path, name, entry, info, file, image_bytes, &layout);
+  Wire w;
+  w.Pod<int32_t>(static_cast<int32_t>(st.code()));
+  w.Str(st.message());
+  if (st.ok()) {
+    w.Pod<uint8_t>(layout.compressed);
+    w.Vec(layout.chunk_offset);
+    w.Vec(layout.chunk_size);
+    for (const TablePlace& p : layout.places) w.Pod(p);
+    w.Pod<uint64_t>(layout.key_size);
+    for (const auto& o : layout.owned) w.Vec(o);
+  }
+  const char* p = w.bytes.data();
+  size_t left = w.bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) ::_exit(3);
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  ::_exit(0);
+}
+
 // QueryLayout in a forked child; its answer comes back through a pipe. A crash (or sanitizer
-// abort) inside libhdf5 ends the child, not the caller, and becomes a Corruption error.
+// abort) inside libhdf5 ends the child, not the caller, and becomes a Corruption error; so does
+// a child that does not answer within the deadline (it is killed).
 Status QueryLayoutIsolated(const std::string& path, const std::string& name,
                            const ShardEntry& entry, const SetInfo& info, const MappedFile& file,
                            size_t image_bytes, H5Layout* out) {
+  const IsolatedQueryTestHooks hooks = IsolatedQueryHooksForTesting();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return Status::IOError(name + ": pipe: " + std::strerror(errno));
   }
   pid_t pid;
   {
-    // No other thread of ours is inside HDF5 while the child's copy of it is taken.
+    // No other thread of ours is inside HDF5 while the child's copy of it is taken (other
+    // threads of the process that call HDF5 directly are not covered: see reader.h).
     std::lock_guard<std::mutex> lock(H5Mutex());
     pid = ::fork();
   }
@@ -348,44 +428,58 @@ Status QueryLayoutIsolated(const std::string& path, const std::string& name,
     ::close(fds[1]);
     return Status::IOError(name + ": fork: " + std::strerror(err));
   }
-  if (pid == 0) {  // child: query, write the answer, leave without running atexit handlers
+  if (pid == 0) {
     ::close(fds[0]);
-    H5Layout layout;
-    Status st = QueryLayout(path, name, entry, info, file, image_bytes, &layout);
-    Wire w;
-    w.Pod<int32_t>(static_cast<int32_t>(st.code()));
-    w.Str(st.message());
-    if (st.ok()) {
-      w.Pod<uint8_t>(layout.compressed);
-      w.Vec(layout.chunk_offset);
-      w.Vec(layout.chunk_size);
-      for (const TablePlace& p : layout.places) w.Pod(p);
-      w.Pod<uint64_t>(layout.key_size);
-      for (const auto& o : layout.owned) w.Vec(o);
-    }
-    const char* p = w.bytes.data();
-    size_t left = w.bytes.size();
-    while (left > 0) {
-      ssize_t n = ::write(fds[1], p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) ::_exit(3);
-      p += n;
-      left -= static_cast<size_t>(n);
-    }
-    ::_exit(0);
+    AnswerInChild(fds[1], hooks.in_child, path, name, entry, info, file, image_bytes);
   }
   ::close(fds[1]);
+
+  // Read until EOF or the deadline.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(hooks.timeout_ms);
   Wire w;
   char buf[1 << 16];
+  bool timed_out = false;
+  int read_errno = 0;
   for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    int r = ::poll(&pfd, 1, static_cast<int>(left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      read_errno = errno;
+      break;
+    }
+    if (r == 0) continue;  // the loop re-checks the deadline
     ssize_t n = ::read(fds[0], buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) {
+      read_errno = errno;
+      break;
+    }
+    if (n == 0) break;  // EOF: the child wrote everything and exited (or died)
     w.bytes.append(buf, static_cast<size_t>(n));
   }
   ::close(fds[0]);
+  if (timed_out || read_errno != 0) ::kill(pid, SIGKILL);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return Status::Corruption(name + ": HDF5 metadata query timed out after " +
+                              std::to_string(hooks.timeout_ms) +
+                              " ms (query process killed; was another thread of this process "
+                              "inside HDF5? see OpenOptions::isolate_hdf5)");
+  }
+  if (read_errno != 0) {
+    return Status::IOError(name + ": reading the HDF5 query's answer: " +
+                           std::strerror(read_errno));
   }
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
     return Status::Corruption(
@@ -397,8 +491,9 @@ Status QueryLayoutIsolated(const std::string& path, const std::string& name,
   }
   int32_t code = 0;
   std::string message;
-  if (!w.GetPod(&code) || !w.GetStr(&message)) {
-    return Status::Internal(name + ": no answer from the HDF5 query process");
+  if (!w.GetPod(&code) || !w.GetStr(&message) || code < 0 ||
+      code > static_cast<int32_t>(StatusCode::kOutOfRange)) {
+    return Status::Corruption(name + ": malformed answer from the HDF5 query process");
   }
   if (code != 0) return Status(static_cast<StatusCode>(code), message);
   uint8_t compressed = 0;
@@ -409,17 +504,20 @@ Status QueryLayoutIsolated(const std::string& path, const std::string& name,
   for (TablePlace& p : out->places) w.GetPod(&p);
   w.GetPod(&key_size);
   for (auto& o : out->owned) w.GetVec(&o);
-  if (!w.ok || w.pos != w.bytes.size() ||
-      out->chunk_offset.size() != static_cast<size_t>(entry.samples) ||
-      out->chunk_size.size() != static_cast<size_t>(entry.samples)) {
-    return Status::Internal(name + ": malformed answer from the HDF5 query process");
+  if (!w.ok || w.pos != w.bytes.size()) {
+    return Status::Corruption(name + ": malformed answer from the HDF5 query process");
   }
   out->compressed = compressed != 0;
   out->key_size = key_size;
-  return Status::OK();
+  return CheckAnswer(name, entry, file, image_bytes, *out);
 }
 
 }  // namespace
+
+IsolatedQueryTestHooks& IsolatedQueryHooksForTesting() {
+  static IsolatedQueryTestHooks hooks;
+  return hooks;
+}
 
 Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardEntry& entry,
                                            const SetInfo& info, const OpenOptions& options) {

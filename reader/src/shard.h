@@ -31,13 +31,28 @@
 
 namespace mm::reader::internal {
 
+/// With OpenOptions::isolate_hdf5: how long the parent waits for the forked HDF5 query's
+/// answer (one shard) before it kills the child and returns Corruption. A healthy query takes
+/// milliseconds; a child stuck on a lock inherited from another thread never answers.
+inline constexpr int kHdf5QueryTimeoutMs = 30000;
+
+/// Test-only (tests/reader/shard_set_test.cc): the forked query's deadline, and a function the
+/// child runs before its query (to make it crash or hang). Not for production use; not
+/// thread-safe to change while an Open runs.
+struct IsolatedQueryTestHooks {
+  int timeout_ms = kHdf5QueryTimeoutMs;
+  void (*in_child)() = nullptr;
+};
+IsolatedQueryTestHooks& IsolatedQueryHooksForTesting();
+
 class Shard {
  public:
   /// Opens `path` (the shard `entry` of the set `info`) and checks it as above.
   /// Errors: NotFound, IOError, Corruption (naming the file and, for chunk errors, the sample),
   /// Unsupported (a filter other than zstd or none; a format version outside the readable range).
   /// With options.isolate_hdf5, the HDF5 part runs in a forked child process, so that a crash
-  /// inside libhdf5 on hostile metadata becomes a Corruption error instead of killing the caller.
+  /// inside libhdf5 on hostile metadata becomes a Corruption error instead of killing the caller;
+  /// a child that does not answer within kHdf5QueryTimeoutMs is killed (Corruption too).
   static Result<std::unique_ptr<Shard>> Open(const std::string& path, const ShardEntry& entry,
                                              const SetInfo& info, const OpenOptions& options);
 

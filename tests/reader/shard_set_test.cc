@@ -1,8 +1,18 @@
 // ShardSet: opening real shard sets, reading them bit-exactly, and refusing damaged ones.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
+#include <thread>
 
 #include "index_json.h"
 #include "mm/reader.h"
@@ -343,6 +353,118 @@ TEST(ShardSet, IsolatedHdf5QueryAgreesWithInProcess) {
   auto x = ShardSet::Open(tmp.path(), isolated), y = ShardSet::Open(tmp.path(), in_process);
   ASSERT_FALSE(x.ok());
   EXPECT_EQ(x.status().ToString(), y.status().ToString());
+}
+
+// SIGKILLs this process's children (from /proc/<pid>/stat's ppid field): a forked HDF5 query
+// stuck on an inherited lock would otherwise outlive the test binary and keep ctest's output
+// pipe open.
+void KillOwnChildren() {
+  const pid_t self = ::getpid();
+  DIR* proc = ::opendir("/proc");  // readdir, not std::filesystem: nothing here may throw
+  if (!proc) return;
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64], stat[512];
+    std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE* f = std::fopen(path, "r");
+    if (!f) continue;
+    size_t n = std::fread(stat, 1, sizeof(stat) - 1, f);
+    std::fclose(f);
+    stat[n] = '\0';
+    const char* close = std::strrchr(stat, ')');  // the command name may hold spaces
+    char state = 0;
+    long ppid = 0;
+    if (close && std::sscanf(close + 1, " %c %ld", &state, &ppid) == 2 && ppid == self) {
+      ::kill(static_cast<pid_t>(pid), SIGKILL);
+    }
+  }
+  ::closedir(proc);
+}
+
+TEST(ShardSet, OpenReturnsWhileAnotherThreadUsesHdf5) {
+  // Another thread of the process loops over HDF5 calls on another set's shard, as mmpack's
+  // writer or an application's own HDF5 code would. When Open forked for every shard by
+  // default, a fork taken while that thread held libhdf5's global lock left the child, and
+  // Open, blocked forever.
+  const std::string other = CocoSet(FixtureOptions{}) + "/shard-000000.h5";
+  const std::string dir = CocoSet(ThreeShards());  // both written before the thread starts
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> h5_rounds{0}, h5_failures{0};
+  std::thread h5_user([&] {
+    std::vector<int64_t> offsets(CocoSamples().size() + 1);
+    while (!stop) {
+      hid_t f = H5Fopen(other.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+      hid_t d = f < 0 ? -1 : H5Dopen2(f, mm::format::kCaptionOffsets, H5P_DEFAULT);
+      if (d < 0 || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                           offsets.data()) < 0) {
+        ++h5_failures;
+      }
+      if (d >= 0) H5Dclose(d);
+      if (f >= 0) H5Fclose(f);
+      ++h5_rounds;
+    }
+  });
+  while (h5_rounds == 0) std::this_thread::yield();
+  auto opened = std::async(std::launch::async, [&] {
+    int ok = 0;
+    for (int i = 0; i < 20; ++i) ok += ShardSet::Open(dir).ok() ? 1 : 0;
+    return ok;
+  });
+  if (opened.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    // A hung Open can be neither joined nor cancelled: end the test binary now rather than
+    // leave ctest waiting for its timeout.
+    std::fprintf(stderr,
+                 "FAILED: ShardSet::Open did not return within 20 s while another thread was "
+                 "calling HDF5\n");
+    std::fflush(stderr);
+    KillOwnChildren();
+    std::quick_exit(1);
+  }
+  stop = true;
+  h5_user.join();
+  EXPECT_EQ(opened.get(), 20);
+  EXPECT_EQ(h5_failures, 0);
+  std::printf("20 opens of 3 shards while the other thread made %lld HDF5 rounds\n",
+              static_cast<long long>(h5_rounds.load()));
+}
+
+TEST(ShardSet, IsolatedQueryTurnsDeadOrSilentChildIntoCorruption) {
+  OpenOptions isolated;
+  isolated.isolate_hdf5 = true;
+  const std::string dir = CocoSet(ThreeShards());
+  auto& hooks = internal::IsolatedQueryHooksForTesting();
+  const internal::IsolatedQueryTestHooks saved = hooks;
+
+  // The child dies before answering (as on a segfault inside libhdf5).
+  hooks.in_child = [] { ::kill(::getpid(), SIGKILL); };
+  auto r = ShardSet::Open(dir, isolated);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("shard-000000.h5: libhdf5 crashed (signal 9)"),
+            std::string::npos)
+      << r.status().ToString();
+
+  // The child never answers (as when it inherited a lock another thread held): killed at the
+  // deadline.
+  hooks.in_child = [] {
+    for (;;) ::pause();
+  };
+  hooks.timeout_ms = 300;
+  auto start = std::chrono::steady_clock::now();
+  r = ShardSet::Open(dir, isolated);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  hooks = saved;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("shard-000000.h5: HDF5 metadata query timed out"),
+            std::string::npos)
+      << r.status().ToString();
+  EXPECT_LT(seconds, 10.0);
+
+  // Without the hooks the isolated path answers again.
+  EXPECT_TRUE(ShardSet::Open(dir, isolated).ok());
 }
 
 TEST(ShardSet, RejectsAnotherFormatVersionNamingIt) {

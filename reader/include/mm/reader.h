@@ -61,11 +61,22 @@ struct SetInfo {
 struct OpenOptions {
   /// Recompute every shard's XXH3-64 and compare with index.json (reads every byte).
   bool verify_checksums = false;
-  /// Ask HDF5 for each shard's layout in a short-lived forked child process, so that a crash
+  /// false (default): ask HDF5 for each shard's layout in this process, under a process-wide
+  /// mutex (one shard's query at a time); safe while other threads of the process use HDF5
+  /// (Debian's libhdf5 is built thread-safe).
+  /// true: ask in a short-lived child process made with fork(), one per shard, so that a crash
   /// inside libhdf5 on a hostile or damaged shard (HDF5 1.10 can segfault on fuzzed metadata)
-  /// becomes a Corruption error instead of killing the caller. Costs one fork per shard at
-  /// Open. false: query in-process (under a mutex).
-  bool isolate_hdf5 = true;
+  /// becomes a Corruption error instead of killing the caller. The parent re-checks the
+  /// child's answer (chunk and table ranges inside the file, sizes) before using it.
+  /// Do NOT use it while any other thread of the process may be inside HDF5 (mmpack's writer,
+  /// h5py, the application's own HDF5 calls): the child inherits libhdf5's global lock held
+  /// by that thread and blocks forever; the parent then gives up after 30 s per shard
+  /// (kHdf5QueryTimeoutMs in reader/src/shard.h), kills the child and returns Corruption
+  /// ("HDF5 metadata query timed out"). Cost: one fork per shard, about 22 ms per GB of the
+  /// caller's resident memory (page-table copy) on top of the query itself: a 20 GB process
+  /// opening 10,000 shards spends over an hour. Use it for untrusted shards in a small
+  /// process (a validator), not in a large trainer.
+  bool isolate_hdf5 = false;
 };
 
 /// An opened shard set. Immutable after Open; all const methods are thread-safe.
