@@ -13,6 +13,7 @@
 int main(int argc, char** argv) {
   mm::train::TrainConfig c;
   CLI::App app{"mmtrain: train a CoCa-style model (contrastive + captioning) on mmpack shards"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   std::string loss_weights = "1,1";
   app.add_option("--shards", c.shards, "training shard set (directory with index.json)")
       ->required();
