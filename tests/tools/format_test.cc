@@ -189,6 +189,7 @@ WriterOptions Options(const fs::path& dir) {
   o.image_width = kWidth;
   o.image_height = kHeight;
   o.tokenizer_sha256 = TokenizerSha256();
+  o.compression_level = 3;  // not the default, so the tests see the requested level stored
   return o;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mm/status.h"
+#include "shard_writer.h"
 
 namespace mm::pack {
 
@@ -31,7 +32,7 @@ struct BuildOptions {
   // zstd level 1: decoded pixels compress little at any level. Measured on coco-cc at 224 px
   // (schemas/FORMAT.md): level 1 is 4% larger than level 3 and costs about 0.7 ms less CPU an
   // image (a quarter of the build); decompression is as fast.
-  int compression_level = 1;
+  int compression_level = kDefaultZstdLevel;
   int threads = 0;                          // 0: all cores
   bool quiet = false;
 };
