@@ -34,6 +34,35 @@ TEST(ResizeLanczos3, SameSizeIsIdentityAndConstantStaysConstant) {
   for (uint8_t v : dst) ASSERT_EQ(v, 77);
 }
 
+// The AVX2 kernel does the portable loops' integer arithmetic: same bytes, for shrinks and
+// enlargements, odd and even tap counts, rows that are and are not a multiple of 32 bytes,
+// 1..4 channels and windows; noise drives the negative lobes into the clamps at 0 and 255.
+TEST(ResizeLanczos3, Avx2KernelGivesThePortableBytes) {
+  if (!ResampleHasAvx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  struct Case {
+    int sw, sh, c, dw, dh;
+  };
+  const Case cases[] = {{640, 427, 3, 336, 224}, {320, 240, 3, 299, 224}, {77, 51, 3, 224, 160},
+                        {433, 300, 1, 323, 224}, {97, 65, 4, 31, 29},     {500, 375, 2, 64, 48},
+                        {33, 1000, 3, 16, 500},  {1000, 7, 3, 40, 3}};
+  unsigned seed = 5;
+  for (const Case& k : cases) {
+    const std::vector<uint8_t> src = Noise(k.sw, k.sh, k.c, ++seed);
+    std::vector<uint8_t> fast, portable;
+    ResizeLanczos3(src.data(), k.sw, k.sh, k.sw * k.c, k.c, k.dw, k.dh, 0, 0, k.dw, k.dh, &fast,
+                   /*simd=*/true);
+    ResizeLanczos3(src.data(), k.sw, k.sh, k.sw * k.c, k.c, k.dw, k.dh, 0, 0, k.dw, k.dh,
+                   &portable, /*simd=*/false);
+    EXPECT_EQ(fast, portable) << k.sw << "x" << k.sh << "x" << k.c << " -> " << k.dw << "x" << k.dh;
+    const int wx = k.dw / 5, wy = k.dh / 7, ww = k.dw - 2 * wx, wh = k.dh - 2 * wy;
+    ResizeLanczos3(src.data(), k.sw, k.sh, k.sw * k.c, k.c, k.dw, k.dh, wx, wy, ww, wh, &fast,
+                   /*simd=*/true);
+    ResizeLanczos3(src.data(), k.sw, k.sh, k.sw * k.c, k.c, k.dw, k.dh, wx, wy, ww, wh, &portable,
+                   /*simd=*/false);
+    EXPECT_EQ(fast, portable) << "window of " << k.sw << "x" << k.sh << "x" << k.c;
+  }
+}
+
 TEST(ResizeLanczos3, WindowEqualsThatPartOfTheWholeResult) {
   std::vector<uint8_t> src = Noise(640, 427, 3, 2), whole, part;
   ResizeLanczos3(src.data(), 640, 427, 640 * 3, 3, 336, 224, 0, 0, 336, 224, &whole);

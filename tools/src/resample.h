@@ -18,9 +18,14 @@ namespace mm::pack {
 /// virtual size [dst_h, dst_w] and writes the window [win_y, win_y + win_h) x
 /// [win_x, win_x + win_w) of it to `dst` (resized to [win_h, win_w, channels], rows packed).
 /// A centre crop asks only for the pixels it keeps. channels: 1..4. All sizes > 0, the
-/// window inside [dst_h, dst_w]. Thread-safe (no shared state).
+/// window inside [dst_h, dst_w]. Thread-safe (no shared state). `simd` false forces the
+/// portable loops instead of the AVX2 kernel the CPU may offer; both give the same bytes
+/// (the tests compare them).
 void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, int channels,
                     int dst_w, int dst_h, int win_x, int win_y, int win_w, int win_h,
-                    std::vector<uint8_t>* dst);
+                    std::vector<uint8_t>* dst, bool simd = true);
+
+/// Whether ResizeLanczos3 has an AVX2 kernel on this CPU.
+bool ResampleHasAvx2();
 
 }  // namespace mm::pack
