@@ -443,20 +443,41 @@ class ResizeModes(u.TempDirTest):
             self.assertTrue(np.array_equal(sa.image(x), sb.image(y)), x["source"])
         self.assertEqual(u.mmpack("verify", b).rc, 0)
 
-    def test_default_compression_is_zstd_level_1(self):
-        """Level 1 is the default (FORMAT.md: within ~5% of level 3's size, ~0.7 ms less CPU
-        an image); the index, the filter's cd_values[0] and --help say so."""
+    def test_default_compression_is_zstd_fast_level_minus_1(self):
+        """Level -1 (zstd --fast=1) is the default (FORMAT.md: ~5% larger than level 1,
+        2.7x its decompression speed); the index, the filter's cd_values[0] (two's
+        complement) and --help say so, and h5py reads the pixels through the plugin."""
         out = os.path.join(self.tmp, "default_level")
         u.build(SKIMAGE, out)
         s = u.ShardSet(out)
         self.assertEqual(s.index["compression"]["codec"], "zstd")
-        self.assertEqual(s.index["compression"]["level"], 1)
+        self.assertEqual(s.index["compression"]["level"], -1)
         with h5py.File(os.path.join(out, s.index["shards"][0]["file"]), "r") as f:
             plist = f["images"].id.get_create_plist()
             filters = [plist.get_filter(i) for i in range(plist.get_nfilters())]
+            first = f["images"][0]
         self.assertEqual([(code, tuple(values)) for code, _, values, _ in filters],
-                         [(32015, (1,))])
-        self.assertRegex(u.mmpack("build", "--help").stdout, r"--compression-level INT[^\n]*=1\b")
+                         [(32015, (2**32 - 1,))])
+        self.assertRegex(u.mmpack("build", "--help").stdout, r"--compression-level INT[^\n]*=-1\b")
+        # The same pixels at level 3 and at a faster level: only the bytes on disk differ.
+        for level in ("3", "-5"):
+            other = os.path.join(self.tmp, "level" + level)
+            u.build(SKIMAGE, other, "--compression-level=" + level)
+            o = u.ShardSet(other)
+            self.assertEqual(o.index["compression"]["level"], int(level))
+            self.assertTrue(np.array_equal(o.image(o.samples[0]), first), level)
+            self.assertEqual(u.mmpack("verify", other).rc, 0, level)
+
+    def test_plugin_writes_with_a_negative_level_from_h5py(self):
+        """A user writing through the plugin with cd_values[0] = -3 (two's complement) gets
+        a dataset that reads back equal."""
+        path = os.path.join(self.tmp, "user.h5")
+        data = (np.arange(64 * 64 * 3) % 251).astype(np.uint8).reshape(64, 64, 3)
+        with h5py.File(path, "w") as f:
+            f.create_dataset("x", data=data, chunks=(16, 64, 3), compression=32015,
+                             compression_opts=(2**32 - 3,))
+        with h5py.File(path, "r") as f:
+            self.assertTrue(np.array_equal(f["x"][...], data))
 
 
 class VerifyCatchesDamage(u.TempDirTest):

@@ -1,7 +1,8 @@
 /* h5z_zstd.c: HDF5 dynamically loaded filter plugin for Zstandard (registered filter id 32015).
  *
  * Compatible with the HDF Group's hdf5_plugins (H5Zzstd) and h5py's hdf5plugin:
- *   - cd_values[0] is the compression level (0 or absent: zstd's default level);
+ *   - cd_values[0] is the compression level (0 or absent: zstd's default level; a negative
+ *     "fast" level as its 32-bit two's complement, read back as an int);
  *   - a chunk's stored bytes are one plain Zstandard frame (RFC 8878). Frames written here carry
  *     their content size in the header; frames without it (streaming encoders) still decode.
  *
@@ -106,8 +107,10 @@ static size_t H5Z_filter_zstd(unsigned int flags, size_t cd_nelmts, const unsign
       }
     }
   } else {
+    /* A negative (fast) level arrives as its 32-bit two's complement. */
     int level = cd_nelmts > 0 ? (int)cd_values[0] : 0;
     if (level > ZSTD_maxCLevel()) level = ZSTD_maxCLevel();
+    if (level < ZSTD_minCLevel()) level = ZSTD_minCLevel();
     output_capacity = ZSTD_compressBound(nbytes);
     output = malloc(output_capacity);
     if (output == NULL) return mm_zstd_fail(__func__, __LINE__, "out of memory");

@@ -112,8 +112,9 @@ int main(int argc, char** argv) {
     b->add_option("--compression", build.compression, "Image chunk codec")
         ->check(CLI::IsMember({"zstd", "none"}))
         ->capture_default_str();
-    b->add_option("--compression-level", build.compression_level, "zstd level")
-        ->check(CLI::Range(1, 22))
+    b->add_option("--compression-level", build.compression_level,
+                  "zstd level: 1..22, or negative for zstd's fast levels (-N is --fast=N)")
+        ->check(CLI::Range(-(1 << 17), 22))
         ->capture_default_str();
     b->add_option("-j,--threads", build.threads, "Worker threads (0: all cores)")
         ->check(CLI::NonNegativeNumber);

@@ -244,6 +244,8 @@ class ShardWriterImpl final : public ShardWriter {
     MM_RETURN_NOT_OK(
         h5::Check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR), "H5Pset_alloc_time"));
     if (options_.compression == "zstd") {
+      // A negative (fast) level is stored as its 32-bit two's complement (-1: 4294967295, as
+      // h5dump prints it); filters read cd_values[0] back as an int.
       const unsigned level[1] = {static_cast<unsigned>(options_.compression_level)};
       MM_RETURN_NOT_OK(
           h5::Check(H5Pset_filter(dcpl.get(), format::kZstdFilterId, H5Z_FLAG_OPTIONAL, 1, level),
@@ -503,9 +505,10 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
     return Status::InvalidArgument("compression must be zstd or none, not '" + options.compression +
                                    "'");
   }
-  if (options.compression == "zstd" &&
-      (options.compression_level < 0 || options.compression_level > ZSTD_maxCLevel())) {
-    return Status::InvalidArgument("zstd level must be in 0.." + std::to_string(ZSTD_maxCLevel()));
+  if (options.compression == "zstd" && (options.compression_level < ZSTD_minCLevel() ||
+                                        options.compression_level > ZSTD_maxCLevel())) {
+    return Status::InvalidArgument("zstd level must be in " + std::to_string(ZSTD_minCLevel()) +
+                                   ".." + std::to_string(ZSTD_maxCLevel()));
   }
   if (options.resize_mode != "center-crop" && options.resize_mode != "pad" &&
       options.resize_mode != "stretch") {
