@@ -118,8 +118,11 @@ class ShardWriterImpl final : public ShardWriter {
     if (finished_) return Status::InvalidArgument("ShardWriter::Add after Finish");
     MM_RETURN_NOT_OK(Validate(sample));
     // Keys are unique within the set (FORMAT.md); `mmpack verify` rejects a set that repeats
-    // one, so the writer refuses it rather than write such a set.
-    if (!set_keys_.insert(sample.key).second) {
+    // one, so the writer refuses it rather than write such a set. The set remembers each key
+    // by its 128-bit XXH3 hash (16 bytes, not the text): a false "duplicate" needs a 128-bit
+    // collision, about n^2 / 2^129 (1e-26 at a billion keys).
+    const XXH128_hash_t h = XXH3_128bits(sample.key.data(), sample.key.size());
+    if (!set_keys_.insert(KeyHash{h.low64, h.high64}).second) {
       return Status::InvalidArgument("duplicate sample key '" + sample.key +
                                      "': keys must be unique within a shard set");
     }
@@ -451,7 +454,14 @@ class ShardWriterImpl final : public ShardWriter {
   bool finished_ = false;
   int64_t shard_index_ = 0;
   std::vector<mm::reader::ShardEntry> entries_;
-  std::unordered_set<std::string> set_keys_;  // every key added to the set so far
+  struct KeyHash {
+    uint64_t low, high;
+    bool operator==(const KeyHash& o) const { return low == o.low && high == o.high; }
+  };
+  struct KeyHashHash {
+    size_t operator()(const KeyHash& k) const { return static_cast<size_t>(k.low); }
+  };
+  std::unordered_set<KeyHash, KeyHashHash> set_keys_;  // every key added to the set so far
 
   // The open shard.
   h5::File file_;
