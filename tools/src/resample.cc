@@ -215,7 +215,10 @@ void PassBest(bool simd, const uint8_t* src, int src_stride, int row_bytes, cons
   Pass(src, src_stride, row_bytes, c, src_row0, y0, rows, dst);
 }
 
-// [h, w, C] -> [w, h, C].
+// [h, w, C] -> [w, h, C], in 32x32 blocks. Three-byte pixels move as one 4-byte word (not a
+// 2- and a 1-byte move): the extra byte lands on the next pixel down the destination row,
+// which that pixel's own move (the next y, done later) overwrites; the image's last row has
+// no next pixel there (its spill would hit the next destination row), so it moves bytewise.
 template <int C>
 void Transpose(const uint8_t* src, int w, int h, uint8_t* dst) {
   constexpr int kBlock = 32;
@@ -223,38 +226,16 @@ void Transpose(const uint8_t* src, int w, int h, uint8_t* dst) {
     for (int bx = 0; bx < w; bx += kBlock) {
       const int ey = std::min(h, by + kBlock), ex = std::min(w, bx + kBlock);
       for (int y = by; y < ey; ++y) {
+        const bool word_move = C == 3 && y + 1 < h;
         for (int x = bx; x < ex; ++x) {
           const uint8_t* p = src + (static_cast<size_t>(y) * w + x) * C;
           uint8_t* q = dst + (static_cast<size_t>(x) * h + y) * C;
-          for (int ch = 0; ch < C; ++ch) q[ch] = p[ch];
-        }
-      }
-    }
-  }
-}
-
-// Transpose<3> with one 4-byte move per pixel instead of a 2- and a 1-byte one: each move
-// also writes the first byte of the next pixel down the destination row, which that pixel's
-// own move (the next y) then overwrites; the last row of each block is moved byte by byte,
-// since its spill would land on the next destination row, already written.
-void Transpose3(const uint8_t* src, int w, int h, uint8_t* dst) {
-  constexpr int kBlock = 32;
-  for (int by = 0; by < h; by += kBlock) {
-    for (int bx = 0; bx < w; bx += kBlock) {
-      const int ey = std::min(h, by + kBlock), ex = std::min(w, bx + kBlock);
-      for (int y = by; y < ey; ++y) {
-        const bool spill_ok = y + 1 < h;
-        for (int x = bx; x < ex; ++x) {
-          const uint8_t* p = src + (static_cast<size_t>(y) * w + x) * 3;
-          uint8_t* q = dst + (static_cast<size_t>(x) * h + y) * 3;
-          if (spill_ok) {
+          if (word_move) {
             uint32_t v;
-            std::memcpy(&v, p, 4);  // p[3] exists: a later pixel of src
+            std::memcpy(&v, p, 4);  // p[3] exists: src has a row after this one
             std::memcpy(q, &v, 4);
           } else {
-            q[0] = p[0];
-            q[1] = p[1];
-            q[2] = p[2];
+            for (int ch = 0; ch < C; ++ch) q[ch] = p[ch];
           }
         }
       }
@@ -271,7 +252,7 @@ void TransposeAny(const uint8_t* src, int w, int h, int channels, uint8_t* dst) 
       Transpose<2>(src, w, h, dst);
       break;
     case 3:
-      Transpose3(src, w, h, dst);
+      Transpose<3>(src, w, h, dst);
       break;
     default:
       Transpose<4>(src, w, h, dst);
