@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -260,6 +261,22 @@ class StagingGuard {
   fs::path path_;
 };
 
+// The most bytes read of one image file or tar member: what an uncompressed 16-bit RGBA
+// image of --max-pixels takes (8 bytes a pixel) plus 64 MiB of metadata, and at least 1 GiB.
+// A larger file cannot be an image mmpack would keep; reading it (a 50 GB sparse file named
+// .jpg) would exhaust memory. Such a file is dropped as file_too_large.
+int64_t MaxImageFileBytes(int64_t max_pixels) {
+  constexpr int64_t kFloor = int64_t{1} << 30, kSlack = int64_t{64} << 20;
+  if (max_pixels <= 0 || max_pixels > (INT64_MAX - kSlack) / 8) return INT64_MAX;
+  return std::max(kFloor, 8 * max_pixels + kSlack);
+}
+
+const char* ReadFailureReason(const Status& st) {
+  if (st.IsNotFound()) return "missing_file";
+  if (st.code() == StatusCode::kOutOfRange) return "file_too_large";
+  return "unreadable";
+}
+
 void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_options,
                  const Tokenizer& tokenizer) {
   RawSample& raw = *item->raw;
@@ -267,9 +284,11 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
     item->ok = false;
     item->drop = {raw.source, raw.key, reason, std::move(detail)};
   };
-  if (!item->have_bytes) item->read_status = ReadFile(raw.path, &item->bytes);
+  if (!item->have_bytes) {
+    item->read_status = ReadFile(raw.path, &item->bytes, MaxImageFileBytes(o.max_pixels));
+  }
   if (!item->read_status.ok()) {
-    drop(item->read_status.IsNotFound() ? "missing_file" : "unreadable", Str(item->read_status));
+    drop(ReadFailureReason(item->read_status), Str(item->read_status));
     return;
   }
   ProcessedImage image;
@@ -334,6 +353,11 @@ Status RunBuild(const BuildOptions& o) {
   MM_ASSIGN_OR_RETURN(fs::path staging, MakeStaging(out));
   StagingGuard guard(staging);
   MM_ASSIGN_OR_RETURN(IngestResult ingest, Ingest(o.input, o.input_format));
+  if (!o.quiet) {
+    for (const std::string& note : ingest.notes) {
+      std::fprintf(stderr, "mmpack build: note: %s\n", note.c_str());
+    }
+  }
 
   std::vector<DropEntry> dropped;
   for (IngestIssue& issue : ingest.issues) {
@@ -451,7 +475,8 @@ Status RunBuild(const BuildOptions& o) {
             auto* item = new Item;
             item->raw = &samples[next++];
             if (from_tar) {
-              item->read_status = tar_reader.Read(*item->raw, &item->bytes);
+              item->read_status =
+                  tar_reader.Read(*item->raw, &item->bytes, MaxImageFileBytes(o.max_pixels));
               item->have_bytes = true;
             }
             return item;

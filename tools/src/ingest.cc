@@ -3,6 +3,9 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -127,24 +130,114 @@ class Grouper {
   std::vector<RawSample> samples_;
 };
 
-// U+FFFF (a noncharacter) stands in for each invalid byte so the rest of the line still
-// parses; a caption holding it is reported as invalid_utf8 by the caption check.
-const char kBadByteMark[] = "\xEF\xBF\xBF";
+// JSON text that no UTF-8 string can hold (RFC 8259 strings are Unicode): a byte that breaks
+// UTF-8, or a \u escape of a lone surrogate ("\ud800" with no low half after it, or a low
+// half alone). nlohmann::json refuses the whole text for either, which would lose every good
+// caption of a COCO file, or a whole JSONL line with a misleading message. NeutralizeJson
+// puts a mark in their place so the rest parses; RestoreInvalid turns the mark in a parsed
+// caption back into an invalid byte, so that the caption check reports that caption (and
+// only that one) as invalid_utf8. The mark is a noncharacter (U+FFFF, U+FFFE, U+FDD0..
+// U+FDEF) that the text does not already hold, raw or escaped, so no good caption is hit.
+struct NeutralJson {
+  std::string text;
+  std::string mark;  // UTF-8 of the mark code point
+  bool changed = false;
+};
 
-std::string MarkInvalidUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 8);
-  while (!s.empty()) {
-    size_t bad = FirstInvalidUtf8(s);
-    if (bad == std::string_view::npos) {
-      out.append(s);
+bool IsHex4(std::string_view s, size_t at, uint32_t* cp) {
+  if (at + 4 > s.size()) return false;
+  uint32_t v = 0;
+  for (size_t k = at; k < at + 4; ++k) {
+    const char c = s[k];
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return false;
+    v = v << 4 | static_cast<uint32_t>(d);
+  }
+  *cp = v;
+  return true;
+}
+
+NeutralJson NeutralizeJson(std::string_view text) {
+  NeutralJson out;
+  // Lone surrogate escapes and invalid bytes: is there anything to do at all?
+  std::vector<size_t> lone;  // offsets of the backslash of lone surrogate escapes
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '\\') continue;
+    uint32_t cp, low;
+    if (text[i + 1] == 'u' && IsHex4(text, i + 2, &cp)) {
+      if (cp >= 0xD800 && cp <= 0xDBFF && i + 7 < text.size() && text[i + 6] == '\\' &&
+          text[i + 7] == 'u' && IsHex4(text, i + 8, &low) && low >= 0xDC00 && low <= 0xDFFF) {
+        i += 11;  // a proper pair
+        continue;
+      }
+      if (cp >= 0xD800 && cp <= 0xDFFF) lone.push_back(i);
+      i += 5;
+      continue;
+    }
+    ++i;  // any other escape, \\ included
+  }
+  const bool bad_bytes = FirstInvalidUtf8(text) != std::string_view::npos;
+  if (lone.empty() && !bad_bytes) {
+    out.text.assign(text);
+    return out;
+  }
+  out.changed = true;
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  uint32_t mark = 0xFFFF;
+  std::vector<uint32_t> candidates = {0xFFFF, 0xFFFE};
+  for (uint32_t c = 0xFDD0; c <= 0xFDEF; ++c) candidates.push_back(c);
+  for (uint32_t c : candidates) {
+    char raw[4] = {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+                   static_cast<char>(0x80 | (c & 0x3F)), 0};
+    char esc[8];
+    std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
+    if (text.find(raw) == std::string_view::npos && lower.find(esc) == std::string::npos) {
+      mark = c;
       break;
     }
-    out.append(s.substr(0, bad));
-    out.append(kBadByteMark);
-    s.remove_prefix(bad + 1);
+  }
+  out.mark = {static_cast<char>(0xE0 | (mark >> 12)),
+              static_cast<char>(0x80 | ((mark >> 6) & 0x3F)),
+              static_cast<char>(0x80 | (mark & 0x3F))};
+  char mark_escape[8];
+  std::snprintf(mark_escape, sizeof mark_escape, "\\u%04X", static_cast<unsigned>(mark));
+  out.text.reserve(text.size() + 16);
+  size_t next_lone = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (next_lone < lone.size() && lone[next_lone] == i) {
+      out.text.append(mark_escape);  // same length as the escape it replaces
+      i += 6;
+      ++next_lone;
+      continue;
+    }
+    // Copy up to the next lone escape, marking invalid bytes on the way.
+    const size_t end = next_lone < lone.size() ? lone[next_lone] : text.size();
+    std::string_view part = text.substr(i, end - i);
+    while (!part.empty()) {
+      size_t bad = FirstInvalidUtf8(part);
+      if (bad == std::string_view::npos) {
+        out.text.append(part);
+        break;
+      }
+      out.text.append(part.substr(0, bad));
+      out.text.append(out.mark);
+      part.remove_prefix(bad + 1);
+    }
+    i = end;
   }
   return out;
+}
+
+// Where `mark` stands in a parsed string, puts back a byte that is never valid UTF-8.
+void RestoreInvalid(std::string* s, const std::string& mark) {
+  if (mark.empty()) return;
+  for (size_t at = s->find(mark); at != std::string::npos; at = s->find(mark, at + 1)) {
+    s->replace(at, mark.size(), "\xFF");
+  }
 }
 
 const json* FirstField(const json& obj, std::initializer_list<const char*> names) {
@@ -170,10 +263,18 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     std::string source = where + ":" + std::to_string(line_no);
-    bool bad_utf8 = FirstInvalidUtf8(line) != std::string::npos;
-    json obj = json::parse(bad_utf8 ? MarkInvalidUtf8(line) : line, nullptr, false);
-    if (obj.is_discarded() || !obj.is_object()) {
-      result.issues.push_back({source, "", "invalid_manifest_line", "not a JSON object"});
+    NeutralJson neutral = NeutralizeJson(line);
+    json obj;
+    std::string parse_error;
+    try {
+      obj = json::parse(neutral.text);
+    } catch (const json::exception& e) {
+      parse_error = e.what();
+    }
+    if (!parse_error.empty() || !obj.is_object()) {
+      result.issues.push_back(
+          {source, "", "invalid_manifest_line",
+           parse_error.empty() ? "not a JSON object" : "not a JSON object: " + parse_error});
       continue;
     }
     const json* image = FirstField(obj, {"image", "image_path", "file_name"});
@@ -190,14 +291,7 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
       continue;
     }
     std::string caption = text->get<std::string>();
-    if (bad_utf8) {
-      // Put an always-invalid byte back where the input had invalid bytes, so that the
-      // caption check reports invalid_utf8 for this caption (and only this one).
-      for (size_t at = caption.find(kBadByteMark); at != std::string::npos;
-           at = caption.find(kBadByteMark, at + 1)) {
-        caption.replace(at, 3, "\xFF");
-      }
-    }
+    if (neutral.changed) RestoreInvalid(&caption, neutral.mark);
     if (image->get_ref<const std::string&>().find('\0') != std::string::npos) {
       result.issues.push_back({source, "", "invalid_manifest_line", "image path holds a NUL"});
       continue;
@@ -209,21 +303,32 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
   return result;
 }
 
+// One record ParseDelimited could not read: its first line and why.
+struct BadRecord {
+  int64_t line;
+  std::string why;
+};
+
 // RFC 4180 records: fields separated by `sep`, quoted with '"' ("" inside quotes is a quote),
 // records ended by \n or \r\n outside quotes. Without `quoting` (TSV, as IANA's
 // text/tab-separated-values and the CC3M/CC12M files have it) a quote is just a character.
-Status ParseDelimited(const std::string& text, char sep, bool quoting,
-                      std::vector<std::vector<std::string>>* rows,
-                      std::vector<int64_t>* row_lines) {
+// A malformed record (a quote never closed, or text right after a closing quote, as a stray
+// quote that pairs with one rows later leaves it) is reported in `bad` and only its first
+// line is lost: parsing starts again on the line after it, so the rows a stray quote would
+// swallow are read as rows.
+void ParseDelimited(const std::string& text, char sep, bool quoting,
+                    std::vector<std::vector<std::string>>* rows, std::vector<int64_t>* row_lines,
+                    std::vector<BadRecord>* bad) {
   std::vector<std::string> row;
   std::string field;
-  bool quoted = false, field_started = false;
+  bool quoted = false, field_started = false, after_quote = false;
   int64_t line = 1, row_line = 1;
-  size_t i = 0, n = text.size();
+  size_t i = 0, n = text.size(), row_start = 0;
   auto end_field = [&] {
     row.push_back(std::move(field));
     field.clear();
     field_started = false;
+    after_quote = false;
   };
   auto end_row = [&] {
     end_field();
@@ -234,7 +339,24 @@ Status ParseDelimited(const std::string& text, char sep, bool quoting,
     }
     row.clear();
   };
-  while (i < n) {
+  // Drops the record begun at row_start and resumes on the line after its first line.
+  auto restart = [&](const char* why) {
+    bad->push_back({row_line, why});
+    row.clear();
+    field.clear();
+    quoted = field_started = after_quote = false;
+    size_t nl = text.find('\n', row_start);
+    i = nl == std::string::npos ? n : nl + 1;
+    line = row_line + 1;
+    row_line = line;
+    row_start = i;
+  };
+  for (;;) {
+    if (i >= n) {
+      if (!quoted) break;
+      restart("a quoted field is never closed");  // resumes on the record's second line
+      continue;
+    }
     char c = text[i];
     if (quoted) {
       if (c == '"') {
@@ -244,12 +366,17 @@ Status ParseDelimited(const std::string& text, char sep, bool quoting,
           continue;
         }
         quoted = false;
+        after_quote = true;
         ++i;
         continue;
       }
       if (c == '\n') ++line;
       field.push_back(c);
       ++i;
+      continue;
+    }
+    if (after_quote && c != sep && c != '\n' && !(c == '\r' && i + 1 < n && text[i + 1] == '\n')) {
+      restart("text after the closing quote of a field (a stray or unescaped quote?)");
       continue;
     }
     if (c == '"' && !field_started && quoting) {
@@ -272,16 +399,14 @@ Status ParseDelimited(const std::string& text, char sep, bool quoting,
       ++line;
       row_line = line;
       ++i;
+      row_start = i;
       continue;
     }
     field.push_back(c);
     field_started = true;
     ++i;
   }
-  if (quoted)
-    return Status::InvalidArgument("unterminated quoted field at line " + std::to_string(row_line));
-  if (!field.empty() || !row.empty()) end_row();
-  return Status::OK();
+  if (!field.empty() || !row.empty() || field_started) end_row();
 }
 
 Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::string& format) {
@@ -290,15 +415,33 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::
   StripBom(&text);
   std::vector<std::vector<std::string>> rows;
   std::vector<int64_t> lines;
-  MM_RETURN_NOT_OK(
-      ParseDelimited(text, sep, /*quoting=*/sep != '\t', &rows, &lines).WithContext(file.string()));
+  std::vector<BadRecord> bad;
+  IngestResult result;
+  result.format = format;
+  // A ".csv" whose header has no comma but a semicolon is ';'-separated (as spreadsheets in
+  // many locales save "CSV").
+  const std::string first_line = text.substr(0, text.find('\n'));
+  if (sep == ',' && first_line.find(',') == std::string::npos &&
+      first_line.find(';') != std::string::npos) {
+    sep = ';';
+    result.notes.push_back(file.filename().string() +
+                           ": read as ';'-separated (the header has "
+                           "no comma)");
+  }
+  ParseDelimited(text, sep, /*quoting=*/sep != '\t', &rows, &lines, &bad);
+  if (!bad.empty() && bad[0].line == 1) {
+    return Status::InvalidArgument(file.string() + ": malformed header row: " + bad[0].why);
+  }
   if (rows.empty()) return Status::InvalidArgument(file.string() + ": no header row");
   const std::vector<std::string>& header = rows[0];
+  // Header names match without regard to ASCII case and surrounding blanks.
   auto column = [&](std::initializer_list<const char*> names) -> int {
     for (const char* name : names) {
       for (size_t c = 0; c < header.size(); ++c) {
-        std::string h = header[c];
-        while (!h.empty() && (h.back() == ' ' || h.back() == '\r')) h.pop_back();
+        std::string h = Lower(header[c]);
+        const size_t from = h.find_first_not_of(" \t\r");
+        const size_t to = h.find_last_not_of(" \t\r");
+        h = from == std::string::npos ? std::string() : h.substr(from, to - from + 1);
         if (h == name) return static_cast<int>(c);
       }
     }
@@ -309,12 +452,18 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::
   if (image_col < 0 || text_col < 0) {
     return Status::InvalidArgument(file.string() +
                                    ": header needs an image column (image, image_path, "
-                                   "file_name) and a text column (text, caption)");
+                                   "file_name, filepath, url) and a text column (text, "
+                                   "caption, title); its first line is '" +
+                                   first_line.substr(0, 200) + "'");
   }
-  IngestResult result;
-  result.format = format;
   Grouper grouper(file.parent_path());
   std::string where = file.filename().string();
+  for (const BadRecord& b : bad) {
+    result.issues.push_back({where + ":" + std::to_string(b.line), "", "invalid_manifest_line",
+                             "malformed row: " + b.why +
+                                 "; the row is skipped and reading "
+                                 "goes on at the next line"});
+  }
   for (size_t r = 1; r < rows.size(); ++r) {
     const auto& row = rows[r];
     std::string source = where + ":" + std::to_string(lines[r]);
@@ -332,10 +481,16 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::
 Result<IngestResult> IngestCoco(const fs::path& file) {
   std::string text;
   MM_RETURN_NOT_OK(ReadFile(file.string(), &text));
-  json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Status::InvalidArgument(file.string() + ": not a JSON object");
+  NeutralJson neutral = NeutralizeJson(text);
+  std::string().swap(text);
+  json doc;
+  try {
+    doc = json::parse(neutral.text);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(file.string() + ": not valid JSON: " + e.what());
   }
+  std::string().swap(neutral.text);
+  if (!doc.is_object()) return Status::InvalidArgument(file.string() + ": not a JSON object");
   auto images = doc.find("images");
   auto annotations = doc.find("annotations");
   if (images == doc.end() || !images->is_array() || annotations == doc.end() ||
@@ -372,9 +527,10 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
     RawSample s;
     s.source = std::move(file_name);
     s.path = Resolve(base, s.source);
-    if (!fs::exists(s.path)) {
+    std::error_code ec;
+    if (!fs::exists(s.path, ec)) {
       std::string alt = Resolve(base / "images", s.source);
-      if (fs::exists(alt)) s.path = alt;
+      if (fs::exists(alt, ec)) s.path = alt;
     }
     result.samples.push_back(std::move(s));
   }
@@ -393,7 +549,9 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
                                "annotation for unknown image_id " + an["image_id"].dump()});
       continue;
     }
-    result.samples[it->second].captions.push_back(an["caption"].get<std::string>());
+    std::string caption = an["caption"].get<std::string>();
+    if (neutral.changed) RestoreInvalid(&caption, neutral.mark);
+    result.samples[it->second].captions.push_back(std::move(caption));
   }
   AssignKeys(&result.samples);
   // Images that no annotation describes cannot be samples.
@@ -410,21 +568,70 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
   return result;
 }
 
+// The regular files under `root` (links followed), each folder read once: a folder reached
+// again (a symlink loop such as `a/up -> ..`, or a second link to the same folder) is not
+// read again, which also ends what would otherwise recurse without end. Entries of a folder
+// are visited in bytewise name order, so which of two links to one folder is read does not
+// depend on the file system's listing order. An entry whose status cannot be read (a link
+// to itself, a dangling link) is not a file. A subfolder that cannot be listed becomes an
+// `unreadable` issue; the root itself failing is an error.
+Status ListTree(const fs::path& root, std::vector<fs::path>* files, IngestResult* result) {
+  struct stat root_st;
+  if (::stat(root.c_str(), &root_st) != 0) {
+    return Status::IOError("cannot list " + root.string() + ": " + std::strerror(errno));
+  }
+  std::set<std::pair<dev_t, ino_t>> seen = {{root_st.st_dev, root_st.st_ino}};
+  std::vector<fs::path> stack = {root};
+  while (!stack.empty()) {
+    fs::path dir = std::move(stack.back());
+    stack.pop_back();
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    std::vector<fs::path> entries;
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) entries.push_back(it->path());
+    if (ec) {
+      if (dir == root) return Status::IOError("cannot list " + root.string() + ": " + ec.message());
+      result->issues.push_back({dir.lexically_relative(root).generic_string(), "", "unreadable",
+                                "cannot list folder: " + ec.message()});
+      continue;
+    }
+    std::sort(entries.begin(), entries.end());
+    std::vector<fs::path> subdirs;
+    for (fs::path& e : entries) {
+      struct stat st;
+      if (::stat(e.c_str(), &st) != 0) continue;
+      if (S_ISREG(st.st_mode)) {
+        files->push_back(std::move(e));
+      } else if (S_ISDIR(st.st_mode)) {
+        if (seen.insert({st.st_dev, st.st_ino}).second) {
+          subdirs.push_back(std::move(e));
+        } else {
+          result->notes.push_back(e.lexically_relative(root).generic_string() +
+                                  ": a folder already read (symlink loop or second link); "
+                                  "not read again");
+        }
+      }
+    }
+    // Depth first, in name order.
+    for (auto d = subdirs.rbegin(); d != subdirs.rend(); ++d) stack.push_back(std::move(*d));
+  }
+  return Status::OK();
+}
+
 Result<IngestResult> IngestFiles(const fs::path& root) {
   // rel path without extension -> (image rel paths, txt rel path)
   struct Pair {
     std::vector<std::string> images;
     std::string text;
   };
+  IngestResult result;
+  result.format = "files";
   std::map<std::string, Pair> pairs;  // sorted bytewise by key
-  std::error_code ec;
-  fs::recursive_directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec);
-  if (ec) return Status::IOError("cannot list " + root.string() + ": " + ec.message());
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) return Status::IOError("cannot list " + root.string() + ": " + ec.message());
-    if (!it->is_regular_file(ec)) continue;
-    std::string rel = it->path().lexically_relative(root).generic_string();
-    std::string ext = it->path().extension().string();
+  std::vector<fs::path> files;
+  MM_RETURN_NOT_OK(ListTree(root, &files, &result));
+  for (const fs::path& file : files) {
+    std::string rel = file.lexically_relative(root).generic_string();
+    std::string ext = file.extension().string();
     if (ext.empty()) continue;
     std::string key = StripExtension(rel);
     std::string e = Lower(ext.substr(1));
@@ -434,8 +641,6 @@ Result<IngestResult> IngestFiles(const fs::path& root) {
       pairs[key].images.push_back(rel);
     }
   }
-  IngestResult result;
-  result.format = "files";
   for (auto& [key, pair] : pairs) {
     if (pair.images.empty()) {
       result.issues.push_back({pair.text, key, "missing_file", "caption file without an image"});
@@ -487,10 +692,12 @@ Result<ArchivePtr> OpenTar(const std::string& path) {
   return a;
 }
 
+// Reads the current member's data. A sparse member (GNU/PAX sparse maps) is refused at its
+// first hole, before anything is allocated for it: a 60-byte member can declare a 60 GB
+// hole, and holes are never image or caption bytes. Errors: Unsupported (a sparse member;
+// the archive can go on to the next header), IOError (the archive is damaged).
 Status ReadMemberData(archive* a, std::string* bytes) {
   bytes->clear();
-  la_int64_t size = 0;
-  (void)size;
   const void* buf;
   size_t len;
   la_int64_t offset;
@@ -501,7 +708,11 @@ Status ReadMemberData(archive* a, std::string* bytes) {
       const char* msg = archive_error_string(a);
       return Status::IOError(std::string("tar read error: ") + (msg ? msg : "unknown"));
     }
-    if (static_cast<size_t>(offset) > bytes->size()) bytes->resize(offset, '\0');
+    if (offset < 0 || static_cast<uint64_t>(offset) != bytes->size()) {
+      return Status::Unsupported("sparse tar member (data resumes at byte " +
+                                 std::to_string(offset) + " after a hole at byte " +
+                                 std::to_string(bytes->size()) + "); not read");
+    }
     bytes->append(static_cast<const char*>(buf), len);
   }
   return Status::OK();
@@ -560,6 +771,7 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
       Status st = ReadMemberData(a.get(), &caption);
       if (!st.ok()) {
         result->issues.push_back({tar_label + ":" + name, key, "unreadable", st.message()});
+        if (st.code() == StatusCode::kUnsupported) continue;  // the next member is readable
         break;
       }
       StripBom(&caption);
@@ -595,10 +807,15 @@ Result<IngestResult> IngestWds(const fs::path& input) {
   IngestResult result;
   result.format = "wds";
   std::vector<fs::path> tars;
-  if (fs::is_directory(input)) {
-    for (const auto& e : fs::directory_iterator(input)) {
-      if (e.is_regular_file() && Lower(e.path().extension().string()) == ".tar") {
-        tars.push_back(e.path());
+  std::error_code ec;
+  if (fs::is_directory(input, ec)) {
+    fs::directory_iterator it(input, ec);
+    if (ec) return Status::IOError("cannot list " + input.string() + ": " + ec.message());
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) return Status::IOError("cannot list " + input.string() + ": " + ec.message());
+      std::error_code entry_ec;
+      if (it->is_regular_file(entry_ec) && Lower(it->path().extension().string()) == ".tar") {
+        tars.push_back(it->path());
       }
     }
     std::sort(tars.begin(), tars.end());
@@ -627,19 +844,45 @@ Result<IngestResult> IngestWds(const fs::path& input) {
 
 }  // namespace
 
-Status ReadFile(const std::string& path, std::string* bytes) {
+Status ReadFile(const std::string& path, std::string* bytes, int64_t max_bytes) {
   bytes->clear();
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below (not a
+  // regular file), as is a device such as /dev/zero that would never end.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     int err = errno;
     if (err == ENOENT || err == ENOTDIR) return Status::NotFound("no such file: " + path);
     return Status::IOError("cannot open " + path + ": " + std::strerror(err));
   }
-  std::unique_ptr<FILE, int (*)(FILE*)> owner(f, &std::fclose);
+  std::unique_ptr<FILE, int (*)(FILE*)> owner(::fdopen(fd, "rb"), &std::fclose);
+  if (!owner) {
+    int err = errno;
+    ::close(fd);
+    return Status::IOError("cannot open " + path + ": " + std::strerror(err));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    return Status::IOError("cannot stat " + path + ": " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) return Status::IOError("cannot read " + path + ": Is a directory");
+  if (!S_ISREG(st.st_mode)) {
+    return Status::IOError("cannot read " + path + ": not a regular file (FIFO, device or socket)");
+  }
+  auto too_large = [&](int64_t size) {
+    return Status::OutOfRange(path + " is " + std::to_string(size) + " bytes, over the " +
+                              std::to_string(max_bytes) + " bytes read of one file");
+  };
+  if (max_bytes >= 0 && st.st_size > max_bytes) return too_large(st.st_size);
+  FILE* f = owner.get();
   char buf[1 << 16];
   for (;;) {
     size_t n = std::fread(buf, 1, sizeof buf, f);
     bytes->append(buf, n);
+    if (max_bytes >= 0 && static_cast<int64_t>(bytes->size()) > max_bytes) {
+      const int64_t seen = static_cast<int64_t>(bytes->size());
+      std::string().swap(*bytes);
+      return too_large(seen);  // it grew while being read
+    }
     if (n < sizeof buf) {
       if (std::ferror(f)) {
         return Status::IOError("cannot read " + path + ": " + std::strerror(errno));
@@ -657,7 +900,8 @@ std::string ManifestInFolder(const fs::path& dir) {
   std::error_code ec;
   std::map<std::string, std::vector<fs::path>> by_ext;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file()) continue;
+    std::error_code entry_ec;
+    if (!e.is_regular_file(entry_ec)) continue;
     std::string ext = Lower(e.path().extension().string());
     if (ext == ".txt" || ext == ".tar" || (ext.size() > 1 && IsImageExtension(ext.substr(1)))) {
       return "";
@@ -681,7 +925,8 @@ Result<std::string> DetectInputFormat(const std::string& input) {
     if (!manifest.empty()) return DetectInputFormat(manifest);
     bool has_tar = false, has_image = false;
     for (const auto& e : fs::directory_iterator(p, ec)) {
-      if (!e.is_regular_file()) continue;
+      std::error_code entry_ec;
+      if (!e.is_regular_file(entry_ec)) continue;
       std::string ext = Lower(e.path().extension().string());
       if (ext == ".tar") has_tar = true;
       if (ext.size() > 1 && IsImageExtension(ext.substr(1))) has_image = true;
@@ -726,11 +971,11 @@ Result<IngestResult> IngestAny(const std::string& input, const std::string& form
   }
   if (!fs::exists(p, ec)) return Status::NotFound("no such file or directory: " + input);
   if (format == "files") {
-    if (!fs::is_directory(p)) return Status::InvalidArgument(input + " is not a folder");
+    if (!fs::is_directory(p, ec)) return Status::InvalidArgument(input + " is not a folder");
     return IngestFiles(p);
   }
   if (format == "wds") return IngestWds(p);
-  if (fs::is_directory(p)) {
+  if (fs::is_directory(p, ec)) {
     return Status::InvalidArgument(input + " is a folder; --input-format " + format +
                                    " needs a file");
   }
@@ -743,8 +988,56 @@ Result<IngestResult> IngestAny(const std::string& input, const std::string& form
 
 }  // namespace
 
+namespace {
+
+// "caf\xE9.jpg": the bytes of `s` with each byte that breaks UTF-8 written as \xHH, so a
+// report can name a file whose name is not UTF-8.
+std::string EscapeInvalidUtf8(std::string_view s) {
+  std::string out;
+  while (!s.empty()) {
+    size_t bad = FirstInvalidUtf8(s);
+    if (bad == std::string_view::npos) bad = s.size();
+    out.append(s.substr(0, bad));
+    if (bad == s.size()) break;
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(s[bad]));
+    out.append(hex);
+    s.remove_prefix(bad + 1);
+  }
+  return out;
+}
+
+// Sources and keys are UTF-8 strings in the shards (FORMAT.md) and cannot hold a NUL: a
+// sample whose image path (file name, tar member or tar name) is not valid UTF-8 is
+// reported as invalid_utf8 instead of being written into a set that `mmpack verify` rejects.
+void DropUnstorableNames(IngestResult* result) {
+  std::vector<RawSample> kept;
+  kept.reserve(result->samples.size());
+  for (RawSample& s : result->samples) {
+    const size_t bad = FirstInvalidUtf8(s.source);
+    if (bad != std::string_view::npos || FirstInvalidUtf8(s.key) != std::string_view::npos) {
+      const std::string shown = EscapeInvalidUtf8(s.source);
+      result->issues.push_back({shown, EscapeInvalidUtf8(s.key), "invalid_utf8",
+                                "image path '" + shown +
+                                    "' is not valid UTF-8, so it cannot be stored as the "
+                                    "sample's source; rename it"});
+      continue;
+    }
+    if (s.source.find('\0') != std::string::npos || s.key.find('\0') != std::string::npos) {
+      result->issues.push_back({s.source.substr(0, s.source.find('\0')), "",
+                                "invalid_manifest_line", "image path holds a NUL"});
+      continue;
+    }
+    kept.push_back(std::move(s));
+  }
+  result->samples = std::move(kept);
+}
+
+}  // namespace
+
 Result<IngestResult> Ingest(const std::string& input, const std::string& format_in) {
   MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format_in));
+  DropUnstorableNames(&result);
   MakeKeysUnique(&result.samples);
   return result;
 }
@@ -758,8 +1051,8 @@ struct ImageReader::Tar {
 ImageReader::ImageReader() = default;
 ImageReader::~ImageReader() = default;
 
-Status ImageReader::Read(const RawSample& sample, std::string* bytes) {
-  if (sample.tar_member_index < 0) return ReadFile(sample.path, bytes);
+Status ImageReader::Read(const RawSample& sample, std::string* bytes, int64_t max_bytes) {
+  if (sample.tar_member_index < 0) return ReadFile(sample.path, bytes, max_bytes);
   if (!tar_ || tar_->path != sample.path || tar_->next_index > sample.tar_member_index) {
     MM_ASSIGN_OR_RETURN(ArchivePtr a, OpenTar(sample.path));
     tar_ = std::make_unique<Tar>();
@@ -775,8 +1068,15 @@ Status ImageReader::Read(const RawSample& sample, std::string* bytes) {
     }
     ++tar_->next_index;
   }
+  if (max_bytes >= 0 && archive_entry_size_is_set(entry) != 0 &&
+      archive_entry_size(entry) > max_bytes) {
+    bytes->clear();
+    return Status::OutOfRange("tar member " + sample.tar_member + " is " +
+                              std::to_string(archive_entry_size(entry)) + " bytes, over the " +
+                              std::to_string(max_bytes) + " bytes read of one file");
+  }
   Status st = ReadMemberData(tar_->archive.get(), bytes);
-  if (!st.ok()) tar_.reset();
+  if (!st.ok() && st.code() != StatusCode::kUnsupported) tar_.reset();  // damaged: reopen
   return st;
 }
 

@@ -5,12 +5,17 @@
 //          beside `key.txt` (the img2dataset / WebDataset "files" layout). key = the path
 //          relative to the folder without its extension. The whole .txt is one caption, with
 //          one trailing newline ("\n" or "\r\n") and a UTF-8 byte-order mark removed.
-//          Order: paths sorted bytewise.
+//          Order: paths sorted bytewise. Symlinks are followed; a folder reached again (a
+//          loop such as `a/up -> ..`, or a second link to it) is read once only (a note on
+//          stderr). FIFOs, devices and links that do not resolve are not files.
 //   jsonl  one JSON object a line: image from `image` | `image_path` | `file_name`, text from
 //          `text` | `caption`. Lines naming the same image are that sample's captions, in
 //          line order; samples in order of first appearance. A line that is not valid JSON or
 //          lacks the fields is reported (reason `invalid_manifest_line`) and skipped.
-//   csv    a header row, then rows (RFC 4180 quoting, "," separated); same column names.
+//   csv    a header row, then rows (RFC 4180 quoting, "," separated; ";" when the header has
+//          ";" and no ","); same column names, matched without regard to ASCII case and
+//          surrounding blanks. A malformed row (a quote never closed, text after a closing
+//          quote) is reported as invalid_manifest_line and reading goes on at its next line.
 //   tsv    tab separators, one record a line, no quoting (quotes are text).
 //   coco   COCO captions JSON: `images[]` (`id`, `file_name`) and `annotations[]`
 //          (`image_id`, `caption`). Samples in `images[]` order, captions in annotation order.
@@ -20,7 +25,11 @@
 //          (extensions above) plus text members whose field ends in `txt`, `caption` or `text`
 //          (`.txt`, `.caption`, `.en.txt`...; several: several captions, in member order). Image
 //          bytes are not held here: ImageReader streams them later.
-// Relative image paths resolve against the manifest's folder.
+// Relative image paths resolve against the manifest's folder. JSON text that no UTF-8 string
+// can hold (invalid bytes, lone surrogate escapes such as "\ud800") makes only the caption
+// holding it invalid (reported as invalid_utf8 by the caption check), in JSONL and COCO. A
+// sample whose image path (or tar member name) is not valid UTF-8 or holds a NUL cannot be
+// stored (sources and keys are UTF-8): it is an issue (invalid_utf8 / invalid_manifest_line).
 //
 // Memory: keys, sources and captions of every sample are held (text only); image bytes never.
 #pragma once
@@ -57,6 +66,7 @@ struct IngestResult {
   std::string format;  // the format used: files|jsonl|csv|tsv|coco|wds
   std::vector<RawSample> samples;
   std::vector<IngestIssue> issues;
+  std::vector<std::string> notes;  // not about a sample (a folder skipped as a loop): stderr
 };
 
 /// Detects the format of `input` (a folder or a file) from its extension or contents:
@@ -84,16 +94,21 @@ class ImageReader {
   ImageReader(const ImageReader&) = delete;
   ImageReader& operator=(const ImageReader&) = delete;
 
-  /// Fills `bytes` with the sample's encoded image.
-  /// Errors: NotFound (missing file or member), IOError (unreadable).
-  [[nodiscard]] Status Read(const RawSample& sample, std::string* bytes);
+  /// Fills `bytes` with the sample's encoded image, of at most `max_bytes` (-1: no limit).
+  /// Errors: NotFound (missing file or member), IOError (unreadable), Unsupported (a sparse
+  /// tar member: its holes are never read into memory), OutOfRange (over `max_bytes`,
+  /// known from the file's or member's size before anything is read).
+  [[nodiscard]] Status Read(const RawSample& sample, std::string* bytes, int64_t max_bytes = -1);
 
  private:
   struct Tar;
   std::unique_ptr<Tar> tar_;
 };
 
-/// Reads a whole file. Errors: NotFound, IOError.
-[[nodiscard]] Status ReadFile(const std::string& path, std::string* bytes);
+/// Reads a whole regular file (a FIFO or device is refused without blocking) of at most
+/// `max_bytes` bytes (-1: no limit; checked from its size before reading, so a 50 GB sparse
+/// file costs nothing). Errors: NotFound, IOError (unreadable, or not a regular file),
+/// OutOfRange (larger than `max_bytes`).
+[[nodiscard]] Status ReadFile(const std::string& path, std::string* bytes, int64_t max_bytes = -1);
 
 }  // namespace mm::pack

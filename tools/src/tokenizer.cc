@@ -177,6 +177,25 @@ Result<std::string> Tokenizer::Train(const std::vector<std::string_view>& captio
   std::string model;
   CaptionIterator it(captions);
   auto st = sentencepiece::SentencePieceTrainer::Train(args, &it, &model);
+  // "Vocabulary size is smaller than required_chars. 20 vs 118.": every character the
+  // captions use (character_coverage 0.9995) plus the 4 special pieces needs a piece; no
+  // retry can help, so say which size would.
+  const std::string text = st.ok() ? std::string() : st.ToString();
+  const size_t at = text.find("smaller than required_chars.");
+  if (at != std::string::npos) {
+    long asked = 0, needed = 0;
+    if (std::sscanf(text.c_str() + at, "smaller than required_chars. %ld vs %ld", &asked,
+                    &needed) == 2) {
+      return Status::InvalidArgument(
+          "--vocab-size " + std::to_string(vocab_size) +
+          " is too small for these captions: their characters and the 4 special pieces need " +
+          std::to_string(needed) + " pieces; pass --vocab-size " + std::to_string(needed) +
+          " or more (or --tokenizer FILE.model)");
+    }
+    return Status::InvalidArgument("--vocab-size " + std::to_string(vocab_size) +
+                                   " is too small for the characters of these captions; pass "
+                                   "a larger --vocab-size (or --tokenizer FILE.model)");
+  }
   if (!st.ok() && st.ToString().find("Vocabulary size") != std::string::npos) {
     // Too few distinct pieces for the requested size: let the trainer stop where it can.
     args["hard_vocab_limit"] = "false";
