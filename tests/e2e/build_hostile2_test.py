@@ -6,7 +6,8 @@ Each case is one that once hung, crashed, failed the whole build or wrote a set 
 manifest, a 50 GB sparse image file, file and tar member names that are not UTF-8, invalid UTF-8 (raw bytes and lone
 surrogate escapes) in COCO JSON and JSONL, a sparse tar member declaring a 60 GB hole, an
 unterminated quote in a CSV, CSV headers in other case or padded, and a --vocab-size too
-small for the captions' characters. The rule for each: the bad sample is skipped with its
+small for the captions' characters; and `mmpack verify` on a set whose index names a FIFO or
+a device. The rule for each: the bad sample is skipped with its
 reason in report.json, every good sample arrives intact (captions byte-for-byte), the set
 verifies, and mmpack returns within seconds with bounded memory.
 """
@@ -311,6 +312,61 @@ class CsvDetails(u.TempDirTest):
         s = build(path, os.path.join(self.tmp, "out_semicolon"))
         self.assertEqual(captions_by_source(s), {b"p0.jpg": [b"a caption, with a comma"],
                                                  b"p1.jpg": [b"plain"]})
+
+
+class VerifyHostileSet(u.TempDirTest):
+    """`mmpack verify` on a set whose index.json names a FIFO or /dev/zero as the tokenizer,
+    or whose index.json is a FIFO: it hung (blocked open, endless read); now it fails at once
+    naming the file. A FIFO shard was "missing"; it is "not a regular file" now."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        raw = os.path.join(cls.tmp, "raw")
+        os.makedirs(raw)
+        shutil.copy(photo(0), os.path.join(raw, "a.jpg"))
+        with open(os.path.join(raw, "a.txt"), "w") as f:
+            f.write("one sample")
+        cls.good = os.path.join(cls.tmp, "good")
+        build(raw, cls.good)
+
+    def copy(self, name):
+        out = os.path.join(self.tmp, name)
+        shutil.copytree(self.good, out)
+        with open(os.path.join(out, "index.json")) as f:
+            return out, json.load(f)
+
+    def check_fails_naming(self, out, name):
+        run = mmpack("verify", out)
+        self.assertNotEqual(run.rc, 0, str(run))
+        self.assertIn(name, run.stderr + run.stdout)
+        self.assertIn("not a regular file", run.stderr + run.stdout)
+
+    def test_tokenizer_is_a_fifo_or_a_device(self):
+        for name, target in (("fifo", "tokenizer.fifo"), ("device", "/dev/zero")):
+            out, index = self.copy("tok_" + name)
+            if name == "fifo":
+                os.mkfifo(os.path.join(out, target))
+            index["tokenizer"]["file"] = target
+            with open(os.path.join(out, "index.json"), "w") as f:
+                json.dump(index, f)
+            self.check_fails_naming(out, target)
+
+    def test_index_is_a_fifo(self):
+        out, _ = self.copy("index_fifo")
+        os.remove(os.path.join(out, "index.json"))
+        os.mkfifo(os.path.join(out, "index.json"))
+        for command in ("verify", "info"):
+            run = mmpack(command, out)
+            self.assertNotEqual(run.rc, 0, str(run))
+            self.assertIn("index.json is not a regular file", run.stderr)
+
+    def test_shard_is_a_fifo(self):
+        out, index = self.copy("shard_fifo")
+        shard = os.path.join(out, index["shards"][0]["file"])
+        os.remove(shard)
+        os.mkfifo(shard)
+        self.check_fails_naming(out, index["shards"][0]["file"])
 
 
 class VocabTooSmall(u.TempDirTest):

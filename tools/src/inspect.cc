@@ -7,6 +7,7 @@
 // the first problem and names the shard and, where one is to blame, the sample.
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
@@ -39,7 +40,19 @@ using nlohmann::json;
 
 namespace {
 
+Result<int> OpenRegularFile(const fs::path& path);
+
 Result<json> ReadJsonFile(const fs::path& path) {
+  {
+    Result<int> fd = OpenRegularFile(path);  // never block on a FIFO named index.json
+    if (!fd.ok()) {
+      if (fd.status().IsNotFound()) {
+        return Status::NotFound(path.string() + " does not exist or cannot be read");
+      }
+      return fd.status();
+    }
+    ::close(*fd);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path.string() + " does not exist or cannot be read");
   json value = json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -62,9 +75,26 @@ std::string StringOr(const json& object, const char* key, const std::string& fal
   return object[key].get<std::string>();
 }
 
+// Opens `path` for reading without blocking (a FIFO would wait for a writer for ever) and
+// refuses what is not a regular file (a FIFO, or a device such as /dev/zero that never
+// ends), so a hostile index.json cannot hang `mmpack verify`. Returns the fd, or an error.
+Result<int> OpenRegularFile(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return Status::NotFound(path.filename().string() + " is missing");
+    return Status::IOError("open " + path.string() + ": " + std::strerror(err));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::Corruption(path.string() + " is not a regular file");
+  }
+  return fd;
+}
+
 Result<std::string> HashFile(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IOError("open " + path.string() + ": " + std::strerror(errno));
+  MM_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
   struct StateDeleter {
     void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
   };
@@ -91,8 +121,11 @@ Result<std::string> HashFile(const fs::path& path) {
 
 // SHA-256 of a file as 64 lowercase hex digits (the tokenizer's identity in the index).
 Result<std::string> Sha256File(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path.filename().string() + " is missing");
+  MM_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
   struct MdDeleter {
     void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
   };
@@ -101,12 +134,13 @@ Result<std::string> Sha256File(const fs::path& path) {
     return Status::Internal("EVP_DigestInit_ex(sha256) failed");
   }
   std::vector<char> buffer(1 << 16);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    if (in.gcount() > 0)
-      EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(in.gcount()));
+  for (;;) {
+    ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Status::IOError("reading " + path.string() + ": " + std::strerror(errno));
+    if (got == 0) break;
+    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(got));
   }
-  if (in.bad()) return Status::IOError("reading " + path.string());
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &length);
@@ -628,7 +662,12 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
     }
     fs::path path = root / e.file;
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) return Status::NotFound(label + ": shard file is missing");
+    if (!fs::is_regular_file(path, ec)) {
+      if (fs::exists(path, ec)) {
+        return Status::Corruption(label + ": shard file is not a regular file");
+      }
+      return Status::NotFound(label + ": shard file is missing");
+    }
     int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
     if (ec) return Status::IOError(label + ": " + ec.message());
     if (size != want_bytes) {
