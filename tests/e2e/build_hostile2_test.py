@@ -158,6 +158,25 @@ class HugeFiles(u.TempDirTest):
             self.assertEqual(dropped[source]["reason"], "file_too_large", dropped)
 
 
+class HugeCaptionFile(u.TempDirTest):
+    """A folder pair whose .txt is a 50 GB sparse file: read whole before (std::bad_alloc
+    failed the build); now that pair is file_too_large from the file's size."""
+
+    def test_huge_caption_file_dropped(self):
+        raw = os.path.join(self.tmp, "raw")
+        os.makedirs(raw)
+        for i, key in enumerate(("good", "huge")):
+            shutil.copy(photo(i), os.path.join(raw, key + ".jpg"))
+        with open(os.path.join(raw, "good.txt"), "w") as f:
+            f.write("good")
+        with open(os.path.join(raw, "huge.txt"), "wb") as f:
+            f.write(b"a caption, then 50 GB of zeros")
+            f.truncate(50 << 30)
+        s = build(raw, os.path.join(self.tmp, "out"))
+        self.assertEqual(captions_by_source(s), {b"good.jpg": [b"good"]})
+        self.assertEqual(dropped_by_source(s)["huge.txt"]["reason"], "file_too_large", s.report)
+
+
 class NonUtf8Names(u.TempDirTest):
     """File and tar member names in Latin-1 cannot be stored as UTF-8 sources and keys: the
     sample is skipped as invalid_utf8 (build wrote them and verify then rejected the set)."""

@@ -29,6 +29,11 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+// The most bytes read of one caption file (folder .txt or tar text member): far above any
+// real caption (a 100 KB one is long), far below what would exhaust memory (a 50 GB sparse
+// .txt). A larger one is an issue, file_too_large.
+constexpr int64_t kMaxCaptionFileBytes = int64_t{16} << 20;
+
 const char* const kImageExtensions[] = {"jpg", "jpeg", "png", "webp", "gif", "tif", "tiff", "bmp"};
 
 std::string Lower(std::string s) {
@@ -656,9 +661,11 @@ Result<IngestResult> IngestFiles(const fs::path& root) {
       continue;
     }
     std::string caption;
-    Status st = ReadFile((root / pair.text).string(), &caption);
+    Status st = ReadFile((root / pair.text).string(), &caption, kMaxCaptionFileBytes);
     if (!st.ok()) {
-      result.issues.push_back({pair.text, key, "unreadable", st.message()});
+      result.issues.push_back(
+          {pair.text, key, st.code() == StatusCode::kOutOfRange ? "file_too_large" : "unreadable",
+           st.message()});
       continue;
     }
     StripBom(&caption);
@@ -767,6 +774,14 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
                                   "another image member has the same key: " + g.image});
       }
     } else {
+      if (archive_entry_size_is_set(entry) != 0 &&
+          archive_entry_size(entry) > kMaxCaptionFileBytes) {
+        result->issues.push_back({tar_label + ":" + name, key, "file_too_large",
+                                  "caption member of " + std::to_string(archive_entry_size(entry)) +
+                                      " bytes, over the " + std::to_string(kMaxCaptionFileBytes) +
+                                      " bytes read of one caption"});
+        continue;  // its data is skipped by the next header read
+      }
       std::string caption;
       Status st = ReadMemberData(a.get(), &caption);
       if (!st.ok()) {

@@ -4,7 +4,8 @@
 //   files  a folder of pairs, searched recursively: `key.{jpg,jpeg,png,webp,gif,tif,tiff,bmp}`
 //          beside `key.txt` (the img2dataset / WebDataset "files" layout). key = the path
 //          relative to the folder without its extension. The whole .txt is one caption, with
-//          one trailing newline ("\n" or "\r\n") and a UTF-8 byte-order mark removed.
+//          one trailing newline ("\n" or "\r\n") and a UTF-8 byte-order mark removed. A .txt
+//          (or a tar text member) over 16 MiB is an issue (file_too_large), not read.
 //          Order: paths sorted bytewise. Symlinks are followed; a folder reached again (a
 //          loop such as `a/up -> ..`, or a second link to it) is read once only (a note on
 //          stderr). FIFOs, devices and links that do not resolve are not files.
