@@ -333,6 +333,29 @@ class CsvDetails(u.TempDirTest):
                                                  b"p1.jpg": [b"plain"]})
 
 
+class TrainOnLongCaptions(u.TempDirTest):
+    """No --tokenizer and every caption longer than sentencepiece's 4192-byte sentence limit
+    (dense captions): the trainer skipped them all and failed ("!sentences_.empty()"); now
+    long captions are fed to it in pieces, and the captions are stored whole."""
+
+    def test_trains_and_keeps_captions_whole(self):
+        raw = os.path.join(self.tmp, "raw")
+        os.makedirs(raw)
+        captions = [" ".join("word%d" % (k % 13) for k in range(900)),
+                    "猫が窓辺に座っている。" * 200, "x" * 6000]
+        with open(os.path.join(raw, "m.jsonl"), "w") as f:
+            for i, c in enumerate(captions):
+                shutil.copy(photo(i), os.path.join(raw, "p%d.jpg" % i))
+                f.write(json.dumps({"image": "p%d.jpg" % i, "text": c}, ensure_ascii=False) + "\n")
+        out = os.path.join(self.tmp, "out")
+        s = build(os.path.join(raw, "m.jsonl"), out, "--vocab-size", 64, tokenizer=None)
+        self.assertEqual([x["captions"] for x in s.samples], [[c.encode()] for c in captions])
+        tok = u.Tokenizer(os.path.join(out, "tokenizer.model"))
+        for x in s.samples:
+            self.assertEqual(x["tokens"][0], tok.expected(x["captions"][0], 77)[0])
+            self.assertNotIn(tok.sp.unk_id(), x["tokens"][0][1:-1])
+
+
 class VerifyHostileSet(u.TempDirTest):
     """`mmpack verify` on a set whose index.json names a FIFO or /dev/zero as the tokenizer,
     or whose index.json is a FIFO: it hung (blocked open, endless read); now it fails at once

@@ -20,26 +20,52 @@ Status FromSp(const sentencepiece::util::Status& st, const std::string& context)
   return Status::Internal(context + ": sentencepiece: " + st.ToString());
 }
 
-// Feeds captions to the trainer without a temporary file.
+// Feeds captions to the trainer without a temporary file. The trainer skips a sentence over
+// max_sentence_length (4192 bytes by default) and fails when none is left, so a caption
+// longer than kMaxPiece is given in pieces of at most kMaxPiece bytes, cut at a UTF-8
+// boundary, at the last white space of the piece's second half where there is one: dense
+// captions still train the model (the captions themselves are stored whole).
 class CaptionIterator : public sentencepiece::SentenceIterator {
  public:
+  static constexpr size_t kMaxPiece = 4096;
+
   explicit CaptionIterator(const std::vector<std::string_view>& captions) : captions_(captions) {
-    Load();
+    Advance();
   }
-  bool done() const override { return i_ >= captions_.size(); }
-  void Next() override {
-    ++i_;
-    Load();
-  }
+  bool done() const override { return finished_; }
+  void Next() override { Advance(); }
   const std::string& value() const override { return value_; }
   sentencepiece::util::Status status() const override { return {}; }
 
  private:
-  void Load() {
-    if (i_ < captions_.size()) value_.assign(captions_[i_]);
+  void Advance() {
+    while (i_ < captions_.size() && offset_ >= captions_[i_].size()) {
+      ++i_;
+      offset_ = 0;
+    }
+    if (i_ >= captions_.size()) {
+      finished_ = true;
+      value_.clear();
+      return;
+    }
+    const std::string_view rest = captions_[i_].substr(offset_);
+    size_t take = rest.size();
+    if (take > kMaxPiece) {
+      take = kMaxPiece;
+      // rest[take] starts the next piece: not a continuation byte.
+      while (take > 0 && (static_cast<unsigned char>(rest[take]) & 0xC0) == 0x80) --take;
+      const size_t space = rest.find_last_of(" \t\n\r", take - 1);
+      if (space != std::string_view::npos && space >= take / 2) take = space + 1;
+      if (take == 0) take = kMaxPiece;  // not UTF-8 (never: captions are checked before)
+    }
+    value_.assign(rest.substr(0, take));
+    offset_ += take;
   }
+
   const std::vector<std::string_view>& captions_;
   size_t i_ = 0;
+  size_t offset_ = 0;
+  bool finished_ = false;
   std::string value_;
 };
 
