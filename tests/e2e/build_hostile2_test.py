@@ -411,6 +411,25 @@ class VerifyHostileSet(u.TempDirTest):
         self.check_fails_naming(out, index["shards"][0]["file"])
 
 
+class Utf16Manifest(u.TempDirTest):
+    """A JSONL or CSV manifest saved as UTF-16: one line saying so (was: every line an
+    invalid_manifest_line, or a header "without an image column")."""
+
+    def test_says_utf16(self):
+        raw = os.path.join(self.tmp, "raw")
+        os.makedirs(raw)
+        shutil.copy(photo(0), os.path.join(raw, "a.jpg"))
+        for name, text in (("m.jsonl", '{"image": "a.jpg", "text": "utf-16"}\r\n'),
+                           ("m.csv", "image,text\r\na.jpg,utf-16\r\n")):
+            with open(os.path.join(raw, name), "wb") as f:
+                f.write(text.encode("utf-16"))
+            run = mmpack("build", os.path.join(raw, name), "-o", os.path.join(self.tmp, name),
+                         "--tokenizer", u.ALBERT)
+            self.assertNotEqual(run.rc, 0, str(run))
+            self.assertIn("UTF-16", run.stderr)
+            self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+
+
 class VocabTooSmall(u.TempDirTest):
     """--vocab-size below the number of characters the captions need: one clear line naming
     the size that works (was sentencepiece's internal check text), and that size builds."""

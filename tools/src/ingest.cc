@@ -994,6 +994,20 @@ Result<IngestResult> IngestAny(const std::string& input, const std::string& form
     return Status::InvalidArgument(input + " is a folder; --input-format " + format +
                                    " needs a file");
   }
+  {
+    // A manifest saved as UTF-16 ("Unicode" in some editors) fails every line as "not JSON"
+    // or every header name; say what it is instead.
+    char head[2] = {0, 0};
+    std::ifstream in(p, std::ios::binary);
+    in.read(head, 2);
+    const unsigned char b0 = static_cast<unsigned char>(head[0]),
+                        b1 = static_cast<unsigned char>(head[1]);
+    if (in.gcount() == 2 && ((b0 == 0xFF && b1 == 0xFE) || (b0 == 0xFE && b1 == 0xFF))) {
+      return Status::InvalidArgument(
+          input + " is UTF-16 text (byte-order mark " + (b0 == 0xFF ? "FF FE" : "FE FF") +
+          "); mmpack reads UTF-8 manifests: convert it, e.g. iconv -f UTF-16 -t UTF-8");
+    }
+  }
   if (format == "jsonl") return IngestJsonl(p);
   if (format == "csv") return IngestDelimited(p, ',', "csv");
   if (format == "tsv") return IngestDelimited(p, '\t', "tsv");

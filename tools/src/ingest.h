@@ -59,7 +59,9 @@ struct RawSample {
 struct IngestIssue {
   std::string source;
   std::string key;
-  std::string reason;  // invalid_manifest_line | missing_caption | missing_file | duplicate_key
+  // invalid_manifest_line | missing_caption | missing_file | duplicate_key | unreadable |
+  // invalid_utf8 (a name that is not UTF-8) | file_too_large (a caption file over 16 MiB)
+  std::string reason;
   std::string detail;
 };
 
