@@ -237,10 +237,33 @@ class InvalidTextInJson(u.TempDirTest):
             ensure_ascii=False).encode("utf-8")
         doc = doc.replace(b"RAWBYTE", b"caf\xe9 latin-1").replace(b"LOWESCAPE", b"x \\udc00 y")
         doc = doc.replace(b"ESCAPE", b"lone \\ud800 high")
-        path = os.path.join(self.raw, "captions.json")
+        self.check(build(self.write(doc), os.path.join(self.tmp, "out_coco")))
+
+    def test_coco_file_names(self):
+        """An invalid byte or a lone surrogate escape in file_name: that image is invalid_utf8
+        (was missing_file, and its annotations 'unknown image_id')."""
+        images = [{"id": 0, "file_name": "p0.jpg"}, {"id": 1, "file_name": "RAWNAME.jpg"},
+                  {"id": 2, "file_name": "ESCNAME.jpg"}]
+        anns = [{"image_id": i, "caption": "caption %d" % i} for i in (0, 1, 2, 1)]
+        doc = json.dumps({"images": images, "annotations": anns}).encode()
+        doc = doc.replace(b"RAWNAME", b"caf\xe9").replace(b"ESCNAME", b"x\\udc00")
+        s = build(self.write(doc, "names.json"), os.path.join(self.tmp, "out_coco_names"))
+        self.assertEqual(captions_by_source(s), {b"p0.jpg": [b"caption 0"]})
+        self.assertEqual(s.report["dropped_by_reason"], {"invalid_utf8": 2}, s.report)
+
+    def test_jsonl_image_paths(self):
+        lines = [b'{"image": "p0.jpg", "text": "good"}', b'{"image": "caf\xe9.jpg", "text": "x"}',
+                 b'{"image": "x\\ud800.jpg", "text": "y"}']
+        s = build(self.write(b"\n".join(lines) + b"\n", "paths.jsonl"),
+                  os.path.join(self.tmp, "out_jsonl_paths"))
+        self.assertEqual(captions_by_source(s), {b"p0.jpg": [b"good"]})
+        self.assertEqual(s.report["dropped_by_reason"], {"invalid_utf8": 2}, s.report)
+
+    def write(self, doc, name="captions.json"):
+        path = os.path.join(self.raw, name)
         with open(path, "wb") as f:
             f.write(doc)
-        self.check(build(path, os.path.join(self.tmp, "out_coco")))
+        return path
 
     def test_jsonl(self):
         lines = [b'{"image": "p0.jpg", "text": "good zero"}',

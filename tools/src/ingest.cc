@@ -301,6 +301,13 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
       result.issues.push_back({source, "", "invalid_manifest_line", "image path holds a NUL"});
       continue;
     }
+    if (neutral.changed &&
+        image->get_ref<const std::string&>().find(neutral.mark) != std::string::npos) {
+      result.issues.push_back({source, "", "invalid_utf8",
+                               "image path is not valid UTF-8 (an invalid byte or a lone "
+                               "surrogate escape)"});
+      continue;
+    }
     grouper.Add(image->get<std::string>(), std::move(caption));
   }
   if (in.bad()) return Status::IOError("read error in " + file.string());
@@ -512,6 +519,7 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
   // with the same key (which `mmpack verify` would reject) or the same image twice.
   std::unordered_map<std::string, size_t> by_id;    // id as JSON text -> sample
   std::unordered_map<std::string, size_t> by_file;  // file_name -> sample
+  std::unordered_set<std::string> unstorable_ids;   // images reported as invalid_utf8
   for (size_t i = 0; i < images->size(); ++i) {
     const json& im = (*images)[i];
     std::string source = where + ":images[" + std::to_string(i) + "]";
@@ -521,6 +529,13 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
       continue;
     }
     std::string file_name = im["file_name"].get<std::string>();
+    if (neutral.changed && file_name.find(neutral.mark) != std::string::npos) {
+      result.issues.push_back({source, "", "invalid_utf8",
+                               "file_name is not valid UTF-8 (an invalid byte or a lone "
+                               "surrogate escape)"});
+      unstorable_ids.insert(im["id"].dump());  // its annotations go with it, unreported
+      continue;
+    }
     std::string id = im["id"].dump();
     if (by_id.count(id) != 0) {
       result.issues.push_back({source, "", "duplicate_key", "image id " + id + " repeated"});
@@ -549,6 +564,7 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
       continue;
     }
     auto it = by_id.find(an["image_id"].dump());
+    if (it == by_id.end() && unstorable_ids.count(an["image_id"].dump()) != 0) continue;
     if (it == by_id.end()) {
       result.issues.push_back({source, "", "invalid_manifest_line",
                                "annotation for unknown image_id " + an["image_id"].dump()});
