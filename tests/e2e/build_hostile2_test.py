@@ -207,10 +207,8 @@ class NonUtf8Names(u.TempDirTest):
         self.assertEqual([d["reason"] for d in s.report["dropped"]], ["invalid_utf8"])
 
 
-class InvalidTextInJson(u.TempDirTest):
-    """One caption with a raw Latin-1 byte and one with a lone surrogate escape ("\\ud800",
-    which no UTF-8 can hold): in COCO JSON they failed the whole build, in JSONL the escape
-    dropped the line as 'not a JSON object'. Now each is that caption's invalid_utf8."""
+class FourPhotos(u.TempDirTest):
+    """A temp dir with raw/p0.jpg .. p3.jpg, four real coco-cc photos, for manifests to name."""
 
     @classmethod
     def setUpClass(cls):
@@ -219,6 +217,12 @@ class InvalidTextInJson(u.TempDirTest):
         os.makedirs(cls.raw)
         for i in range(4):
             shutil.copy(photo(i), os.path.join(cls.raw, "p%d.jpg" % i))
+
+
+class InvalidTextInJson(FourPhotos):
+    """One caption with a raw Latin-1 byte and one with a lone surrogate escape ("\\ud800",
+    which no UTF-8 can hold): in COCO JSON they failed the whole build, in JSONL the escape
+    dropped the line as 'not a JSON object'. Now each is that caption's invalid_utf8."""
 
     def check(self, s):
         self.assertEqual(captions_by_source(s), {
@@ -304,19 +308,11 @@ class SparseTarMember(u.TempDirTest):
         self.assertTrue(any(src.startswith("sparse.tar:b") for src in dropped), dropped)
 
 
-class CsvDetails(u.TempDirTest):
+class CsvDetails(FourPhotos):
     """An unterminated quote loses only its own row (the whole build failed, or a stray quote
     swallowed the rows up to the next quote into one caption); header names are matched
     without regard to case and surrounding spaces; a header with ';' and no ',' is read as
     ';'-separated (the build failed: no image column)."""
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.raw = os.path.join(cls.tmp, "raw")
-        os.makedirs(cls.raw)
-        for i in range(4):
-            shutil.copy(photo(i), os.path.join(cls.raw, "p%d.jpg" % i))
 
     def write(self, name, text):
         path = os.path.join(self.raw, name)
