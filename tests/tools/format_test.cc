@@ -209,55 +209,13 @@ std::vector<mm::reader::ShardEntry> WriteSet(const WriterOptions& options,
 
 // index.json as `mmpack build` writes it (FORMAT.md), for verify and info.
 void WriteIndex(const WriterOptions& o, const std::vector<mm::reader::ShardEntry>& entries) {
-  json shards = json::array();
-  int64_t samples = 0, captions = 0, tokens = 0, bytes = 0;
-  for (const auto& e : entries) {
-    shards.push_back({{"file", e.file},
-                      {"samples", e.samples},
-                      {"captions", e.captions},
-                      {"tokens", e.tokens},
-                      {"bytes", e.bytes},
-                      {"xxh3_64", e.xxh3_64}});
-    samples += e.samples;
-    captions += e.captions;
-    tokens += e.tokens;
-    bytes += e.bytes;
-  }
-  json index = {
-      {"format", "mmpack-shard"},
-      {"format_version", 1},
-      {"created_by", "mmpack 0.1.0"},
-      {"image",
-       {{"height", o.image_height},
-        {"width", o.image_width},
-        {"channels", 3},
-        {"resize_mode", o.resize_mode},
-        {"background", "#ffffff"}}},
-      {"compression",
-       {{"codec", o.compression}, {"level", o.compression_level}, {"hdf5_filter_id", 32015}}},
-      {"tokenizer",
-       {{"file", "tokenizer.model"},
-        {"sha256", o.tokenizer_sha256},
-        {"vocab_size", 30000},
-        {"pad_id", 0},
-        {"unk_id", 1},
-        {"bos_id", -1},
-        {"eos_id", -1},
-        {"max_tokens", 77},
-        {"trained", false}}},
-      {"build_options",
-       {{"input_format", "jsonl"},
-        {"shard_size", o.shard_size},
-        {"samples_per_shard", o.samples_per_shard}}},
-      {"shards", shards},
-      {"totals",
-       {{"shards", entries.size()},
-        {"samples", samples},
-        {"captions", captions},
-        {"tokens", tokens},
-        {"bytes", bytes}}},
-      {"dropped", {{"total", 2}, {"by_reason", {{"corrupt_image", 1}, {"empty_caption", 1}}}}}};
-  std::ofstream(fs::path(o.output_dir) / "index.json") << index.dump(2);
+  IndexExtras extras;
+  extras.vocab_size = 30000;
+  extras.build_options = {{"input_format", "jsonl"},
+                          {"shard_size", o.shard_size},
+                          {"samples_per_shard", o.samples_per_shard}};
+  extras.dropped_by_reason = {{"corrupt_image", 1}, {"empty_caption", 1}};
+  std::ofstream(fs::path(o.output_dir) / "index.json") << IndexJson(o, entries, extras);
   fs::copy_file(TokenizerModel(), fs::path(o.output_dir) / "tokenizer.model",
                 fs::copy_options::overwrite_existing);
 }

@@ -555,65 +555,30 @@ Status RunBuild(const BuildOptions& o) {
   }
 
   // index.json, last.
-  int64_t total_captions = 0, total_tokens = 0, total_bytes = 0;
-  ojson shards_json = ojson::array();
-  for (const auto& s : shards) {
-    shards_json.push_back({{"file", s.file},
-                           {"samples", s.samples},
-                           {"captions", s.captions},
-                           {"tokens", s.tokens},
-                           {"bytes", s.bytes},
-                           {"xxh3_64", s.xxh3_64}});
-    total_captions += s.captions;
-    total_tokens += s.tokens;
-    total_bytes += s.bytes;
-  }
-  ojson index;
-  index["format"] = std::string(mm::format::kFormatName);
-  index["format_version"] = mm::format::kFormatVersion;
-  index["created_by"] = "mmpack 0.1.0";
-  index["image"] = {{"height", o.image_height},
-                    {"width", o.image_width},
-                    {"channels", 3},
-                    {"resize_mode", o.resize_mode},
-                    {"background", ColourHex(image_options.background)}};
-  if (o.compression == "zstd") {
-    index["compression"] = {{"codec", "zstd"},
-                            {"level", o.compression_level},
-                            {"hdf5_filter_id", mm::format::kZstdFilterId}};
-  } else {
-    index["compression"] = {{"codec", "none"}, {"level", 0}, {"hdf5_filter_id", 0}};
-  }
-  index["tokenizer"] = {{"file", std::string(mm::format::kTokenizerFile)},
-                        {"sha256", sha256},
-                        {"vocab_size", tokenizer->vocab_size()},
-                        {"pad_id", tokenizer->pad_id()},
-                        {"unk_id", tokenizer->unk_id()},
-                        {"bos_id", tokenizer->bos_id()},
-                        {"eos_id", tokenizer->eos_id()},
-                        {"max_tokens", o.max_tokens},
-                        {"trained", trained}};
-  index["build_options"] = {{"input_format", ingest.format},
-                            {"max_pixels", o.max_pixels},
-                            {"shard_size", o.shard_size},
-                            {"samples_per_shard", o.samples_per_shard},
-                            {"vocab_size", o.vocab_size}};
-  index["shards"] = std::move(shards_json);
-  index["totals"] = {{"shards", static_cast<int64_t>(shards.size())},
-                     {"samples", written},
-                     {"captions", total_captions},
-                     {"tokens", total_tokens},
-                     {"bytes", total_bytes}};
-  ojson by_reason_json = ojson::object();
-  for (const auto& [reason, n] : by_reason) by_reason_json[reason] = n;
-  index["dropped"] = {{"total", static_cast<int64_t>(dropped.size())},
-                      {"by_reason", std::move(by_reason_json)}};
-  MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kIndexFile), Dump(index)));
+  IndexExtras extras;
+  extras.background = ColourHex(image_options.background);
+  extras.vocab_size = tokenizer->vocab_size();
+  extras.pad_id = tokenizer->pad_id();
+  extras.unk_id = tokenizer->unk_id();
+  extras.bos_id = tokenizer->bos_id();
+  extras.eos_id = tokenizer->eos_id();
+  extras.max_tokens = o.max_tokens;
+  extras.trained = trained;
+  extras.build_options = {{"input_format", ingest.format},
+                          {"max_pixels", o.max_pixels},
+                          {"shard_size", o.shard_size},
+                          {"samples_per_shard", o.samples_per_shard},
+                          {"vocab_size", o.vocab_size}};
+  extras.dropped_by_reason = by_reason;
+  MM_RETURN_NOT_OK(
+      WriteText(staging / std::string(mm::format::kIndexFile), IndexJson(wo, shards, extras)));
 
   MM_RETURN_NOT_OK(Publish(staging, out));
   guard.Disarm();
 
   // Counts by reason, then the one-line summary.
+  int64_t total_bytes = 0;
+  for (const auto& s : shards) total_bytes += s.bytes;
   const double seconds = timer.ElapsedSeconds();
   if (!o.quiet) {
     for (const auto& [reason, n] : by_reason) {

@@ -552,4 +552,64 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
   return std::unique_ptr<ShardWriter>(new ShardWriterImpl(options, std::move(schema)));
 }
 
+std::string IndexJson(const WriterOptions& options,
+                      const std::vector<mm::reader::ShardEntry>& shards,
+                      const IndexExtras& extras) {
+  using ojson = nlohmann::ordered_json;
+  int64_t samples = 0, captions = 0, tokens = 0, bytes = 0;
+  ojson shards_json = ojson::array();
+  for (const auto& s : shards) {
+    shards_json.push_back({{"file", s.file},
+                           {"samples", s.samples},
+                           {"captions", s.captions},
+                           {"tokens", s.tokens},
+                           {"bytes", s.bytes},
+                           {"xxh3_64", s.xxh3_64}});
+    samples += s.samples;
+    captions += s.captions;
+    tokens += s.tokens;
+    bytes += s.bytes;
+  }
+  ojson index;
+  index["format"] = std::string(format::kFormatName);
+  index["format_version"] = format::kFormatVersion;
+  index["created_by"] = "mmpack 0.1.0";
+  index["image"] = {{"height", options.image_height},
+                    {"width", options.image_width},
+                    {"channels", 3},
+                    {"resize_mode", options.resize_mode},
+                    {"background", extras.background}};
+  if (options.compression == "zstd") {
+    index["compression"] = {{"codec", "zstd"},
+                            {"level", options.compression_level},
+                            {"hdf5_filter_id", format::kZstdFilterId}};
+  } else {
+    index["compression"] = {{"codec", "none"}, {"level", 0}, {"hdf5_filter_id", 0}};
+  }
+  index["tokenizer"] = {{"file", std::string(format::kTokenizerFile)},
+                        {"sha256", options.tokenizer_sha256},
+                        {"vocab_size", extras.vocab_size},
+                        {"pad_id", extras.pad_id},
+                        {"unk_id", extras.unk_id},
+                        {"bos_id", extras.bos_id},
+                        {"eos_id", extras.eos_id},
+                        {"max_tokens", extras.max_tokens},
+                        {"trained", extras.trained}};
+  index["build_options"] = extras.build_options;
+  index["shards"] = std::move(shards_json);
+  index["totals"] = {{"shards", static_cast<int64_t>(shards.size())},
+                     {"samples", samples},
+                     {"captions", captions},
+                     {"tokens", tokens},
+                     {"bytes", bytes}};
+  int64_t dropped = 0;
+  ojson by_reason = ojson::object();
+  for (const auto& [reason, n] : extras.dropped_by_reason) {
+    by_reason[reason] = n;
+    dropped += n;
+  }
+  index["dropped"] = {{"total", dropped}, {"by_reason", std::move(by_reason)}};
+  return index.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
+}
+
 }  // namespace mm::pack

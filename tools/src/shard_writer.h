@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -71,5 +73,23 @@ class ShardWriter {
   /// samples, captions, tokens, bytes, xxh3_64).
   virtual Result<std::vector<mm::reader::ShardEntry>> Finish() = 0;
 };
+
+/// What index.json says of a set beyond the writer's options and its shards.
+struct IndexExtras {
+  std::string background = "#ffffff";  // pad colour, "#rrggbb"
+  // The tokenizer (its sha256 is WriterOptions::tokenizer_sha256).
+  int vocab_size = 0, pad_id = 0, unk_id = 1, bos_id = -1, eos_id = -1;
+  int max_tokens = 77;
+  bool trained = false;  // trained on the captions by mmpack build
+  nlohmann::ordered_json build_options = nlohmann::ordered_json::object();
+  std::map<std::string, int64_t> dropped_by_reason;  // samples dropped, by reason
+};
+
+/// The text of OUT/index.json (schemas/FORMAT.md, "index.json") for a set written with
+/// `options` as `shards` (ShardWriter::Finish): format and version, image, compression,
+/// tokenizer, build options, shards, totals summed over `shards`, and drops. Indented by 2,
+/// newline-terminated; invalid UTF-8 in strings becomes U+FFFD.
+std::string IndexJson(const WriterOptions& options,
+                      const std::vector<mm::reader::ShardEntry>& shards, const IndexExtras& extras);
 
 }  // namespace mm::pack
