@@ -15,6 +15,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "ascii.h"
 #include "resample.h"
 
 namespace mm::pack {
@@ -266,8 +267,7 @@ bool LooksTruncated(Kind kind, const std::string& b, const std::string& message)
     default:
       break;
   }
-  std::string m = message;
-  for (char& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string m = AsciiLower(message);
   return m.find("truncat") != std::string::npos || m.find("premature") != std::string::npos ||
          m.find("unexpected end") != std::string::npos;
 }
@@ -349,8 +349,7 @@ std::string TakeVipsError(Kind kind = Kind::kUnknown) {
     start = nl == std::string::npos ? all.size() : nl + 1;
     if (line.empty()) continue;
     if (first.empty()) first = line;
-    std::string lower = line;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = AsciiLower(line);
     if (name != nullptr && match.empty() && lower.find(name) != std::string::npos) match = line;
   }
   std::string s = !match.empty() ? match : first;

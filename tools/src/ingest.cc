@@ -21,6 +21,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "ascii.h"
 #include "tokenizer.h"
 
 namespace mm::pack {
@@ -36,13 +37,8 @@ constexpr int64_t kMaxCaptionFileBytes = int64_t{16} << 20;
 
 const char* const kImageExtensions[] = {"jpg", "jpeg", "png", "webp", "gif", "tif", "tiff", "bmp"};
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool IsImageExtension(const std::string& ext_no_dot) {
-  std::string e = Lower(ext_no_dot);
+  std::string e = AsciiLower(ext_no_dot);
   for (const char* x : kImageExtensions) {
     if (e == x) return true;
   }
@@ -190,8 +186,7 @@ NeutralJson NeutralizeJson(std::string_view text) {
     return out;
   }
   out.changed = true;
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = AsciiLower(text);
   uint32_t mark = 0xFFFF;
   std::vector<uint32_t> candidates = {0xFFFF, 0xFFFE};
   for (uint32_t c = 0xFDD0; c <= 0xFDEF; ++c) candidates.push_back(c);
@@ -450,7 +445,7 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::
   auto column = [&](std::initializer_list<const char*> names) -> int {
     for (const char* name : names) {
       for (size_t c = 0; c < header.size(); ++c) {
-        std::string h = Lower(header[c]);
+        std::string h = AsciiLower(header[c]);
         const size_t from = h.find_first_not_of(" \t\r");
         const size_t to = h.find_last_not_of(" \t\r");
         h = from == std::string::npos ? std::string() : h.substr(from, to - from + 1);
@@ -655,7 +650,7 @@ Result<IngestResult> IngestFiles(const fs::path& root) {
     std::string ext = file.extension().string();
     if (ext.empty()) continue;
     std::string key = StripExtension(rel);
-    std::string e = Lower(ext.substr(1));
+    std::string e = AsciiLower(ext.substr(1));
     if (e == "txt") {
       pairs[key].text = rel;
     } else if (IsImageExtension(e)) {
@@ -773,7 +768,7 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
     if (dot == std::string::npos || dot == base_start) continue;
     std::string key = name.substr(0, dot);
     // WebDataset field names: "jpg", "txt", also "caption", "0.txt", "en.caption".
-    std::string ext = Lower(name.substr(dot + 1));
+    std::string ext = AsciiLower(name.substr(dot + 1));
     std::string last = ext.substr(ext.find_last_of('.') + 1);
     bool is_text = last == "txt" || last == "caption" || last == "text";
     bool is_image = IsImageExtension(last);
@@ -845,7 +840,7 @@ Result<IngestResult> IngestWds(const fs::path& input) {
     for (; it != fs::directory_iterator(); it.increment(ec)) {
       if (ec) return Status::IOError("cannot list " + input.string() + ": " + ec.message());
       std::error_code entry_ec;
-      if (it->is_regular_file(entry_ec) && Lower(it->path().extension().string()) == ".tar") {
+      if (it->is_regular_file(entry_ec) && AsciiLower(it->path().extension().string()) == ".tar") {
         tars.push_back(it->path());
       }
     }
@@ -933,7 +928,7 @@ std::string ManifestInFolder(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::error_code entry_ec;
     if (!e.is_regular_file(entry_ec)) continue;
-    std::string ext = Lower(e.path().extension().string());
+    std::string ext = AsciiLower(e.path().extension().string());
     if (ext == ".txt" || ext == ".tar" || (ext.size() > 1 && IsImageExtension(ext.substr(1)))) {
       return "";
     }
@@ -958,13 +953,13 @@ Result<std::string> DetectInputFormat(const std::string& input) {
     for (const auto& e : fs::directory_iterator(p, ec)) {
       std::error_code entry_ec;
       if (!e.is_regular_file(entry_ec)) continue;
-      std::string ext = Lower(e.path().extension().string());
+      std::string ext = AsciiLower(e.path().extension().string());
       if (ext == ".tar") has_tar = true;
       if (ext.size() > 1 && IsImageExtension(ext.substr(1))) has_image = true;
     }
     return std::string(has_tar && !has_image ? "wds" : "files");
   }
-  std::string ext = Lower(p.extension().string());
+  std::string ext = AsciiLower(p.extension().string());
   if (ext == ".jsonl" || ext == ".ndjson") return std::string("jsonl");
   if (ext == ".csv") return std::string("csv");
   if (ext == ".tsv" || ext == ".tab") return std::string("tsv");
