@@ -24,6 +24,17 @@ import e2e_util as u  # noqa: E402
 
 COCO = os.path.join(u.DATA_DIR, "coco-cc", "images")
 
+
+def raw_with_photos(parent, n):
+    """PARENT/raw holding the first N coco-cc photos (sorted by name); returns (raw, names)."""
+    raw = os.path.join(parent, "raw")
+    os.makedirs(raw)
+    names = sorted(os.listdir(COCO))[:n]
+    for name in names:
+        shutil.copy(os.path.join(COCO, name), raw)
+    return raw, names
+
+
 # The reasons FORMAT.md names; a hostile file may fairly be classed in any reason of its set.
 UNREADABLE = {"unreadable", "corrupt_image", "unsupported_format", "empty_file"}
 TRUNCATED = {"corrupt_image", "truncated_image"}
@@ -529,11 +540,7 @@ class NulInCaption(u.TempDirTest):
     byte-for-byte or be dropped and reported; never silently cut at the NUL."""
 
     def test_nul_caption_kept_whole_or_reported(self):
-        raw = os.path.join(self.tmp, "raw")
-        os.makedirs(raw)
-        photos = sorted(os.listdir(COCO))
-        for p in photos[:2]:
-            shutil.copy(os.path.join(COCO, p), raw)
+        raw, photos = raw_with_photos(self.tmp, 2)
         with open(os.path.join(raw, "m.jsonl"), "w") as f:
             f.write(json.dumps({"image": photos[0], "text": "before\u0000after"}) + "\n")
             f.write(json.dumps({"image": photos[1], "text": "fine"}) + "\n")
@@ -553,11 +560,7 @@ class MalformedManifestLines(u.TempDirTest):
     line and a CRLF line: the broken ones are reported, every good line is built."""
 
     def test_good_lines_survive_bad_ones(self):
-        raw = os.path.join(self.tmp, "raw")
-        os.makedirs(raw)
-        photos = sorted(os.listdir(COCO))[:3]
-        for p in photos:
-            shutil.copy(os.path.join(COCO, p), raw)
+        raw, photos = raw_with_photos(self.tmp, 3)
         with open(os.path.join(raw, "m.jsonl"), "wb") as f:
             f.write(b'{"image": "%s", "text": "one"}\n' % photos[0].encode())
             f.write(b'{"image": "%s", "text": "cut short\n' % photos[1].encode())
@@ -577,11 +580,7 @@ class InvalidUtf8InJsonl(u.TempDirTest):
     """Raw invalid UTF-8 bytes inside a JSONL caption: that sample is dropped, the rest built."""
 
     def test_bad_line_dropped_rest_built(self):
-        raw = os.path.join(self.tmp, "raw")
-        os.makedirs(raw)
-        photos = sorted(os.listdir(COCO))
-        for p in photos[:3]:
-            shutil.copy(os.path.join(COCO, p), raw)
+        raw, photos = raw_with_photos(self.tmp, 3)
         with open(os.path.join(raw, "m.jsonl"), "wb") as f:
             f.write(b'{"image": "%s", "text": "fine one"}\n' % photos[0].encode())
             f.write(b'{"image": "%s", "text": "caf\xff\xfe bad bytes"}\n' % photos[1].encode())
