@@ -220,6 +220,14 @@ void WriteIndex(const WriterOptions& o, const std::vector<mm::reader::ShardEntry
                 fs::copy_options::overwrite_existing);
 }
 
+// Writes index.json for `entries` and expects `mmpack verify` to find the set sound.
+void ExpectVerifies(const WriterOptions& o, const std::vector<mm::reader::ShardEntry>& entries) {
+  WriteIndex(o, entries);
+  std::ostringstream out;
+  Status st = RunVerify(o.output_dir, out);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
 std::string XxhHex(const std::vector<uint8_t>& bytes) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx",
@@ -529,10 +537,7 @@ TEST(ShardWriter, RollsOverAtSamplesPerShard) {
     EXPECT_EQ(ReadIntAttr(f, "num_samples"), entries[i].samples);
   }
   // Keys continue across shards in input order.
-  WriteIndex(o, entries);
-  std::ostringstream out;
-  Status st = RunVerify(o.output_dir, out);
-  EXPECT_TRUE(st.ok()) << st.ToString();
+  ExpectVerifies(o, entries);
 }
 
 TEST(ShardWriter, RollsOverAtShardSize) {
@@ -556,10 +561,7 @@ TEST(ShardWriter, RollsOverAtShardSize) {
     total += e.samples;
   }
   EXPECT_EQ(total, 10);
-  WriteIndex(o, entries);
-  std::ostringstream out;
-  Status st = RunVerify(o.output_dir, out);
-  EXPECT_TRUE(st.ok()) << st.ToString();
+  ExpectVerifies(o, entries);
 }
 
 TEST(ShardWriter, OneSampleLargerThanShardSizeGetsAShardOfItsOwn) {
@@ -578,10 +580,7 @@ TEST(ShardWriter, WritesValidShardWithNoTokens) {
   auto entries = WriteSet(o, {MakePlain(0, false), MakePlain(1, false)});
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].tokens, 0);
-  WriteIndex(o, entries);
-  std::ostringstream out;
-  Status st = RunVerify(o.output_dir, out);
-  EXPECT_TRUE(st.ok()) << st.ToString();
+  ExpectVerifies(o, entries);
   hid_t f = H5Fopen((tmp.path() / entries[0].file).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   H5Closer cf{f, H5Fclose};
   hid_t d = H5Dopen2(f, "tokens", H5P_DEFAULT);
