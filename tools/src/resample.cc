@@ -203,14 +203,19 @@ __attribute__((target("avx2"))) void PassAvx2(const uint8_t* src, int src_stride
   }
 }
 
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+// Asked on first use, not in a static initialiser that could run before libgcc has read the
+// CPU's features.
+bool HaveAvx2() {
+  static const bool have = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  return have;
+}
 #endif
 
 // Pass, on AVX2 where the CPU has it and `simd` allows.
 void PassBest(bool simd, const uint8_t* src, int src_stride, int row_bytes, const Coeffs& c,
               int src_row0, int y0, int rows, uint8_t* dst) {
 #if MM_RESAMPLE_AVX2
-  if (simd && kHaveAvx2) return PassAvx2(src, src_stride, row_bytes, c, src_row0, y0, rows, dst);
+  if (simd && HaveAvx2()) return PassAvx2(src, src_stride, row_bytes, c, src_row0, y0, rows, dst);
 #endif
   Pass(src, src_stride, row_bytes, c, src_row0, y0, rows, dst);
 }
@@ -292,7 +297,7 @@ void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, in
 
 bool ResampleHasAvx2() {
 #if MM_RESAMPLE_AVX2
-  return kHaveAvx2;
+  return HaveAvx2();
 #else
   return false;
 #endif
