@@ -186,8 +186,8 @@ __attribute__((target("avx2"))) void PassAvx2(const uint8_t* src, int src_stride
       a1 = _mm256_srai_epi32(a1, kPrecisionBits);
       a2 = _mm256_srai_epi32(a2, kPrecisionBits);
       a3 = _mm256_srai_epi32(a3, kPrecisionBits);
-      const __m256i s01 = _mm256_packs_epi32(a0, a1);  // 0-7 | 16-23, saturated to int16
-      const __m256i s23 = _mm256_packs_epi32(a2, a3);  // 8-15 | 24-31
+      const __m256i s01 = _mm256_packs_epi32(a0, a1);   // 0-7 | 16-23, saturated to int16
+      const __m256i s23 = _mm256_packs_epi32(a2, a3);   // 8-15 | 24-31
       const __m256i b = _mm256_packus_epi16(s01, s23);  // 0-15 | 16-31, clamped to 0..255
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), b);
     }
@@ -284,8 +284,8 @@ void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, in
   const int cw = col1 - col0;
   // Rows first (fewer output rows than source rows when shrinking): [win_h, cw, C].
   mid.resize(static_cast<size_t>(win_h) * cw * channels);
-  PassBest(simd, src + static_cast<size_t>(col0) * channels, src_stride, cw * channels, cy, 0, win_y,
-           win_h, mid.data());
+  PassBest(simd, src + static_cast<size_t>(col0) * channels, src_stride, cw * channels, cy, 0,
+           win_y, win_h, mid.data());
   // Columns as rows of the transposed image, so the same vectorised pass does them:
   // [cw, win_h, C] -> [win_w, win_h, C] -> [win_h, win_w, C].
   t.resize(mid.size());
