@@ -1,15 +1,17 @@
-#include "index_json.h"
+// index_json.cc: see mm/internal/index_json.h. Decoding runs as named stages, one per object
+// of index.json (format, image, compression, tokenizer, shards, totals, the optional rest).
+#include "mm/internal/index_json.h"
 
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <utility>
 
-#include "mm/format.h"
+#include "mm/internal/file.h"
 
 namespace mm::reader::internal {
 namespace {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 Status Bad(const std::string& what) { return Status::Corruption("index.json: " + what); }
 
@@ -30,6 +32,15 @@ Status GetInt(const json& obj, const char* key, int64_t lo, int64_t hi, int64_t*
   return Status::OK();
 }
 
+// GetInt into an int.
+Status GetInt32(const json& obj, const char* key, int64_t lo, int64_t hi, int* out,
+                const std::string& where) {
+  int64_t v = 0;
+  MM_RETURN_NOT_OK(GetInt(obj, key, lo, hi, &v, where));
+  *out = static_cast<int>(v);
+  return Status::OK();
+}
+
 Status GetString(const json& obj, const char* key, std::string* out, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end()) return Bad(where + "missing \"" + key + "\"");
@@ -40,17 +51,38 @@ Status GetString(const json& obj, const char* key, std::string* out, const std::
 
 Status GetObject(const json& obj, const char* key, const json** out) {
   auto it = obj.find(key);
-  if (it == obj.end() || !it->is_object())
+  if (it == obj.end() || !it->is_object()) {
     return Bad(std::string("missing object \"") + key + "\"");
+  }
   *out = &*it;
   return Status::OK();
+}
+
+// Optional fields: taken when present with the right type, else left as they are.
+void OptString(const json& obj, const char* key, std::string* out) {
+  auto it = obj.find(key);
+  if (it != obj.end() && it->is_string()) *out = it->get<std::string>();
+}
+void OptBool(const json& obj, const char* key, bool* out) {
+  auto it = obj.find(key);
+  if (it != obj.end() && it->is_boolean()) *out = it->get<bool>();
+}
+void OptInt(const json& obj, const char* key, int64_t* out) {
+  auto it = obj.find(key);
+  if (it != obj.end() && it->is_number_integer()) *out = it->get<int64_t>();
 }
 
 constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max() / 16;
 
-Status Parse(const json& doc, SetInfo* info) {
-  if (!doc.is_object()) return Bad("not a JSON object");
+Status Unreadable(const std::string& version) {
+  return Status::Unsupported("index.json: format_version " + version +
+                             " is not readable; this reader reads versions " +
+                             std::to_string(mm::format::kMinReadableVersion) + ".." +
+                             std::to_string(mm::format::kFormatVersion));
+}
+
+Status DecodeFormat(const json& doc, SetInfo* info) {
   std::string format;
   MM_RETURN_NOT_OK(GetString(doc, "format", &format, ""));
   if (format != mm::format::kFormatName) {
@@ -58,90 +90,93 @@ Status Parse(const json& doc, SetInfo* info) {
                                std::string(mm::format::kFormatName) + "\"");
   }
   auto ver = doc.find("format_version");
-  if (ver == doc.end() || !ver->is_number_integer())
+  if (ver == doc.end() || !ver->is_number_integer()) {
     return Bad("missing integer \"format_version\"");
-  if (ver->is_number_unsigned() ? ver->get<uint64_t>() > kMaxInt : false) {
-    return Status::Unsupported("index.json: format_version " + ver->dump() +
-                               " is not readable; this reader reads versions " +
-                               std::to_string(mm::format::kMinReadableVersion) + ".." +
-                               std::to_string(mm::format::kFormatVersion));
   }
-  int64_t version = ver->get<int64_t>();
+  if (ver->is_number_unsigned() && ver->get<uint64_t>() > kMaxInt) return Unreadable(ver->dump());
+  const int64_t version = ver->get<int64_t>();
   if (version < mm::format::kMinReadableVersion || version > mm::format::kFormatVersion) {
-    return Status::Unsupported("index.json: format_version " + std::to_string(version) +
-                               " is not readable; this reader reads versions " +
-                               std::to_string(mm::format::kMinReadableVersion) + ".." +
-                               std::to_string(mm::format::kFormatVersion));
+    return Unreadable(std::to_string(version));
   }
   info->format_version = static_cast<int>(version);
+  return Status::OK();
+}
 
+Status DecodeImage(const json& doc, IndexDocument* out) {
   const json* image = nullptr;
   MM_RETURN_NOT_OK(GetObject(doc, "image", &image));
-  int64_t h = 0, w = 0, c = 0;
-  MM_RETURN_NOT_OK(GetInt(*image, "height", 1, 1 << 15, &h, "image: "));
-  MM_RETURN_NOT_OK(GetInt(*image, "width", 1, 1 << 15, &w, "image: "));
-  MM_RETURN_NOT_OK(GetInt(*image, "channels", 3, 3, &c, "image: "));
-  info->image_height = static_cast<int>(h);
-  info->image_width = static_cast<int>(w);
-  info->channels = static_cast<int>(c);
-  if (image->contains("resize_mode") && (*image)["resize_mode"].is_string()) {
-    info->resize_mode = (*image)["resize_mode"].get<std::string>();
-  }
+  SetInfo& info = out->info;
+  MM_RETURN_NOT_OK(GetInt32(*image, "height", 1, 1 << 15, &info.image_height, "image: "));
+  MM_RETURN_NOT_OK(GetInt32(*image, "width", 1, 1 << 15, &info.image_width, "image: "));
+  MM_RETURN_NOT_OK(GetInt32(*image, "channels", 3, 3, &info.channels, "image: "));
+  OptString(*image, "resize_mode", &info.resize_mode);
+  OptString(*image, "background", &out->background);
+  return Status::OK();
+}
 
+Status DecodeCompression(const json& doc, IndexDocument* out) {
   const json* comp = nullptr;
   MM_RETURN_NOT_OK(GetObject(doc, "compression", &comp));
-  MM_RETURN_NOT_OK(GetString(*comp, "codec", &info->compression, "compression: "));
-  if (info->compression != "zstd" && info->compression != "none") {
-    return Status::Unsupported("index.json: compression codec \"" + info->compression +
+  SetInfo& info = out->info;
+  MM_RETURN_NOT_OK(GetString(*comp, "codec", &info.compression, "compression: "));
+  if (!mm::format::ParseCodec(info.compression).has_value()) {
+    return Status::Unsupported("index.json: compression codec \"" + info.compression +
                                "\" (this reader reads zstd and none)");
   }
-  int64_t level = 0;
+  info.compression_level = 0;
   if (comp->contains("level")) {
-    MM_RETURN_NOT_OK(GetInt(*comp, "level", -(1 << 17), 1 << 10, &level, "compression: "));
+    MM_RETURN_NOT_OK(
+        GetInt32(*comp, "level", -(1 << 17), 1 << 10, &info.compression_level, "compression: "));
   }
-  info->compression_level = static_cast<int>(level);
+  int64_t filter_id = -1;
+  OptInt(*comp, "hdf5_filter_id", &filter_id);
+  out->hdf5_filter_id = static_cast<int>(filter_id);
+  return Status::OK();
+}
 
+Status DecodeTokenizer(const json& doc, IndexDocument* out) {
   const json* tok = nullptr;
   MM_RETURN_NOT_OK(GetObject(doc, "tokenizer", &tok));
-  int64_t v = 0;
-  MM_RETURN_NOT_OK(GetInt(*tok, "vocab_size", 0, kMaxInt, &v, "tokenizer: "));
-  info->vocab_size = static_cast<int>(v);
-  MM_RETURN_NOT_OK(GetInt(*tok, "pad_id", -1, kMaxInt, &v, "tokenizer: "));
-  info->pad_id = static_cast<int>(v);
-  MM_RETURN_NOT_OK(GetInt(*tok, "unk_id", -1, kMaxInt, &v, "tokenizer: "));
-  info->unk_id = static_cast<int>(v);
-  MM_RETURN_NOT_OK(GetInt(*tok, "bos_id", -1, kMaxInt, &v, "tokenizer: "));
-  info->bos_id = static_cast<int>(v);
-  MM_RETURN_NOT_OK(GetInt(*tok, "eos_id", -1, kMaxInt, &v, "tokenizer: "));
-  info->eos_id = static_cast<int>(v);
-  MM_RETURN_NOT_OK(GetInt(*tok, "max_tokens", 0, kMaxInt, &v, "tokenizer: "));
-  info->max_tokens = static_cast<int>(v);
-  if (tok->contains("sha256") && (*tok)["sha256"].is_string()) {
-    info->tokenizer_sha256 = (*tok)["sha256"].get<std::string>();
-  }
+  SetInfo& info = out->info;
+  const std::string where = "tokenizer: ";
+  MM_RETURN_NOT_OK(GetInt32(*tok, "vocab_size", 0, kMaxInt, &info.vocab_size, where));
+  MM_RETURN_NOT_OK(GetInt32(*tok, "pad_id", -1, kMaxInt, &info.pad_id, where));
+  MM_RETURN_NOT_OK(GetInt32(*tok, "unk_id", -1, kMaxInt, &info.unk_id, where));
+  MM_RETURN_NOT_OK(GetInt32(*tok, "bos_id", -1, kMaxInt, &info.bos_id, where));
+  MM_RETURN_NOT_OK(GetInt32(*tok, "eos_id", -1, kMaxInt, &info.eos_id, where));
+  MM_RETURN_NOT_OK(GetInt32(*tok, "max_tokens", 0, kMaxInt, &info.max_tokens, where));
+  OptString(*tok, "sha256", &info.tokenizer_sha256);
+  OptString(*tok, "file", &out->tokenizer_file);
+  OptBool(*tok, "trained", &out->tokenizer_trained);
+  return Status::OK();
+}
 
+Status DecodeShardEntry(const json& s, const std::string& where, ShardEntry* e) {
+  if (!s.is_object()) return Bad(where + "not an object");
+  MM_RETURN_NOT_OK(GetString(s, "file", &e->file, where));
+  if (e->file.empty() || e->file == "." || e->file == ".." ||
+      e->file.find('/') != std::string::npos || e->file.find('\0') != std::string::npos) {
+    return Bad(where + "file \"" + e->file + "\" is not a plain file name");
+  }
+  MM_RETURN_NOT_OK(GetInt(s, "samples", 0, kMaxCount, &e->samples, where));
+  MM_RETURN_NOT_OK(GetInt(s, "captions", 0, kMaxCount, &e->captions, where));
+  MM_RETURN_NOT_OK(GetInt(s, "tokens", 0, kMaxCount, &e->tokens, where));
+  MM_RETURN_NOT_OK(GetInt(s, "bytes", 0, kMaxCount, &e->bytes, where));
+  if (s.contains("xxh3_64")) MM_RETURN_NOT_OK(GetString(s, "xxh3_64", &e->xxh3_64, where));
+  if (e->captions < e->samples) {
+    return Bad(where + "captions (" + std::to_string(e->captions) + ") < samples (" +
+               std::to_string(e->samples) + ")");
+  }
+  return Status::OK();
+}
+
+Status DecodeShards(const json& doc, SetInfo* info) {
   auto shards = doc.find("shards");
   if (shards == doc.end() || !shards->is_array()) return Bad("missing array \"shards\"");
   int64_t samples = 0, captions = 0;
   for (size_t i = 0; i < shards->size(); ++i) {
-    const json& s = (*shards)[i];
-    std::string where = "shards[" + std::to_string(i) + "]: ";
-    if (!s.is_object()) return Bad(where + "not an object");
     ShardEntry e;
-    MM_RETURN_NOT_OK(GetString(s, "file", &e.file, where));
-    if (e.file.empty() || e.file == "." || e.file == ".." ||
-        e.file.find('/') != std::string::npos || e.file.find('\0') != std::string::npos) {
-      return Bad(where + "file \"" + e.file + "\" is not a plain file name");
-    }
-    MM_RETURN_NOT_OK(GetInt(s, "samples", 0, kMaxCount, &e.samples, where));
-    MM_RETURN_NOT_OK(GetInt(s, "captions", 0, kMaxCount, &e.captions, where));
-    MM_RETURN_NOT_OK(GetInt(s, "tokens", 0, kMaxCount, &e.tokens, where));
-    MM_RETURN_NOT_OK(GetInt(s, "bytes", 0, kMaxCount, &e.bytes, where));
-    if (s.contains("xxh3_64")) MM_RETURN_NOT_OK(GetString(s, "xxh3_64", &e.xxh3_64, where));
-    if (e.captions < e.samples) {
-      return Bad(where + "captions (" + std::to_string(e.captions) + ") < samples (" +
-                 std::to_string(e.samples) + ")");
-    }
+    MM_RETURN_NOT_OK(DecodeShardEntry((*shards)[i], "shards[" + std::to_string(i) + "]: ", &e));
     samples += e.samples;
     captions += e.captions;
     if (samples > kMaxCount || captions > kMaxCount) return Bad("counts overflow");
@@ -149,48 +184,167 @@ Status Parse(const json& doc, SetInfo* info) {
   }
   info->num_samples = samples;
   info->num_captions = captions;
+  return Status::OK();
+}
 
-  const json* totals = nullptr;
-  if (GetObject(doc, "totals", &totals).ok()) {
-    int64_t t = 0;
-    if (totals->contains("samples")) {
-      MM_RETURN_NOT_OK(GetInt(*totals, "samples", 0, kMaxCount, &t, "totals: "));
-      if (t != samples) {
-        return Bad("totals.samples = " + std::to_string(t) + " but the shards hold " +
-                   std::to_string(samples));
-      }
-    }
-    if (totals->contains("captions")) {
-      MM_RETURN_NOT_OK(GetInt(*totals, "captions", 0, kMaxCount, &t, "totals: "));
-      if (t != captions) {
-        return Bad("totals.captions = " + std::to_string(t) + " but the shards hold " +
-                   std::to_string(captions));
-      }
-    }
-    if (totals->contains("shards")) {
-      MM_RETURN_NOT_OK(GetInt(*totals, "shards", 0, kMaxCount, &t, "totals: "));
-      if (t != static_cast<int64_t>(info->shards.size())) {
-        return Bad("totals.shards = " + std::to_string(t) + " but \"shards\" lists " +
-                   std::to_string(info->shards.size()));
-      }
-    }
+// totals.<key>, where present, must equal `sum` ("... but <what> <sum>").
+Status CheckTotal(const json& totals, const char* key, int64_t sum, const char* what,
+                  int64_t* stored) {
+  if (!totals.contains(key)) return Status::OK();
+  MM_RETURN_NOT_OK(GetInt(totals, key, 0, kMaxCount, stored, "totals: "));
+  if (*stored != sum) {
+    return Bad(std::string("totals.") + key + " = " + std::to_string(*stored) + " but " + what +
+               " " + std::to_string(sum));
   }
   return Status::OK();
 }
 
+Status DecodeTotals(const json& doc, IndexDocument* out) {
+  const json* totals = nullptr;
+  if (!GetObject(doc, "totals", &totals).ok()) return Status::OK();
+  const SetInfo& info = out->info;
+  IndexDocument::Totals& t = out->totals;
+  MM_RETURN_NOT_OK(CheckTotal(*totals, "samples", info.num_samples, "the shards hold", &t.samples));
+  MM_RETURN_NOT_OK(
+      CheckTotal(*totals, "captions", info.num_captions, "the shards hold", &t.captions));
+  MM_RETURN_NOT_OK(CheckTotal(*totals, "shards", static_cast<int64_t>(info.shards.size()),
+                              "\"shards\" lists", &t.shards));
+  OptInt(*totals, "tokens", &t.tokens);
+  OptInt(*totals, "bytes", &t.bytes);
+  return Status::OK();
+}
+
+// created_by, build_options, dropped: for `mmpack info`, never needed to read the set.
+void DecodeOptional(const json& doc, IndexDocument* out) {
+  out->created_by.clear();
+  OptString(doc, "created_by", &out->created_by);
+  auto options = doc.find("build_options");
+  if (options != doc.end() && options->is_object()) out->build_options = ojson(*options);
+  auto dropped = doc.find("dropped");
+  if (dropped == doc.end() || !dropped->is_object()) return;
+  OptInt(*dropped, "total", &out->dropped_total);
+  auto by_reason = dropped->find("by_reason");
+  if (by_reason == dropped->end() || !by_reason->is_object()) return;
+  for (const auto& [reason, count] : by_reason->items()) {
+    if (count.is_number_integer()) out->dropped_by_reason[reason] = count.get<int64_t>();
+  }
+}
+
+Status Decode(const json& doc, IndexDocument* out) {
+  if (!doc.is_object()) return Bad("not a JSON object");
+  MM_RETURN_NOT_OK(DecodeFormat(doc, &out->info));
+  MM_RETURN_NOT_OK(DecodeImage(doc, out));
+  MM_RETURN_NOT_OK(DecodeCompression(doc, out));
+  MM_RETURN_NOT_OK(DecodeTokenizer(doc, out));
+  MM_RETURN_NOT_OK(DecodeShards(doc, &out->info));
+  MM_RETURN_NOT_OK(DecodeTotals(doc, out));
+  DecodeOptional(doc, out);
+  return Status::OK();
+}
+
+ojson EncodeCompression(const SetInfo& info) {
+  if (info.compression == mm::format::ToString(mm::format::Codec::kZstd)) {
+    return {{"codec", info.compression},
+            {"level", info.compression_level},
+            {"hdf5_filter_id", mm::format::kZstdFilterId}};
+  }
+  return {{"codec", info.compression}, {"level", 0}, {"hdf5_filter_id", 0}};
+}
+
+ojson EncodeTokenizer(const IndexDocument& doc) {
+  const SetInfo& info = doc.info;
+  return {{"file", doc.tokenizer_file.empty() ? std::string(mm::format::kTokenizerFile)
+                                              : doc.tokenizer_file},
+          {"sha256", info.tokenizer_sha256},
+          {"vocab_size", info.vocab_size},
+          {"pad_id", info.pad_id},
+          {"unk_id", info.unk_id},
+          {"bos_id", info.bos_id},
+          {"eos_id", info.eos_id},
+          {"max_tokens", info.max_tokens},
+          {"trained", doc.tokenizer_trained}};
+}
+
+// "shards" and "totals", the totals summed over the shards.
+void EncodeShards(const std::vector<ShardEntry>& shards, ojson* index) {
+  int64_t samples = 0, captions = 0, tokens = 0, bytes = 0;
+  ojson list = ojson::array();
+  for (const auto& s : shards) {
+    list.push_back({{"file", s.file},
+                    {"samples", s.samples},
+                    {"captions", s.captions},
+                    {"tokens", s.tokens},
+                    {"bytes", s.bytes},
+                    {"xxh3_64", s.xxh3_64}});
+    samples += s.samples;
+    captions += s.captions;
+    tokens += s.tokens;
+    bytes += s.bytes;
+  }
+  (*index)["shards"] = std::move(list);
+  (*index)["totals"] = {{"shards", static_cast<int64_t>(shards.size())},
+                        {"samples", samples},
+                        {"captions", captions},
+                        {"tokens", tokens},
+                        {"bytes", bytes}};
+}
+
+ojson EncodeDropped(const std::map<std::string, int64_t>& dropped_by_reason) {
+  int64_t total = 0;
+  ojson by_reason = ojson::object();
+  for (const auto& [reason, n] : dropped_by_reason) {
+    by_reason[reason] = n;
+    total += n;
+  }
+  return {{"total", total}, {"by_reason", std::move(by_reason)}};
+}
+
 }  // namespace
 
-Result<SetInfo> ParseIndex(std::string_view text, const std::string& root) {
+std::string EncodeIndex(const IndexDocument& doc) {
+  const SetInfo& info = doc.info;
+  ojson index;
+  index["format"] = std::string(mm::format::kFormatName);
+  index["format_version"] = mm::format::kFormatVersion;
+  index["created_by"] = doc.created_by;
+  index["image"] = {{"height", info.image_height},
+                    {"width", info.image_width},
+                    {"channels", 3},
+                    {"resize_mode", info.resize_mode},
+                    {"background", doc.background}};
+  index["compression"] = EncodeCompression(info);
+  index["tokenizer"] = EncodeTokenizer(doc);
+  index["build_options"] = doc.build_options;
+  EncodeShards(info.shards, &index);
+  index["dropped"] = EncodeDropped(doc.dropped_by_reason);
+  return index.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
+}
+
+Result<IndexDocument> DecodeIndex(std::string_view text, const std::string& root) {
   json doc = json::parse(text.begin(), text.end(), /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Bad("not valid JSON");
-  SetInfo info;
-  info.root = root;
+  IndexDocument out;
+  out.info.root = root;
   try {
-    MM_RETURN_NOT_OK(Parse(doc, &info));
+    MM_RETURN_NOT_OK(Decode(doc, &out));
   } catch (const json::exception& e) {  // a type nlohmann refuses to convert
     return Bad(e.what());
   }
-  return info;
+  return out;
+}
+
+Result<SetInfo> ParseIndex(std::string_view text, const std::string& root) {
+  MM_ASSIGN_OR_RETURN(IndexDocument doc, DecodeIndex(text, root));
+  return std::move(doc.info);
+}
+
+Result<std::string> ReadIndexText(const std::string& dir) {
+  const std::string path = dir + "/" + std::string(mm::format::kIndexFile);
+  std::string text;
+  Status st = ReadRegularFile(path, &text);
+  if (st.IsNotFound()) return Status::NotFound(path + ": cannot open (not a shard set?)");
+  MM_RETURN_NOT_OK(st);
+  return text;
 }
 
 }  // namespace mm::reader::internal

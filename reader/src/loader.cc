@@ -226,7 +226,7 @@ class LoaderImpl final : public Loader {
 
     const int64_t base = start + k * global_batch_ + static_cast<int64_t>(run.rank) * B;
     int max_len = 1;
-    std::vector<std::basic_string_view<int32_t>>& toks = TokenViews();
+    std::vector<Span<const int32_t>>& toks = TokenViews();
     toks.resize(B);
     for (int j = 0; j < B; ++j) {
       int64_t pos = base + j;
@@ -254,8 +254,8 @@ class LoaderImpl final : public Loader {
     return Status::OK();
   }
 
-  static std::vector<std::basic_string_view<int32_t>>& TokenViews() {
-    thread_local std::vector<std::basic_string_view<int32_t>> v;
+  static std::vector<Span<const int32_t>>& TokenViews() {
+    thread_local std::vector<Span<const int32_t>> v;
     return v;
   }
 

@@ -6,36 +6,25 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <utility>
+
+#include "mm/internal/file.h"
 
 namespace mm::reader::internal {
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    std::string msg = path + ": " + std::strerror(err);
-    return err == ENOENT ? Status::NotFound(msg) : Status::IOError(msg);
-  }
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(errno, path);
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    std::string msg = path + ": fstat: " + std::strerror(errno);
-    ::close(fd);
-    return Status::IOError(msg);
-  }
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(errno, path + ": fstat");
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->size_ = static_cast<uint64_t>(st.st_size);
   if (file->size_ > 0) {
-    void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      std::string msg = path + ": mmap: " + std::strerror(errno);
-      ::close(fd);
-      return Status::IOError(msg);
-    }
+    void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED) return ErrnoStatus(errno, path + ": mmap");
     file->data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);  // the mapping stays valid without the descriptor
+  // The mapping stays valid after the descriptor is closed.
   return std::shared_ptr<const MappedFile>(std::move(file));
 }
 

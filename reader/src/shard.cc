@@ -7,17 +7,16 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <xxhash.h>
 #include <zstd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cinttypes>
-#include <cstdio>
 #include <mutex>
 
 #include "mm/format.h"
+#include "mm/internal/checksum.h"
 #include "mm/internal/h5.h"
+#include "mm/internal/zstd_codec.h"
 
 namespace mm::reader::internal {
 namespace {
@@ -32,40 +31,10 @@ std::mutex& H5Mutex() {
   return m;
 }
 
-struct DCtxDeleter {
-  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
-};
-
-// The one place where zstd's error convention becomes a Status.
+// zstd's errors become a Status in mm/internal/zstd_codec.h.
 Status ZstdDecode(const uint8_t* src, size_t size, uint8_t* dst, size_t expected,
                   const std::string& where) {
-  thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
-  if (!dctx) return Status::Internal(where + ": ZSTD_createDCtx failed");
-  unsigned long long content = ZSTD_getFrameContentSize(src, size);
-  if (content == ZSTD_CONTENTSIZE_ERROR) {
-    return Status::Corruption(where + ": image chunk is not a zstd frame");
-  }
-  if (content == ZSTD_CONTENTSIZE_UNKNOWN || content != expected) {
-    return Status::Corruption(where + ": zstd frame holds " +
-                              (content == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("an unknown")
-                                                                   : std::to_string(content)) +
-                              " bytes, expected " + std::to_string(expected));
-  }
-  size_t got = ZSTD_decompressDCtx(dctx.get(), dst, expected, src, size);
-  if (ZSTD_isError(got)) {
-    return Status::Corruption(where + ": zstd: " + ZSTD_getErrorName(got));
-  }
-  if (got != expected) {
-    return Status::Corruption(where + ": zstd decoded " + std::to_string(got) +
-                              " bytes, expected " + std::to_string(expected));
-  }
-  return Status::OK();
-}
-
-std::string Hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
-  return buf;
+  return mm::zstd::Decompress(src, size, dst, expected).WithContext(where);
 }
 
 // Where a table lies: in the file (contiguous) or read into memory.
@@ -553,9 +522,9 @@ Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardE
     return Status::Corruption(name + ": file changed size while opening");
   }
   if (verify_checksum) {
-    uint64_t h = XXH3_64bits(file.data(), file.size());
-    if (Hex16(h) != entry.xxh3_64) {
-      return Status::Corruption(name + ": XXH3-64 is " + Hex16(h) + ", index.json says \"" +
+    const std::string hash = mm::Xxh3Hex(file.data(), file.size());
+    if (hash != entry.xxh3_64) {
+      return Status::Corruption(name + ": XXH3-64 is " + hash + ", index.json says \"" +
                                 entry.xxh3_64 + "\"");
     }
   }

@@ -72,9 +72,9 @@ class Shard {
   /// mapped caption_offsets.
   int64_t SampleOfCaption(int64_t c) const;
   /// Token ids of caption `c` of the shard (not of a sample).
-  std::basic_string_view<int32_t> CaptionTokens(int64_t c) const {
+  Span<const int32_t> CaptionTokens(int64_t c) const {
     int64_t b = LoadI64(token_offsets_, c), e = LoadI64(token_offsets_, c + 1);
-    return std::basic_string_view<int32_t>(tokens_ + b, static_cast<size_t>(e - b));
+    return Span<const int32_t>(tokens_ + b, static_cast<size_t>(e - b));
   }
   std::string_view Key(int64_t s) const {
     const char* p = reinterpret_cast<const char*>(keys_) + s * key_size_;

@@ -1,9 +1,6 @@
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
-#include "index_json.h"
-#include "mm/format.h"
+#include "mm/internal/index_json.h"
 #include "shard_set_impl.h"
 
 namespace mm::reader {
@@ -17,20 +14,13 @@ namespace internal {
 
 Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& dir,
                                                      const OpenOptions& options) {
-  std::string index_path = dir + "/" + std::string(mm::format::kIndexFile);
-  std::ifstream in(index_path, std::ios::binary);
-  if (!in) return Status::NotFound(index_path + ": cannot open (not a shard set?)");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::IOError(index_path + ": read failed");
-
+  MM_ASSIGN_OR_RETURN(std::string text, ReadIndexText(dir));  // never blocks on a FIFO
   auto set = std::make_shared<ShardSetImpl>();
-  MM_ASSIGN_OR_RETURN(set->info_, ParseIndex(text.str(), dir));
+  MM_ASSIGN_OR_RETURN(set->info_, ParseIndex(text, dir));
   set->first_sample_.push_back(0);
   set->first_caption_.push_back(0);
   for (const ShardEntry& e : set->info_.shards) {
-    MM_ASSIGN_OR_RETURN(auto shard,
-                        Shard::Open(dir + "/" + e.file, e, set->info_, options));
+    MM_ASSIGN_OR_RETURN(auto shard, Shard::Open(dir + "/" + e.file, e, set->info_, options));
     set->shards_.push_back(std::move(shard));
     set->first_sample_.push_back(set->first_sample_.back() + e.samples);
     set->first_caption_.push_back(set->first_caption_.back() + e.captions);
@@ -60,7 +50,7 @@ int ShardSetImpl::NumCaptions(int64_t i) const {
   return ShardOf(i, &local).NumCaptions(local);
 }
 
-std::basic_string_view<int32_t> ShardSetImpl::Tokens(int64_t i, int c) const {
+Span<const int32_t> ShardSetImpl::Tokens(int64_t i, int c) const {
   int64_t local = 0;
   const Shard& s = ShardOf(i, &local);
   return s.CaptionTokens(s.CaptionBegin(local) + c);

@@ -17,7 +17,7 @@ class ShardSetImpl final : public ShardSet {
 
   const SetInfo& info() const override { return info_; }
   int NumCaptions(int64_t i) const override;
-  std::basic_string_view<int32_t> Tokens(int64_t i, int c) const override;
+  Span<const int32_t> Tokens(int64_t i, int c) const override;
   std::string_view Key(int64_t i) const override;
   std::string Locate(int64_t i) const override;
   int64_t StoredImageBytes(int64_t i) const override;

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "index_json.h"
+#include "mm/internal/index_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto r = mm::reader::internal::ParseIndex(

@@ -14,7 +14,7 @@
 #include <future>
 #include <thread>
 
-#include "index_json.h"
+#include "mm/internal/index_json.h"
 #include "mm/reader.h"
 #include "shard_fixture.h"
 #include "shard_set_impl.h"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "mm/internal/checksum.h"
 #include "pack_test_util.h"
 #include "tokenizer.h"
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "mm/internal/index_json.h"
 #include "shard_writer.h"
 
 namespace mm::pack {
@@ -209,13 +210,25 @@ std::vector<mm::reader::ShardEntry> WriteSet(const WriterOptions& options,
 
 // index.json as `mmpack build` writes it (FORMAT.md), for verify and info.
 void WriteIndex(const WriterOptions& o, const std::vector<mm::reader::ShardEntry>& entries) {
-  IndexExtras extras;
-  extras.vocab_size = 30000;
-  extras.build_options = {{"input_format", "jsonl"},
-                          {"shard_size", o.shard_size},
-                          {"samples_per_shard", o.samples_per_shard}};
-  extras.dropped_by_reason = {{"corrupt_image", 1}, {"empty_caption", 1}};
-  std::ofstream(fs::path(o.output_dir) / "index.json") << IndexJson(o, entries, extras);
+  mm::reader::internal::IndexDocument doc;
+  mm::reader::SetInfo& info = doc.info;
+  info.image_height = o.image_height;
+  info.image_width = o.image_width;
+  info.resize_mode = o.resize_mode;
+  info.compression = o.compression;
+  info.compression_level = o.compression_level;
+  info.tokenizer_sha256 = o.tokenizer_sha256;
+  info.vocab_size = 30000;
+  info.pad_id = 0;
+  info.unk_id = 1;
+  info.max_tokens = 77;
+  info.shards = entries;
+  doc.background = "#ffffff";
+  doc.build_options = {{"input_format", "jsonl"},
+                       {"shard_size", o.shard_size},
+                       {"samples_per_shard", o.samples_per_shard}};
+  doc.dropped_by_reason = {{"corrupt_image", 1}, {"empty_caption", 1}};
+  std::ofstream(fs::path(o.output_dir) / "index.json") << mm::reader::internal::EncodeIndex(doc);
   fs::copy_file(TokenizerModel(), fs::path(o.output_dir) / "tokenizer.model",
                 fs::copy_options::overwrite_existing);
 }

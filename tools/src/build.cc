@@ -35,7 +35,11 @@
 #include "human_bytes.h"
 #include "image_pipeline.h"
 #include "ingest.h"
+#include "mm/filename.h"
 #include "mm/format.h"
+#include "mm/internal/checksum.h"
+#include "mm/internal/file.h"
+#include "mm/internal/index_json.h"
 #include "progress.h"
 #include "shard_writer.h"
 #include "tokenizer.h"
@@ -128,10 +132,7 @@ bool LooksLikeShardSet(const fs::path& dir) {
     empty = false;
     const std::string name = it->path().filename().string();
     if (name == mm::format::kIndexFile || name == mm::format::kReportFile) return true;
-    if (name.size() > 9 && name.compare(0, 6, "shard-") == 0 &&
-        name.compare(name.size() - 3, 3, ".h5") == 0) {
-      return true;
-    }
+    if (mm::format::ParseShardFileName(name, nullptr)) return true;
   }
   return empty;
 }
@@ -285,7 +286,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
     item->drop = {raw.source, raw.key, reason, std::move(detail)};
   };
   if (!item->have_bytes) {
-    item->read_status = ReadFile(raw.path, &item->bytes, MaxImageFileBytes(o.max_pixels));
+    item->read_status = ReadRegularFile(raw.path, &item->bytes, MaxImageFileBytes(o.max_pixels));
   }
   if (!item->read_status.ok()) {
     drop(ReadFailureReason(item->read_status), Str(item->read_status));
@@ -415,7 +416,7 @@ Status RunBuild(const BuildOptions& o) {
   std::string model_bytes;
   bool trained = false;
   if (!o.tokenizer.empty()) {
-    MM_RETURN_NOT_OK(ReadFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
+    MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
   } else {
     std::vector<std::string_view> captions;
     for (const RawSample& s : samples) {
@@ -555,23 +556,31 @@ Status RunBuild(const BuildOptions& o) {
   }
 
   // index.json, last.
-  IndexExtras extras;
-  extras.background = ColourHex(image_options.background);
-  extras.vocab_size = tokenizer->vocab_size();
-  extras.pad_id = tokenizer->pad_id();
-  extras.unk_id = tokenizer->unk_id();
-  extras.bos_id = tokenizer->bos_id();
-  extras.eos_id = tokenizer->eos_id();
-  extras.max_tokens = o.max_tokens;
-  extras.trained = trained;
-  extras.build_options = {{"input_format", ingest.format},
-                          {"max_pixels", o.max_pixels},
-                          {"shard_size", o.shard_size},
-                          {"samples_per_shard", o.samples_per_shard},
-                          {"vocab_size", o.vocab_size}};
-  extras.dropped_by_reason = by_reason;
-  MM_RETURN_NOT_OK(
-      WriteText(staging / std::string(mm::format::kIndexFile), IndexJson(wo, shards, extras)));
+  mm::reader::internal::IndexDocument index;
+  mm::reader::SetInfo& set = index.info;
+  set.image_height = o.image_height;
+  set.image_width = o.image_width;
+  set.resize_mode = o.resize_mode;
+  set.compression = o.compression;
+  set.compression_level = o.compression_level;
+  set.vocab_size = tokenizer->vocab_size();
+  set.pad_id = tokenizer->pad_id();
+  set.unk_id = tokenizer->unk_id();
+  set.bos_id = tokenizer->bos_id();
+  set.eos_id = tokenizer->eos_id();
+  set.max_tokens = o.max_tokens;
+  set.tokenizer_sha256 = sha256;
+  set.shards = shards;
+  index.background = ColourHex(image_options.background);
+  index.tokenizer_trained = trained;
+  index.build_options = {{"input_format", ingest.format},
+                         {"max_pixels", o.max_pixels},
+                         {"shard_size", o.shard_size},
+                         {"samples_per_shard", o.samples_per_shard},
+                         {"vocab_size", o.vocab_size}};
+  index.dropped_by_reason = by_reason;
+  MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kIndexFile),
+                             mm::reader::internal::EncodeIndex(index)));
 
   MM_RETURN_NOT_OK(Publish(staging, out));
   guard.Disarm();

@@ -14,9 +14,9 @@ namespace mm::pack {
 
 /// `mmpack build RAW -o OUT` (ingest.cc, image_pipeline.cc, tokenizer.cc, build.cc).
 struct BuildOptions {
-  std::string input;                        // RAW: folder, manifest file or tar
-  std::string output;                       // OUT directory
-  std::string input_format = "auto";        // auto|files|jsonl|csv|tsv|coco|wds
+  std::string input;                  // RAW: folder, manifest file or tar
+  std::string output;                 // OUT directory
+  std::string input_format = "auto";  // auto|files|jsonl|csv|tsv|coco|wds
   bool overwrite = false;
   int image_width = 224;                    // pixels
   int image_height = 224;                   // pixels
@@ -32,7 +32,7 @@ struct BuildOptions {
   // zstd level -1 (--fast=1): decoded pixels compress little at any level; -1 is about 5%
   // larger than level 1, compresses twice and decompresses 2.7 times as fast (FORMAT.md).
   int compression_level = kDefaultZstdLevel;
-  int threads = 0;                          // 0: all cores
+  int threads = 0;  // 0: all cores
   bool quiet = false;
 };
 Status RunBuild(const BuildOptions& options);
@@ -53,7 +53,8 @@ struct BenchOptions {
   int threads = 2;
   int batch_size = 32;
   double seconds = 5.0;
-  bool json = false;  // one JSON object: samples_per_s, mb_per_s, cpu_ms_per_sample, peak_anon_rss_mb
+  bool json =
+      false;  // one JSON object: samples_per_s, mb_per_s, cpu_ms_per_sample, peak_anon_rss_mb
 };
 Status RunBench(const BenchOptions& options, std::ostream& out);
 

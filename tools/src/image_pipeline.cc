@@ -16,21 +16,13 @@
 #include <shared_mutex>
 
 #include "ascii.h"
+#include "mm/internal/c_handles.h"
 #include "resample.h"
 
 namespace mm::pack {
 namespace {
 
-struct GObjectUnref {
-  void operator()(VipsImage* image) const {
-    if (image != nullptr) g_object_unref(image);
-  }
-};
-using ImagePtr = std::unique_ptr<VipsImage, GObjectUnref>;
-
-struct GFree {
-  void operator()(void* p) const { g_free(p); }
-};
+using ImagePtr = VipsImagePtr;
 
 enum class Kind { kUnknown, kJpeg, kPng, kGif, kWebp, kTiff, kBmp };
 
@@ -316,7 +308,7 @@ thread_local bool t_failed_in_vips = false;  // set by DecodeFail: the detail is
 // g_vips_error_gate exclusively (see there). (The reason never comes from this text: see
 // LooksTruncated.)
 std::string TakeVipsError(Kind kind = Kind::kUnknown) {
-  std::unique_ptr<char, GFree> text(vips_error_buffer_copy());
+  std::unique_ptr<char, GFreeDeleter> text(vips_error_buffer_copy());
   std::string all = text ? text.get() : "";
   const char* name = nullptr;
   switch (kind) {
@@ -385,11 +377,7 @@ std::string g_vips_error;
 struct Decoded {
   const uint8_t* pixels = nullptr;
   int width = 0, height = 0, bands = 0;
-  std::unique_ptr<void, GFree> vips_mem;  // libvips output
-};
-
-struct TjDestroy {
-  void operator()(void* handle) const { tjDestroy(static_cast<tjhandle>(handle)); }
+  GMemoryPtr vips_mem;  // libvips output
 };
 
 // JPEG through TurboJPEG (libjpeg-turbo's DCT scaling straight into packed RGB or grey):
@@ -397,7 +385,7 @@ struct TjDestroy {
 // about as much again as the decode at these sizes. 1: decoded; 0: not handled here (CMYK,
 // YCCK, a header TurboJPEG refuses), use libvips; -1: failed (`failure` says why).
 int DecodeJpegTurbo(const std::string& bytes, int shrink, Decoded* out, ImageFailure* failure) {
-  thread_local std::unique_ptr<void, TjDestroy> handle(tjInitDecompress());
+  thread_local TjHandlePtr handle(tjInitDecompress());
   tjhandle tj = handle.get();
   if (tj == nullptr) return 0;
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());

@@ -3,7 +3,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,7 +21,9 @@
 #include <utility>
 
 #include "ascii.h"
-#include "tokenizer.h"
+#include "mm/internal/c_handles.h"
+#include "mm/internal/file.h"
+#include "mm/internal/utf8.h"
 
 namespace mm::pack {
 namespace {
@@ -250,7 +251,7 @@ const json* FirstField(const json& obj, std::initializer_list<const char*> names
 
 Result<IngestResult> IngestJsonl(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return Status::IOError("cannot open " + file.string() + ": " + std::strerror(errno));
+  if (!in) return ErrnoStatus(errno, "cannot open " + file.string());
   IngestResult result;
   result.format = "jsonl";
   Grouper grouper(file.parent_path());
@@ -418,7 +419,7 @@ void ParseDelimited(const std::string& text, char sep, bool quoting,
 
 Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::string& format) {
   std::string text;
-  MM_RETURN_NOT_OK(ReadFile(file.string(), &text));
+  MM_RETURN_NOT_OK(ReadRegularFile(file.string(), &text));
   StripBom(&text);
   std::vector<std::vector<std::string>> rows;
   std::vector<int64_t> lines;
@@ -487,7 +488,7 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::
 
 Result<IngestResult> IngestCoco(const fs::path& file) {
   std::string text;
-  MM_RETURN_NOT_OK(ReadFile(file.string(), &text));
+  MM_RETURN_NOT_OK(ReadRegularFile(file.string(), &text));
   NeutralJson neutral = NeutralizeJson(text);
   std::string().swap(text);
   json doc;
@@ -594,7 +595,7 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
 Status ListTree(const fs::path& root, std::vector<fs::path>* files, IngestResult* result) {
   struct stat root_st;
   if (::stat(root.c_str(), &root_st) != 0) {
-    return Status::IOError("cannot list " + root.string() + ": " + std::strerror(errno));
+    return ErrnoStatus(errno, "cannot list " + root.string());
   }
   std::set<std::pair<dev_t, ino_t>> seen = {{root_st.st_dev, root_st.st_ino}};
   std::vector<fs::path> stack = {root};
@@ -672,7 +673,7 @@ Result<IngestResult> IngestFiles(const fs::path& root) {
       continue;
     }
     std::string caption;
-    Status st = ReadFile((root / pair.text).string(), &caption, kMaxCaptionFileBytes);
+    Status st = ReadRegularFile((root / pair.text).string(), &caption, kMaxCaptionFileBytes);
     if (!st.ok()) {
       result.issues.push_back(
           {pair.text, key, st.code() == StatusCode::kOutOfRange ? "file_too_large" : "unreadable",
@@ -691,13 +692,8 @@ Result<IngestResult> IngestFiles(const fs::path& root) {
   return result;
 }
 
-struct ArchiveDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-using ArchivePtr = std::unique_ptr<archive, ArchiveDeleter>;
-
-Result<ArchivePtr> OpenTar(const std::string& path) {
-  ArchivePtr a(archive_read_new());
+Result<ArchiveReadPtr> OpenTar(const std::string& path) {
+  ArchiveReadPtr a(archive_read_new());
   if (!a) return Status::Internal("archive_read_new failed");
   archive_read_support_format_tar(a.get());
   archive_read_support_format_gnutar(a.get());
@@ -738,7 +734,7 @@ Status ReadMemberData(archive* a, std::string* bytes) {
 
 // Appends the samples of one tar to `result`.
 Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestResult* result) {
-  MM_ASSIGN_OR_RETURN(ArchivePtr a, OpenTar(tar.string()));
+  MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(tar.string()));
   struct Group {
     std::string image;
     int64_t image_index = -1;
@@ -869,55 +865,6 @@ Result<IngestResult> IngestWds(const fs::path& input) {
 }
 
 }  // namespace
-
-Status ReadFile(const std::string& path, std::string* bytes, int64_t max_bytes) {
-  bytes->clear();
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below (not a
-  // regular file), as is a device such as /dev/zero that would never end.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    int err = errno;
-    if (err == ENOENT || err == ENOTDIR) return Status::NotFound("no such file: " + path);
-    return Status::IOError("cannot open " + path + ": " + std::strerror(err));
-  }
-  std::unique_ptr<FILE, int (*)(FILE*)> owner(::fdopen(fd, "rb"), &std::fclose);
-  if (!owner) {
-    int err = errno;
-    ::close(fd);
-    return Status::IOError("cannot open " + path + ": " + std::strerror(err));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    return Status::IOError("cannot stat " + path + ": " + std::strerror(errno));
-  }
-  if (S_ISDIR(st.st_mode)) return Status::IOError("cannot read " + path + ": Is a directory");
-  if (!S_ISREG(st.st_mode)) {
-    return Status::IOError("cannot read " + path + ": not a regular file (FIFO, device or socket)");
-  }
-  auto too_large = [&](int64_t size) {
-    return Status::OutOfRange(path + " is " + std::to_string(size) + " bytes, over the " +
-                              std::to_string(max_bytes) + " bytes read of one file");
-  };
-  if (max_bytes >= 0 && st.st_size > max_bytes) return too_large(st.st_size);
-  FILE* f = owner.get();
-  char buf[1 << 16];
-  for (;;) {
-    size_t n = std::fread(buf, 1, sizeof buf, f);
-    bytes->append(buf, n);
-    if (max_bytes >= 0 && static_cast<int64_t>(bytes->size()) > max_bytes) {
-      const int64_t seen = static_cast<int64_t>(bytes->size());
-      std::string().swap(*bytes);
-      return too_large(seen);  // it grew while being read
-    }
-    if (n < sizeof buf) {
-      if (std::ferror(f)) {
-        return Status::IOError("cannot read " + path + ": " + std::strerror(errno));
-      }
-      break;
-    }
-  }
-  return Status::OK();
-}
 
 // A set folder such as ../shared/data/coco-cc: no pairs at its top level, but one manifest
 // (preferring .jsonl, then .csv, .tsv, .json). Returns the manifest, or "" when the folder is
@@ -1084,7 +1031,7 @@ Result<IngestResult> Ingest(const std::string& input, const std::string& format_
 
 struct ImageReader::Tar {
   std::string path;
-  ArchivePtr archive;
+  ArchiveReadPtr archive;
   int64_t next_index = 0;  // index of the header the next archive_read_next_header returns
 };
 
@@ -1092,9 +1039,9 @@ ImageReader::ImageReader() = default;
 ImageReader::~ImageReader() = default;
 
 Status ImageReader::Read(const RawSample& sample, std::string* bytes, int64_t max_bytes) {
-  if (sample.tar_member_index < 0) return ReadFile(sample.path, bytes, max_bytes);
+  if (sample.tar_member_index < 0) return ReadRegularFile(sample.path, bytes, max_bytes);
   if (!tar_ || tar_->path != sample.path || tar_->next_index > sample.tar_member_index) {
-    MM_ASSIGN_OR_RETURN(ArchivePtr a, OpenTar(sample.path));
+    MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(sample.path));
     tar_ = std::make_unique<Tar>();
     tar_->path = sample.path;
     tar_->archive = std::move(a);

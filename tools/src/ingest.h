@@ -108,10 +108,4 @@ class ImageReader {
   std::unique_ptr<Tar> tar_;
 };
 
-/// Reads a whole regular file (a FIFO or device is refused without blocking) of at most
-/// `max_bytes` bytes (-1: no limit; checked from its size before reading, so a 50 GB sparse
-/// file costs nothing). Errors: NotFound, IOError (unreadable, or not a regular file),
-/// OutOfRange (larger than `max_bytes`).
-[[nodiscard]] Status ReadFile(const std::string& path, std::string* bytes, int64_t max_bytes = -1);
-
 }  // namespace mm::pack

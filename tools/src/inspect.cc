@@ -5,25 +5,13 @@
 // attributes, every dataset's dtype, rank, shape, layout, chunking and filter, the counts and
 // offsets of the ragged tables, key uniqueness, and it decodes every image chunk. It stops at
 // the first problem and names the shard and, where one is to blame, the sample.
-#include <fcntl.h>
-#include <openssl/evp.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <xxhash.h>
-#include <zstd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
-#include <memory>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -31,7 +19,13 @@
 #include "commands.h"
 #include "h5_util.h"
 #include "human_bytes.h"
+#include "mm/filename.h"
 #include "mm/format.h"
+#include "mm/internal/checksum.h"
+#include "mm/internal/file.h"
+#include "mm/internal/index_json.h"
+#include "mm/internal/utf8.h"
+#include "mm/internal/zstd_codec.h"
 
 namespace mm::pack {
 
@@ -40,122 +34,17 @@ using nlohmann::json;
 
 namespace {
 
-Result<int> OpenRegularFile(const fs::path& path);
-
+// A JSON file that is not index.json (report.json), read as the safe open reads.
+// Errors: those of ReadRegularFile; Corruption (not a JSON object).
 Result<json> ReadJsonFile(const fs::path& path) {
-  {
-    Result<int> fd = OpenRegularFile(path);  // never block on a FIFO named index.json
-    if (!fd.ok()) {
-      if (fd.status().IsNotFound()) {
-        return Status::NotFound(path.string() + " does not exist or cannot be read");
-      }
-      return fd.status();
-    }
-    ::close(*fd);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path.string() + " does not exist or cannot be read");
-  json value = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string text;
+  MM_RETURN_NOT_OK(ReadRegularFile(path.string(), &text));
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded() || !value.is_object()) {
     return Status::Corruption(path.string() + " is not a JSON object");
   }
   return value;
 }
-
-// Reads a number from a JSON object, or `fallback` when absent or not a number.
-int64_t IntOr(const json& object, const char* key, int64_t fallback) {
-  if (!object.is_object() || !object.contains(key) || !object[key].is_number_integer()) {
-    return fallback;
-  }
-  return object[key].get<int64_t>();
-}
-
-std::string StringOr(const json& object, const char* key, const std::string& fallback) {
-  if (!object.is_object() || !object.contains(key) || !object[key].is_string()) return fallback;
-  return object[key].get<std::string>();
-}
-
-// Opens `path` for reading without blocking (a FIFO would wait for a writer for ever) and
-// refuses what is not a regular file (a FIFO, or a device such as /dev/zero that never
-// ends), so a hostile index.json cannot hang `mmpack verify`. Returns the fd, or an error.
-Result<int> OpenRegularFile(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return Status::NotFound(path.filename().string() + " is missing");
-    return Status::IOError("open " + path.string() + ": " + std::strerror(err));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::Corruption(path.string() + " is not a regular file");
-  }
-  return fd;
-}
-
-Result<std::string> HashFile(const fs::path& path) {
-  MM_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
-  struct StateDeleter {
-    void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
-  };
-  std::unique_ptr<XXH3_state_t, StateDeleter> state(XXH3_createState());
-  XXH3_64bits_reset(state.get());
-  std::vector<char> buffer(1 << 20);
-  while (true) {
-    ssize_t got = ::read(fd, buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      int err = errno;
-      ::close(fd);
-      return Status::IOError("read " + path.string() + ": " + std::strerror(err));
-    }
-    if (got == 0) break;
-    XXH3_64bits_update(state.get(), buffer.data(), static_cast<size_t>(got));
-  }
-  ::close(fd);
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx",
-                static_cast<unsigned long long>(XXH3_64bits_digest(state.get())));
-  return std::string(hex);
-}
-
-// SHA-256 of a file as 64 lowercase hex digits (the tokenizer's identity in the index).
-Result<std::string> Sha256File(const fs::path& path) {
-  MM_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct MdDeleter {
-    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-  };
-  std::unique_ptr<EVP_MD_CTX, MdDeleter> ctx(EVP_MD_CTX_new());
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return Status::Internal("EVP_DigestInit_ex(sha256) failed");
-  }
-  std::vector<char> buffer(1 << 16);
-  for (;;) {
-    ssize_t got = ::read(fd, buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Status::IOError("reading " + path.string() + ": " + std::strerror(errno));
-    if (got == 0) break;
-    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(got));
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &length);
-  std::string hex;
-  char two[3];
-  for (unsigned i = 0; i < length; ++i) {
-    std::snprintf(two, sizeof(two), "%02x", digest[i]);
-    hex += two;
-  }
-  return hex;
-}
-
-struct DctxDeleter {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
-};
 
 // What one shard must hold, from the index.
 struct Expected {
@@ -264,37 +153,6 @@ Result<std::vector<std::string>> ReadVlenStrings(hid_t file, const char* name, s
     H5free_memory(pointers[i]);
   }
   return out;
-}
-
-// True when `text` is well-formed UTF-8 (RFC 3629: no overlongs, surrogates or > U+10FFFF).
-bool IsUtf8(const std::string& text) {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = p + text.size();
-  while (p < end) {
-    unsigned c = *p;
-    int extra = 0;
-    unsigned min = 0, code = 0;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1, min = 0x80, code = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2, min = 0x800, code = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3, min = 0x10000, code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (end - p <= extra) return false;
-    for (int k = 1; k <= extra; ++k) {
-      if ((p[k] & 0xC0) != 0x80) return false;
-      code = (code << 6) | (p[k] & 0x3F);
-    }
-    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
-    p += extra + 1;
-  }
-  return true;
 }
 
 class ShardVerifier {
@@ -474,7 +332,7 @@ class ShardVerifier {
       }
     }
     for (size_t i = 0; i < n; ++i) {
-      if (!IsUtf8(keys[i])) {
+      if (!IsValidUtf8(keys[i])) {
         *sample = static_cast<int64_t>(i);
         return Status::Corruption("key is not valid UTF-8");
       }
@@ -482,7 +340,7 @@ class ShardVerifier {
     keys_of_shard_ = std::move(keys);
     MM_ASSIGN_OR_RETURN(auto sources, ReadVlenStrings(file, format::kSources, n));
     for (size_t i = 0; i < n; ++i) {
-      if (!IsUtf8(sources[i])) {
+      if (!IsValidUtf8(sources[i])) {
         *sample = static_cast<int64_t>(i);
         return Status::Corruption("source is not valid UTF-8");
       }
@@ -491,7 +349,7 @@ class ShardVerifier {
     for (size_t i = 0; i < n; ++i) {
       for (int64_t k = caption_offsets[i]; k < caption_offsets[i + 1]; ++k) {
         const std::string& caption = captions[static_cast<size_t>(k)];
-        if (caption.empty() || !IsUtf8(caption)) {
+        if (caption.empty() || !IsValidUtf8(caption)) {
           *sample = static_cast<int64_t>(i);
           return Status::Corruption("caption " + std::to_string(k) + " is empty or not UTF-8");
         }
@@ -525,7 +383,6 @@ class ShardVerifier {
     const size_t image_bytes = static_cast<size_t>(e.height * e.width * 3);
     std::vector<uint8_t> raw;
     std::vector<uint8_t> pixels(image_bytes);
-    std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx(ZSTD_createDCtx());
     for (int64_t i = 0; i < e.samples; ++i) {
       *sample = i;
       hsize_t offset[4] = {static_cast<hsize_t>(i), 0, 0, 0};
@@ -545,20 +402,12 @@ class ShardVerifier {
         }
         continue;
       }
-      unsigned long long content = ZSTD_getFrameContentSize(raw.data(), raw.size());
-      if (content != image_bytes) {
+      if (mm::zstd::FrameContentSize(raw.data(), raw.size()) != image_bytes) {
         return Status::Corruption("image chunk is not a zstd frame of " +
                                   std::to_string(image_bytes) + " bytes");
       }
-      size_t got =
-          ZSTD_decompressDCtx(dctx.get(), pixels.data(), pixels.size(), raw.data(), raw.size());
-      if (ZSTD_isError(got)) {
-        return Status::Corruption(std::string("image chunk does not decode: ") +
-                                  ZSTD_getErrorName(got));
-      }
-      if (got != image_bytes) {
-        return Status::Corruption("image chunk decodes to " + std::to_string(got) + " bytes");
-      }
+      Status decoded = mm::zstd::Decompress(raw.data(), raw.size(), pixels.data(), image_bytes);
+      if (!decoded.ok()) return decoded.WithContext("image chunk does not decode");
     }
     *sample = -1;
     return Status::OK();
@@ -572,21 +421,14 @@ class ShardVerifier {
   std::unordered_set<std::string>* keys_;
 };
 
-Status VerifyIndexShape(const json& index, const json& schema) {
+// The schema's keys of index.json (schemas/shard_v1.json, "index"): every required key at the
+// top and every shard key in each shard entry, beyond what the decoder needs to read the set.
+Status CheckIndexKeys(const json& index, const json& schema) {
+  if (!index.is_object()) return Status::OK();  // the decoder says what is wrong
   for (const auto& key : schema["index"]["required_keys"]) {
     if (!index.contains(key.get<std::string>())) {
       return Status::Corruption("index.json lacks '" + key.get<std::string>() + "'");
     }
-  }
-  if (StringOr(index, "format", "") != format::kFormatName) {
-    return Status::Corruption("index.json format is not '" + std::string(format::kFormatName) +
-                              "'");
-  }
-  int64_t version = IntOr(index, "format_version", -1);
-  if (version < format::kMinReadableVersion || version > format::kFormatVersion) {
-    return Status::Unsupported("index.json has format_version " + std::to_string(version) +
-                               "; this build reads " + std::to_string(format::kMinReadableVersion) +
-                               ".." + std::to_string(format::kFormatVersion));
   }
   if (!index["shards"].is_array()) return Status::Corruption("index.json 'shards' is not a list");
   for (size_t i = 0; i < index["shards"].size(); ++i) {
@@ -601,11 +443,23 @@ Status VerifyIndexShape(const json& index, const json& schema) {
   return Status::OK();
 }
 
-std::string ShardName(int64_t i) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "%s%06" PRId64 "%s", std::string(format::kShardPrefix).c_str(),
-                i, std::string(format::kShardSuffix).c_str());
-  return name;
+// The text of `dir`/index.json for info and verify (their own message when it is missing).
+Result<std::string> ReadIndex(const std::string& dir) {
+  auto text = mm::reader::internal::ReadIndexText(dir);
+  if (text.status().IsNotFound()) {
+    return Status::NotFound((fs::path(dir) / format::kIndexFile).string() +
+                            " does not exist or cannot be read");
+  }
+  return text;
+}
+
+// index.json of `root`, decoded by the reader's strict decoder after the schema's key check.
+Result<mm::reader::internal::IndexDocument> ReadCheckedIndex(const fs::path& root,
+                                                             const json& schema) {
+  MM_ASSIGN_OR_RETURN(std::string text, ReadIndex(root.string()));
+  json raw = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!raw.is_discarded()) MM_RETURN_NOT_OK(CheckIndexKeys(raw, schema));
+  return mm::reader::internal::DecodeIndex(text, root.string());
 }
 
 Status VerifySet(const std::string& dir, std::ostream& out) {
@@ -614,48 +468,41 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
   json schema = json::parse(format::SchemaJson(), nullptr, false);
   if (schema.is_discarded()) return Status::Internal("embedded schema is not valid JSON");
   fs::path root(dir);
-  MM_ASSIGN_OR_RETURN(json index, ReadJsonFile(root / format::kIndexFile));
-  MM_RETURN_NOT_OK(VerifyIndexShape(index, schema));
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadCheckedIndex(root, schema));
+  const mm::reader::SetInfo& info = index.info;
 
   Expected base;
-  base.height = IntOr(index["image"], "height", 0);
-  base.width = IntOr(index["image"], "width", 0);
-  base.compression = StringOr(index["compression"], "codec", "");
-  base.vocab_size = IntOr(index["tokenizer"], "vocab_size", 0);
-  base.tokenizer_sha256 = StringOr(index["tokenizer"], "sha256", "");
+  base.height = info.image_height;
+  base.width = info.image_width;
+  base.compression = info.compression;
+  base.vocab_size = info.vocab_size;
+  base.tokenizer_sha256 = info.tokenizer_sha256;
   // The tokenizer whose ids the shards hold ships with them.
-  std::string tokenizer_file =
-      StringOr(index["tokenizer"], "file", std::string(format::kTokenizerFile));
-  MM_ASSIGN_OR_RETURN(std::string tokenizer_sha, Sha256File(root / tokenizer_file));
+  const std::string tokenizer_file =
+      index.tokenizer_file.empty() ? std::string(format::kTokenizerFile) : index.tokenizer_file;
+  MM_ASSIGN_OR_RETURN(std::string tokenizer_sha, Sha256HexOfFile((root / tokenizer_file).string()));
   if (tokenizer_sha != base.tokenizer_sha256) {
     return Status::Corruption(tokenizer_file + ": sha256 is " + tokenizer_sha +
                               ", index.json says '" + base.tokenizer_sha256 + "'");
-  }
-  if (base.height <= 0 || base.width <= 0) {
-    return Status::Corruption("index.json image height/width missing or not positive");
-  }
-  if (IntOr(index["image"], "channels", 3) != 3) {
-    return Status::Corruption("index.json image channels is not 3");
   }
 
   std::unordered_set<std::string> keys;
   ShardVerifier verifier(schema, &keys);
   int64_t samples = 0, captions = 0, tokens = 0, bytes = 0;
-  const json& shards = index["shards"];
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const json& s = shards[i];
+  for (size_t i = 0; i < info.shards.size(); ++i) {
+    const mm::reader::ShardEntry& s = info.shards[i];
     Expected e = base;
     e.index = static_cast<int64_t>(i);
-    e.file = StringOr(s, "file", "");
-    e.samples = IntOr(s, "samples", -1);
-    e.captions = IntOr(s, "captions", -1);
-    e.tokens = IntOr(s, "tokens", -1);
-    int64_t want_bytes = IntOr(s, "bytes", -1);
-    std::string want_hash = StringOr(s, "xxh3_64", "");
-    std::string label = e.file.empty() ? "shard " + std::to_string(i) : e.file;
-    if (e.file != ShardName(e.index)) {
+    e.file = s.file;
+    e.samples = s.samples;
+    e.captions = s.captions;
+    e.tokens = s.tokens;
+    const int64_t want_bytes = s.bytes;
+    const std::string& want_hash = s.xxh3_64;
+    std::string label = e.file;
+    if (e.file != format::ShardFileName(e.index)) {
       return Status::Corruption("index.json shard " + std::to_string(i) + " is named '" + e.file +
-                                "', expected '" + ShardName(e.index) + "'");
+                                "', expected '" + format::ShardFileName(e.index) + "'");
     }
     if (e.samples <= 0 || e.captions < e.samples || e.tokens < 0 || want_bytes <= 0) {
       return Status::Corruption(label + ": index.json counts are not valid");
@@ -675,7 +522,7 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
                                 std::to_string(want_bytes) +
                                 (size < want_bytes ? " (truncated)" : ""));
     }
-    MM_ASSIGN_OR_RETURN(std::string hash, HashFile(path));
+    MM_ASSIGN_OR_RETURN(std::string hash, Xxh3HexOfFile(path.string()));
     Status checksum =
         hash == want_hash
             ? Status::OK()
@@ -699,23 +546,22 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
     tokens += e.tokens;
     bytes += size;
   }
-  const json& totals = index["totals"];
-  if (IntOr(totals, "shards", -1) != static_cast<int64_t>(shards.size()) ||
-      IntOr(totals, "samples", -1) != samples || IntOr(totals, "captions", -1) != captions ||
-      IntOr(totals, "tokens", -1) != tokens || IntOr(totals, "bytes", -1) != bytes) {
+  const auto& totals = index.totals;
+  if (totals.shards != static_cast<int64_t>(info.shards.size()) || totals.samples != samples ||
+      totals.captions != captions || totals.tokens != tokens || totals.bytes != bytes) {
     return Status::Corruption(
-        "index.json totals do not match its shards (" + std::to_string(shards.size()) +
+        "index.json totals do not match its shards (" + std::to_string(info.shards.size()) +
         " shards, " + std::to_string(samples) + " samples, " + std::to_string(captions) +
         " captions, " + std::to_string(tokens) + " tokens, " + std::to_string(bytes) + " bytes)");
   }
   // A shard file beyond the index is a leftover of another build.
-  fs::path extra = root / ShardName(static_cast<int64_t>(shards.size()));
+  fs::path extra = root / format::ShardFileName(static_cast<int64_t>(info.shards.size()));
   std::error_code ec;
   if (fs::exists(extra, ec)) {
     return Status::Corruption(extra.filename().string() +
                               " exists but index.json does not list it");
   }
-  out << "verify: OK: " << shards.size() << " shards, " << samples << " samples, " << captions
+  out << "verify: OK: " << info.shards.size() << " shards, " << samples << " samples, " << captions
       << " captions, " << tokens << " tokens, " << HumanBytes(static_cast<double>(bytes))
       << "; checksums, schema, offsets, keys and every image chunk checked\n";
   return Status::OK();
@@ -734,79 +580,73 @@ Status RunVerify(const std::string& dir, std::ostream& out) {
 
 Status RunInfo(const std::string& dir, std::ostream& out) {
   fs::path root(dir);
-  MM_ASSIGN_OR_RETURN(json index, ReadJsonFile(root / format::kIndexFile));
-  try {
-    const json& image = index.value("image", json::object());
-    const json& comp = index.value("compression", json::object());
-    const json& tok = index.value("tokenizer", json::object());
-    const json& totals = index.value("totals", json::object());
-    const json& dropped = index.value("dropped", json::object());
-    int64_t samples = IntOr(totals, "samples", 0);
-    int64_t captions = IntOr(totals, "captions", 0);
-    int64_t tokens = IntOr(totals, "tokens", 0);
-    int64_t bytes = IntOr(totals, "bytes", 0);
-    int64_t shards = IntOr(totals, "shards", 0);
-    int64_t height = IntOr(image, "height", 0);
-    int64_t width = IntOr(image, "width", 0);
-    auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-    out << std::fixed << std::setprecision(2);
-    out << "set:          " << fs::absolute(root).lexically_normal().string() << "\n";
-    out << "format:       " << StringOr(index, "format", "?") << " v"
-        << IntOr(index, "format_version", 0) << " (" << StringOr(index, "created_by", "?") << ")\n";
-    out << "samples:      " << samples << " in " << shards << " shard" << (shards == 1 ? "" : "s")
-        << "\n";
-    out << "captions:     " << captions << " (" << ratio(captions, samples) << " per sample)\n";
-    out << "tokens:       " << tokens << " (" << ratio(tokens, captions) << " per caption)\n";
-    out << "bytes:        " << HumanBytes(static_cast<double>(bytes)) << " ("
-        << HumanBytes(ratio(bytes, samples)) << " per sample)\n";
-    out << "images:       " << width << "x" << height << "x" << IntOr(image, "channels", 3)
-        << " uint8, resize " << StringOr(image, "resize_mode", "?") << ", background "
-        << StringOr(image, "background", "?") << "\n";
-    std::string codec = StringOr(comp, "codec", "?");
-    out << "compression:  " << codec;
-    if (codec == "zstd") {
-      out << " level " << IntOr(comp, "level", 0) << " (HDF5 filter "
-          << IntOr(comp, "hdf5_filter_id", format::kZstdFilterId) << ")";
-    }
-    double raw = static_cast<double>(samples) * static_cast<double>(height * width * 3);
-    if (bytes > 0 && raw > 0) out << ", raw pixels / file bytes " << ratio(raw, bytes);
-    out << "\n";
-    std::string sha = StringOr(tok, "sha256", "");
-    out << "tokenizer:    " << StringOr(tok, "file", "?") << " (sha256 "
-        << sha.substr(0, std::min<size_t>(sha.size(), 16)) << (sha.size() > 16 ? "..." : "")
-        << (tok.value("trained", false) ? ", trained on the captions" : ", pretrained")
-        << "), vocab " << IntOr(tok, "vocab_size", 0) << ", pad " << IntOr(tok, "pad_id", 0)
-        << ", unk " << IntOr(tok, "unk_id", 0) << ", bos " << IntOr(tok, "bos_id", -1) << ", eos "
-        << IntOr(tok, "eos_id", -1) << ", max tokens " << IntOr(tok, "max_tokens", 0) << "\n";
-    auto report = ReadJsonFile(root / format::kReportFile);
-    // Counts by reason: the index's, or report.json's when the index has none.
-    json by_reason = dropped.value("by_reason", json::object());
-    if ((!by_reason.is_object() || by_reason.empty()) && report.ok()) {
-      by_reason = report->value("dropped_by_reason", json::object());
-    }
-    int64_t dropped_total = IntOr(dropped, "total", 0);
-    if (dropped_total == 0 && by_reason.is_object()) {
-      for (const auto& [reason, count] : by_reason.items()) {
-        if (count.is_number_integer()) dropped_total += count.get<int64_t>();
+  MM_ASSIGN_OR_RETURN(std::string text, ReadIndex(dir));
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index,
+                      mm::reader::internal::DecodeIndex(text, dir));
+  const mm::reader::SetInfo& info = index.info;
+  auto known = [](const std::string& s) { return s.empty() ? std::string("?") : s; };
+  auto or0 = [](int64_t v) { return v < 0 ? int64_t{0} : v; };
+  const int64_t samples = or0(index.totals.samples), captions = or0(index.totals.captions);
+  const int64_t tokens = or0(index.totals.tokens), bytes = or0(index.totals.bytes);
+  const int64_t shards = or0(index.totals.shards);
+  const int64_t height = info.image_height, width = info.image_width;
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  out << std::fixed << std::setprecision(2);
+  out << "set:          " << fs::absolute(root).lexically_normal().string() << "\n";
+  out << "format:       " << format::kFormatName << " v" << info.format_version << " ("
+      << known(index.created_by) << ")\n";
+  out << "samples:      " << samples << " in " << shards << " shard" << (shards == 1 ? "" : "s")
+      << "\n";
+  out << "captions:     " << captions << " (" << ratio(captions, samples) << " per sample)\n";
+  out << "tokens:       " << tokens << " (" << ratio(tokens, captions) << " per caption)\n";
+  out << "bytes:        " << HumanBytes(static_cast<double>(bytes)) << " ("
+      << HumanBytes(ratio(bytes, samples)) << " per sample)\n";
+  out << "images:       " << width << "x" << height << "x" << info.channels << " uint8, resize "
+      << known(info.resize_mode) << ", background " << known(index.background) << "\n";
+  out << "compression:  " << info.compression;
+  if (info.compression == "zstd") {
+    out << " level " << info.compression_level << " (HDF5 filter "
+        << (index.hdf5_filter_id >= 0 ? index.hdf5_filter_id : format::kZstdFilterId) << ")";
+  }
+  double raw = static_cast<double>(samples) * static_cast<double>(height * width * 3);
+  if (bytes > 0 && raw > 0) out << ", raw pixels / file bytes " << ratio(raw, bytes);
+  out << "\n";
+  const std::string& sha = info.tokenizer_sha256;
+  out << "tokenizer:    " << known(index.tokenizer_file) << " (sha256 "
+      << sha.substr(0, std::min<size_t>(sha.size(), 16)) << (sha.size() > 16 ? "..." : "")
+      << (index.tokenizer_trained ? ", trained on the captions" : ", pretrained") << "), vocab "
+      << info.vocab_size << ", pad " << info.pad_id << ", unk " << info.unk_id << ", bos "
+      << info.bos_id << ", eos " << info.eos_id << ", max tokens " << info.max_tokens << "\n";
+  auto report = ReadJsonFile(root / format::kReportFile);
+  // Counts by reason: the index's, or report.json's when the index has none.
+  std::map<std::string, int64_t> by_reason = index.dropped_by_reason;
+  if (by_reason.empty() && report.ok()) {
+    const json reported = report->value("dropped_by_reason", json::object());
+    if (reported.is_object()) {
+      for (const auto& [reason, count] : reported.items()) {
+        if (count.is_number_integer()) by_reason[reason] = count.get<int64_t>();
       }
     }
-    out << "dropped:      " << dropped_total;
-    if (by_reason.is_object() && !by_reason.empty()) {
-      out << " (";
-      bool first = true;
-      for (const auto& [reason, count] : by_reason.items()) {
-        out << (first ? "" : ", ") << reason << " " << count.dump();
-        first = false;
-      }
-      out << ")";
+  }
+  int64_t dropped_total = or0(index.dropped_total);
+  if (dropped_total == 0) {
+    for (const auto& [reason, count] : by_reason) dropped_total += count;
+  }
+  out << "dropped:      " << dropped_total;
+  if (!by_reason.empty()) {
+    out << " (";
+    bool first = true;
+    for (const auto& [reason, count] : by_reason) {
+      out << (first ? "" : ", ") << reason << " " << count;
+      first = false;
     }
-    out << "\n";
-    if (report.ok() && report->contains("truncated_captions")) {
-      out << "truncated:    " << IntOr(*report, "truncated_captions", 0)
-          << " captions cut to max tokens (report.json)\n";
-    }
-  } catch (const json::exception& e) {
-    return Status::Corruption(std::string("index.json: ") + e.what());
+    out << ")";
+  }
+  out << "\n";
+  if (report.ok() && report->contains("truncated_captions")) {
+    const json& truncated = (*report)["truncated_captions"];
+    out << "truncated:    " << (truncated.is_number_integer() ? truncated.get<int64_t>() : 0)
+        << " captions cut to max tokens (report.json)\n";
   }
   return Status::OK();
 }

@@ -1,6 +1,5 @@
 // mmpack: compile image-text pairs into HDF5 shards, and inspect, verify, read them.
 #include <CLI/CLI.hpp>
-
 #include <cctype>
 #include <cstdint>
 #include <exception>
@@ -8,6 +7,8 @@
 #include <string>
 
 #include "commands.h"
+#include "mm/format.h"
+#include "mm/version.h"
 
 namespace {
 
@@ -46,14 +47,22 @@ bool ParseBytes(const std::string& text, int64_t* bytes) {
   std::string unit = text.substr(i);
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   double scale = 1;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kib") scale = 1024.0;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "gb") scale = 1e9;
-  else return false;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kib")
+    scale = 1024.0;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "m" || unit == "mib")
+    scale = 1024.0 * 1024;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "g" || unit == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "gb")
+    scale = 1e9;
+  else
+    return false;
   *bytes = static_cast<int64_t>(number * scale);
   return *bytes > 0;
 }
@@ -68,15 +77,19 @@ int Report(const char* command, const mm::Status& status) {
 
 int main(int argc, char** argv) {
   try {
-    CLI::App app{"mmpack: compile image-text pairs into zstd-compressed HDF5 shards, and read them"};
+    CLI::App app{
+        "mmpack: compile image-text pairs into zstd-compressed HDF5 shards, and read them"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "mmpack 0.1.0 (shard format v1)");
+    app.set_version_flag("--version", "mmpack " + std::string(mm::kVersion) + " (shard format v" +
+                                          std::to_string(mm::format::kFormatVersion) + ")");
 
     // build
     mm::pack::BuildOptions build;
     std::string image_size = "224", shard_size = "1GiB";
-    auto* b = app.add_subcommand("build", "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
-    b->add_option("input", build.input, "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json) or .tar")
+    auto* b = app.add_subcommand(
+        "build", "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
+    b->add_option("input", build.input,
+                  "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json) or .tar")
         ->required();
     b->add_option("-o,--output", build.output, "Output directory for shards")->required();
     b->add_option("--input-format", build.input_format, "Input format (auto: detect)")
@@ -123,25 +136,32 @@ int main(int argc, char** argv) {
     std::string dir;
     auto* info = app.add_subcommand("info", "Summarise a shard set");
     info->add_option("dir", dir, "Shard set directory")->required();
-    auto* verify = app.add_subcommand("verify", "Check a shard set end to end; exit 0 only if sound");
+    auto* verify =
+        app.add_subcommand("verify", "Check a shard set end to end; exit 0 only if sound");
     verify->add_option("dir", dir, "Shard set directory")->required();
-    auto* env = app.add_subcommand("env", "Print shell lines for h5dump/h5py: eval \"$(mmpack env)\"");
+    auto* env =
+        app.add_subcommand("env", "Print shell lines for h5dump/h5py: eval \"$(mmpack env)\"");
 
     mm::pack::BenchOptions bench;
     auto* be = app.add_subcommand("bench", "Measure reader throughput on a shard set");
     be->add_option("dir", bench.dir, "Shard set directory")->required();
-    be->add_option("--threads", bench.threads, "Decode threads")->check(CLI::PositiveNumber)
+    be->add_option("--threads", bench.threads, "Decode threads")
+        ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    be->add_option("--batch-size", bench.batch_size, "Batch size")->check(CLI::PositiveNumber)
+    be->add_option("--batch-size", bench.batch_size, "Batch size")
+        ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    be->add_option("--seconds", bench.seconds, "How long to read")->check(CLI::PositiveNumber)
+    be->add_option("--seconds", bench.seconds, "How long to read")
+        ->check(CLI::PositiveNumber)
         ->capture_default_str();
     be->add_flag("--json", bench.json, "Print one JSON object");
 
     mm::pack::ShowOptions show;
-    auto* sh = app.add_subcommand("show", "Write sample N as PNG and print its captions and tokens");
+    auto* sh =
+        app.add_subcommand("show", "Write sample N as PNG and print its captions and tokens");
     sh->add_option("dir", show.dir, "Shard set directory")->required();
-    sh->add_option("index", show.index, "Global sample index")->required()
+    sh->add_option("index", show.index, "Global sample index")
+        ->required()
         ->check(CLI::NonNegativeNumber);
     sh->add_option("-o,--output", show.output_png, "PNG file to write")->required();
 

@@ -9,10 +9,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include <zstd.h>
 
 #include <cerrno>
-#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -25,18 +23,17 @@
 #include <vector>
 
 #include "h5_util.h"
+#include "mm/filename.h"
 #include "mm/format.h"
+#include "mm/internal/checksum.h"
+#include "mm/internal/file.h"
+#include "mm/internal/zstd_codec.h"
 
 namespace mm::pack {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-struct CCtxDeleter {
-  void operator()(ZSTD_CCtx* ctx) const { ZSTD_freeCCtx(ctx); }
-};
-using CCtxPtr = std::unique_ptr<ZSTD_CCtx, CCtxDeleter>;
 
 // HDF5 bytes a shard needs besides its data (measured on 1.10.8, earliest format): superblock
 // and object headers of 9 datasets with their attributes (~2 KiB), the first node of the
@@ -48,14 +45,6 @@ constexpr int64_t kShardOverheadBytes = 13 * 1024;
 constexpr int64_t kPerSampleOverheadBytes = 96 + 32;
 // Per caption: the vlen record and heap object header (~40 bytes), its offset (8 bytes).
 constexpr int64_t kPerCaptionOverheadBytes = 48;
-
-std::string ShardFileName(int64_t index) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "%.*s%06" PRId64 "%.*s",
-                static_cast<int>(format::kShardPrefix.size()), format::kShardPrefix.data(), index,
-                static_cast<int>(format::kShardSuffix.size()), format::kShardSuffix.data());
-  return name;
-}
 
 // The dtype ("uint8", "int32", "int64", "string-fixed", "string-vlen") and rank of every dataset
 // of the embedded schema (schemas/shard_v1.json), by name.
@@ -183,8 +172,7 @@ class ShardWriterImpl final : public ShardWriter {
                                        std::to_string(image_bytes_));
       }
     } else {
-      unsigned long long content = ZSTD_getFrameContentSize(chunk.data(), chunk.size());
-      if (content != image_bytes_) {
+      if (mm::zstd::FrameContentSize(chunk.data(), chunk.size()) != image_bytes_) {
         return Status::InvalidArgument("sample '" + sample.key +
                                        "': image chunk is not a zstd frame of " +
                                        std::to_string(image_bytes_) + " bytes");
@@ -205,9 +193,11 @@ class ShardWriterImpl final : public ShardWriter {
   }
 
   std::string FinalPath() const {
-    return (fs::path(options_.output_dir) / ShardFileName(shard_index_)).string();
+    return (fs::path(options_.output_dir) / format::ShardFileName(shard_index_)).string();
   }
-  std::string TempPath() const { return FinalPath() + ".tmp"; }
+  std::string TempPath() const {
+    return (fs::path(options_.output_dir) / format::TempShardFileName(shard_index_)).string();
+  }
 
   // Dataset creation properties shared by every dataset: no timestamps; no fill values for
   // fixed-size types (HDF5 requires the fill machinery for variable-length strings).
@@ -394,15 +384,15 @@ class ShardWriterImpl final : public ShardWriter {
       file_.Reset();
       std::error_code ec;
       fs::remove(tmp, ec);
-      return st.WithContext(ShardFileName(shard_index_));
+      return st.WithContext(format::ShardFileName(shard_index_));
     }
     // Durable before it takes its final name: a crash leaves a .tmp, never a short .h5.
     MM_ASSIGN_OR_RETURN(std::string hash, SyncAndHash(tmp));
     if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-      return Status::IOError("rename " + tmp + " -> " + final_path + ": " + std::strerror(errno));
+      return ErrnoStatus(errno, "rename " + tmp + " -> " + final_path);
     }
     mm::reader::ShardEntry entry;
-    entry.file = ShardFileName(shard_index_);
+    entry.file = format::ShardFileName(shard_index_);
     entry.samples = num_samples_;
     entry.captions = static_cast<int64_t>(captions_.size());
     entry.tokens = static_cast<int64_t>(tokens_.size());
@@ -415,36 +405,13 @@ class ShardWriterImpl final : public ShardWriter {
     return Status::OK();
   }
 
-  // fsyncs `path` and returns the XXH3-64 (seed 0) of its bytes as 16 lowercase hex digits.
+  // fsyncs `path` and returns the XXH3-64 of its bytes (mm/internal/checksum.h).
   static Result<std::string> SyncAndHash(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IOError("open " + path + ": " + std::strerror(errno));
-    struct StateDeleter {
-      void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
-    };
-    std::unique_ptr<XXH3_state_t, StateDeleter> state(XXH3_createState());
-    XXH3_64bits_reset(state.get());
-    std::vector<char> buffer(1 << 20);
-    Status st;
-    while (true) {
-      ssize_t got = ::read(fd, buffer.data(), buffer.size());
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        st = Status::IOError("read " + path + ": " + std::strerror(errno));
-        break;
-      }
-      if (got == 0) break;
-      XXH3_64bits_update(state.get(), buffer.data(), static_cast<size_t>(got));
-    }
-    if (st.ok() && ::fsync(fd) != 0) {
-      st = Status::IOError("fsync " + path + ": " + std::strerror(errno));
-    }
-    ::close(fd);
-    MM_RETURN_NOT_OK(st);
-    char hex[17];
-    std::snprintf(hex, sizeof(hex), "%016llx",
-                  static_cast<unsigned long long>(XXH3_64bits_digest(state.get())));
-    return std::string(hex);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return ErrnoStatus(errno, "open " + path);
+    MM_ASSIGN_OR_RETURN(std::string hash, Xxh3HexOfFd(fd.get(), path));
+    if (::fsync(fd.get()) != 0) return ErrnoStatus(errno, "fsync " + path);
+    return hash;
   }
 
   WriterOptions options_;
@@ -486,25 +453,7 @@ Result<std::vector<uint8_t>> CompressImage(const uint8_t* pixels, size_t bytes,
   if (compression != "zstd") {
     return Status::InvalidArgument("unknown compression '" + compression + "' (zstd|none)");
   }
-  thread_local CCtxPtr ctx(ZSTD_createCCtx());
-  if (!ctx) return Status::Internal("ZSTD_createCCtx failed");
-  // The frame carries its content size (the plugin and the reader size their output from it)
-  // and a content checksum (4 bytes: any flipped bit in a chunk fails its decode).
-  ZSTD_CCtx_reset(ctx.get(), ZSTD_reset_session_and_parameters);
-  size_t rc = ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_compressionLevel, level);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_contentSizeFlag, 1);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_checksumFlag, 1);
-  if (ZSTD_isError(rc)) {
-    return Status::InvalidArgument(std::string("zstd parameters: ") + ZSTD_getErrorName(rc));
-  }
-  std::vector<uint8_t> out(ZSTD_compressBound(bytes));
-  size_t n = ZSTD_compress2(ctx.get(), out.data(), out.size(), pixels, bytes);
-  if (ZSTD_isError(n)) {
-    return Status::Internal(std::string("ZSTD_compress2: ") + ZSTD_getErrorName(n));
-  }
-  out.resize(n);
-  out.shrink_to_fit();
-  return out;
+  return mm::zstd::Compress(pixels, bytes, level);
 }
 
 Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& options) {
@@ -515,10 +464,10 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
     return Status::InvalidArgument("compression must be zstd or none, not '" + options.compression +
                                    "'");
   }
-  if (options.compression == "zstd" && (options.compression_level < ZSTD_minCLevel() ||
-                                        options.compression_level > ZSTD_maxCLevel())) {
-    return Status::InvalidArgument("zstd level must be in " + std::to_string(ZSTD_minCLevel()) +
-                                   ".." + std::to_string(ZSTD_maxCLevel()));
+  if (options.compression == "zstd" && (options.compression_level < mm::zstd::MinLevel() ||
+                                        options.compression_level > mm::zstd::MaxLevel())) {
+    return Status::InvalidArgument("zstd level must be in " + std::to_string(mm::zstd::MinLevel()) +
+                                   ".." + std::to_string(mm::zstd::MaxLevel()));
   }
   if (options.resize_mode != "center-crop" && options.resize_mode != "pad" &&
       options.resize_mode != "stretch") {
@@ -533,8 +482,7 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
     return Status::IOError("output directory '" + options.output_dir + "' does not exist");
   }
   if (::access(options.output_dir.c_str(), W_OK) != 0) {
-    return Status::IOError("output directory '" + options.output_dir +
-                           "' is not writable: " + std::strerror(errno));
+    return ErrnoStatus(errno, "output directory '" + options.output_dir + "' is not writable");
   }
   h5::SilenceErrors();
   MM_RETURN_NOT_OK(h5::RegisterZstdFilter());
@@ -550,66 +498,6 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
     return Status::Internal("embedded schema lists datasets this writer does not write");
   }
   return std::unique_ptr<ShardWriter>(new ShardWriterImpl(options, std::move(schema)));
-}
-
-std::string IndexJson(const WriterOptions& options,
-                      const std::vector<mm::reader::ShardEntry>& shards,
-                      const IndexExtras& extras) {
-  using ojson = nlohmann::ordered_json;
-  int64_t samples = 0, captions = 0, tokens = 0, bytes = 0;
-  ojson shards_json = ojson::array();
-  for (const auto& s : shards) {
-    shards_json.push_back({{"file", s.file},
-                           {"samples", s.samples},
-                           {"captions", s.captions},
-                           {"tokens", s.tokens},
-                           {"bytes", s.bytes},
-                           {"xxh3_64", s.xxh3_64}});
-    samples += s.samples;
-    captions += s.captions;
-    tokens += s.tokens;
-    bytes += s.bytes;
-  }
-  ojson index;
-  index["format"] = std::string(format::kFormatName);
-  index["format_version"] = format::kFormatVersion;
-  index["created_by"] = "mmpack 0.1.0";
-  index["image"] = {{"height", options.image_height},
-                    {"width", options.image_width},
-                    {"channels", 3},
-                    {"resize_mode", options.resize_mode},
-                    {"background", extras.background}};
-  if (options.compression == "zstd") {
-    index["compression"] = {{"codec", "zstd"},
-                            {"level", options.compression_level},
-                            {"hdf5_filter_id", format::kZstdFilterId}};
-  } else {
-    index["compression"] = {{"codec", "none"}, {"level", 0}, {"hdf5_filter_id", 0}};
-  }
-  index["tokenizer"] = {{"file", std::string(format::kTokenizerFile)},
-                        {"sha256", options.tokenizer_sha256},
-                        {"vocab_size", extras.vocab_size},
-                        {"pad_id", extras.pad_id},
-                        {"unk_id", extras.unk_id},
-                        {"bos_id", extras.bos_id},
-                        {"eos_id", extras.eos_id},
-                        {"max_tokens", extras.max_tokens},
-                        {"trained", extras.trained}};
-  index["build_options"] = extras.build_options;
-  index["shards"] = std::move(shards_json);
-  index["totals"] = {{"shards", static_cast<int64_t>(shards.size())},
-                     {"samples", samples},
-                     {"captions", captions},
-                     {"tokens", tokens},
-                     {"bytes", bytes}};
-  int64_t dropped = 0;
-  ojson by_reason = ojson::object();
-  for (const auto& [reason, n] : extras.dropped_by_reason) {
-    by_reason[reason] = n;
-    dropped += n;
-  }
-  index["dropped"] = {{"total", dropped}, {"by_reason", std::move(by_reason)}};
-  return index.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 
 }  // namespace mm::pack

@@ -12,9 +12,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -25,10 +23,10 @@ namespace mm::pack {
 
 /// A sample ready to write: what the worker threads produce.
 struct EncodedSample {
-  std::string key;                           // unique in the set, UTF-8
-  std::string source;                        // image path as the input gave it, UTF-8
-  std::vector<uint8_t> image_chunk;          // CompressImage output ([H, W, 3] uint8 inside)
-  int32_t original_width = 0;                // pixels, after EXIF orientation
+  std::string key;                   // unique in the set, UTF-8
+  std::string source;                // image path as the input gave it, UTF-8
+  std::vector<uint8_t> image_chunk;  // CompressImage output ([H, W, 3] uint8 inside)
+  int32_t original_width = 0;        // pixels, after EXIF orientation
   int32_t original_height = 0;
   int32_t valid_box[4] = {0, 0, 0, 0};       // x, y, width, height in pixels
   std::vector<std::string> captions;         // >= 1, UTF-8, as in the input
@@ -43,14 +41,14 @@ struct EncodedSample {
 inline constexpr int kDefaultZstdLevel = -1;
 
 struct WriterOptions {
-  std::string output_dir;                    // exists and is writable
-  int image_width = 224;                     // pixels
+  std::string output_dir;  // exists and is writable
+  int image_width = 224;   // pixels
   int image_height = 224;
   std::string resize_mode = "center-crop";
-  std::string compression = "zstd";          // "zstd" (filter 32015) or "none"
+  std::string compression = "zstd";  // "zstd" (filter 32015) or "none"
   int compression_level = kDefaultZstdLevel;
-  int64_t shard_size = int64_t{1} << 30;     // bytes
-  int64_t samples_per_shard = 0;             // 0: no limit
+  int64_t shard_size = int64_t{1} << 30;  // bytes
+  int64_t samples_per_shard = 0;          // 0: no limit
   std::string tokenizer_sha256;
 };
 
@@ -73,23 +71,5 @@ class ShardWriter {
   /// samples, captions, tokens, bytes, xxh3_64).
   virtual Result<std::vector<mm::reader::ShardEntry>> Finish() = 0;
 };
-
-/// What index.json says of a set beyond the writer's options and its shards.
-struct IndexExtras {
-  std::string background = "#ffffff";  // pad colour, "#rrggbb"
-  // The tokenizer (its sha256 is WriterOptions::tokenizer_sha256).
-  int vocab_size = 0, pad_id = 0, unk_id = 1, bos_id = -1, eos_id = -1;
-  int max_tokens = 77;
-  bool trained = false;  // trained on the captions by mmpack build
-  nlohmann::ordered_json build_options = nlohmann::ordered_json::object();
-  std::map<std::string, int64_t> dropped_by_reason;  // samples dropped, by reason
-};
-
-/// The text of OUT/index.json (schemas/FORMAT.md, "index.json") for a set written with
-/// `options` as `shards` (ShardWriter::Finish): format and version, image, compression,
-/// tokenizer, build options, shards, totals summed over `shards`, and drops. Indented by 2,
-/// newline-terminated; invalid UTF-8 in strings becomes U+FFFD.
-std::string IndexJson(const WriterOptions& options,
-                      const std::vector<mm::reader::ShardEntry>& shards, const IndexExtras& extras);
 
 }  // namespace mm::pack

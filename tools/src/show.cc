@@ -14,14 +14,11 @@
 #include "h5_util.h"
 #include "image_pipeline.h"
 #include "mm/format.h"
+#include "mm/internal/c_handles.h"
 #include "mm/reader.h"
 
 namespace mm::pack {
 namespace {
-
-struct VipsImageUnref {
-  void operator()(VipsImage* image) const { g_object_unref(image); }
-};
 
 // Captions [first, first + count) of shard `path`, as UTF-8 strings.
 Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t first, int count) {
@@ -65,8 +62,8 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
   MM_RETURN_NOT_OK(set->ReadImage(i, pixels.data()));
 
   MM_RETURN_NOT_OK(InitVips());
-  std::unique_ptr<VipsImage, VipsImageUnref> image(vips_image_new_from_memory(
-      pixels.data(), pixels.size(), info.image_width, info.image_height, 3, VIPS_FORMAT_UCHAR));
+  VipsImagePtr image(vips_image_new_from_memory(pixels.data(), pixels.size(), info.image_width,
+                                                info.image_height, 3, VIPS_FORMAT_UCHAR));
   if (!image) {
     std::string msg = vips_error_buffer();
     vips_error_clear();

@@ -1,7 +1,6 @@
 // tokenizer.cc: see tokenizer.h. sentencepiece's util::Status is translated here only.
 #include "tokenizer.h"
 
-#include <openssl/evp.h>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -10,7 +9,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "ingest.h"
+#include "mm/internal/file.h"
+#include "mm/internal/utf8.h"
 
 namespace mm::pack {
 namespace {
@@ -92,68 +92,12 @@ bool OnlyWhiteSpace(std::string_view s) {
 
 }  // namespace
 
-size_t FirstInvalidUtf8(std::string_view s) {
-  size_t i = 0, n = s.size();
-  while (i < n) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return i;  // continuation byte, C0/C1 (overlong), F5..FF
-    }
-    if (i + len > n) return i;
-    for (int k = 1; k < len; ++k) {
-      unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return i;
-    }
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
 const char* CheckCaption(std::string_view caption) {
   if (FirstInvalidUtf8(caption) != std::string_view::npos) return "invalid_utf8";
   // Valid UTF-8 (U+0000), but HDF5 strings end at NUL: it could not come back whole.
   if (caption.find('\0') != std::string_view::npos) return "nul_in_caption";
   if (OnlyWhiteSpace(caption)) return "empty_caption";
   return nullptr;
-}
-
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) {
-    return std::string();
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 15]);
-  }
-  return hex;
 }
 
 Tokenizer::Tokenizer() = default;
@@ -178,7 +122,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSerialized(std::string model_b
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
   std::string bytes;
-  MM_RETURN_NOT_OK(ReadFile(path, &bytes));
+  MM_RETURN_NOT_OK(ReadRegularFile(path, &bytes));
   auto t = FromSerialized(std::move(bytes));
   if (!t.ok()) return t.status().WithContext(path);
   return t;

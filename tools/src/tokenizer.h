@@ -20,19 +20,12 @@ class SentencePieceProcessor;
 
 namespace mm::pack {
 
-/// Byte offset of the first byte that breaks strict UTF-8 (RFC 3629: no overlong forms, no
-/// surrogates, nothing above U+10FFFF), or std::string_view::npos when `text` is valid.
-size_t FirstInvalidUtf8(std::string_view text);
-
 /// Why a caption cannot be used: nullptr when it can, else "empty_caption" (empty or only
 /// Unicode White_Space: ASCII space, \t \n \v \f \r, U+0085, U+00A0 NBSP, U+1680,
 /// U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 ideographic space),
 /// "invalid_utf8", or "nul_in_caption" (U+0000:
 /// valid UTF-8, but HDF5 strings end at a NUL, so it could not be stored byte-for-byte).
 const char* CheckCaption(std::string_view caption);
-
-/// Lowercase hex SHA-256 (FIPS 180-4, OpenSSL EVP) of `bytes`.
-std::string Sha256Hex(std::string_view bytes);
 
 struct TokenizedCaption {
   std::vector<int32_t> ids;  // bos? pieces eos?, at most max_tokens

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mm/span.h"
 #include "mm/status.h"
 
 namespace mm::reader {
@@ -103,7 +104,7 @@ class ShardSet {
   /// Number of captions of global sample `i` (>= 1). Precondition: 0 <= i < num_samples().
   virtual int NumCaptions(int64_t i) const = 0;
   /// Token ids of caption `c` of sample `i`, a view into the mapping, valid while the set lives.
-  virtual std::basic_string_view<int32_t> Tokens(int64_t i, int c) const = 0;
+  virtual Span<const int32_t> Tokens(int64_t i, int c) const = 0;
   /// The sample's key (UTF-8), a view into the mapping.
   virtual std::string_view Key(int64_t i) const = 0;
   /// Shard file name and index within the shard of global sample `i`, for messages.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace mm::format {
@@ -21,12 +22,50 @@ inline constexpr int kMinReadableVersion = 1;
 /// Group's hdf5_plugins and h5py's hdf5plugin.
 inline constexpr int kZstdFilterId = 32015;
 
+/// Image chunk codec, part of the format: stored as ToString's text in index.json
+/// ("compression.codec") and in every shard's "compression" attribute.
+enum class Codec {
+  kNone,  // "none": raw [H, W, 3] uint8 bytes, no HDF5 filter
+  kZstd,  // "zstd": one Zstandard frame per chunk, HDF5 filter kZstdFilterId
+};
+constexpr std::string_view ToString(Codec codec) { return codec == Codec::kZstd ? "zstd" : "none"; }
+/// The codec named `text` ("zstd" | "none"); nullopt for anything else.
+constexpr std::optional<Codec> ParseCodec(std::string_view text) {
+  if (text == "zstd") return Codec::kZstd;
+  if (text == "none") return Codec::kNone;
+  return std::nullopt;
+}
+
+/// How an image was fitted to image_height x image_width, part of the format: stored as
+/// ToString's text in index.json ("image.resize_mode") and every shard's "resize_mode".
+enum class ResizeMode {
+  kCenterCrop,  // "center-crop": cover the size, crop the middle
+  kPad,         // "pad": contain, letterboxed on the background (valid_box says where)
+  kStretch,     // "stretch": both axes scaled independently
+};
+constexpr std::string_view ToString(ResizeMode mode) {
+  switch (mode) {
+    case ResizeMode::kPad:
+      return "pad";
+    case ResizeMode::kStretch:
+      return "stretch";
+    case ResizeMode::kCenterCrop:
+      break;
+  }
+  return "center-crop";
+}
+/// The mode named `text` ("center-crop" | "pad" | "stretch"); nullopt for anything else.
+constexpr std::optional<ResizeMode> ParseResizeMode(std::string_view text) {
+  if (text == "center-crop") return ResizeMode::kCenterCrop;
+  if (text == "pad") return ResizeMode::kPad;
+  if (text == "stretch") return ResizeMode::kStretch;
+  return std::nullopt;
+}
+
 inline constexpr std::string_view kIndexFile = "index.json";
 inline constexpr std::string_view kReportFile = "report.json";
 inline constexpr std::string_view kTokenizerFile = "tokenizer.model";
-/// Shard file name for shard i: "shard-%06d.h5".
-inline constexpr std::string_view kShardPrefix = "shard-";
-inline constexpr std::string_view kShardSuffix = ".h5";
+// Shard file names ("shard-000007.h5"): ShardFileName / ParseShardFileName in mm/filename.h.
 
 // Dataset names (all at the root group of a shard).
 inline constexpr const char* kImages = "images";

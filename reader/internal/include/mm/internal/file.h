@@ -1,0 +1,73 @@
+// mm/internal/file.h: the one translation of errno into a Status (after Arrow's
+// IOErrorFromErrno), the owner of a file descriptor, and the one safe way to open and read a
+// file that a dataset or a shard set names: without blocking and only if it is a regular file.
+//
+// Why: a path in a manifest or an index.json is input, and input may be hostile. open() of a
+// FIFO waits for a writer for ever, and /dev/zero never ends; a 50 GB sparse file would
+// exhaust memory. OpenRegularFile opens with O_NONBLOCK and refuses what is not a regular
+// file; ReadRegularFile also checks the size before reading a byte.
+//
+// Internal (reader/internal/include, through the mm_reader_internal target); compiled into
+// mm_reader (reader/src/file.cc). Thread-safe: no shared state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "mm/status.h"
+
+namespace mm {
+
+/// A Status for the failed system call that set `err` (errno): NotFound for ENOENT and
+/// ENOTDIR, IOError for anything else; the message is `what` + ": " + strerror(err), e.g.
+/// "cannot open /x/a.jpg: Permission denied".
+Status ErrnoStatus(int err, const std::string& what);
+
+/// Move-only owner of a file descriptor; closes it in the destructor (a failed close of a
+/// read-only descriptor loses nothing, so it is not reported).
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  ~UniqueFd() { Reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset();
+
+ private:
+  int fd_ = -1;
+};
+
+/// A regular file opened for reading, and its size in bytes when opened.
+struct RegularFile {
+  UniqueFd fd;
+  int64_t size = 0;
+};
+
+/// Opens `path` read-only (O_CLOEXEC | O_NONBLOCK: a FIFO does not wait for a writer) and
+/// checks that it is a regular file.
+/// Errors: NotFound ("no such file: PATH"), IOError ("cannot open PATH: <strerror>";
+/// "cannot read PATH: Is a directory"; "PATH is not a regular file (FIFO, device or socket)").
+[[nodiscard]] Result<RegularFile> OpenRegularFile(const std::string& path);
+
+/// Reads the whole regular file `path` into `bytes`, at most `max_bytes` bytes (-1: no limit;
+/// checked from the size before reading, so a 50 GB sparse file costs nothing, and again while
+/// reading, for a file that grows).
+/// Errors: those of OpenRegularFile; IOError ("cannot read PATH: <strerror>"); OutOfRange
+/// (larger than max_bytes: "PATH is N bytes, over the M bytes read of one file").
+[[nodiscard]] Status ReadRegularFile(const std::string& path, std::string* bytes,
+                                     int64_t max_bytes = -1);
+
+}  // namespace mm

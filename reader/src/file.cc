@@ -1,0 +1,68 @@
+// file.cc: see mm/internal/file.h.
+#include "mm/internal/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace mm {
+
+Status ErrnoStatus(int err, const std::string& what) {
+  std::string message = what + ": " + std::strerror(err);
+  if (err == ENOENT || err == ENOTDIR) return Status::NotFound(std::move(message));
+  return Status::IOError(std::move(message));
+}
+
+void UniqueFd::Reset() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+Result<RegularFile> OpenRegularFile(const std::string& path) {
+  RegularFile file;
+  file.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!file.fd.valid()) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return Status::NotFound("no such file: " + path);
+    return ErrnoStatus(err, "cannot open " + path);
+  }
+  struct stat st;
+  if (::fstat(file.fd.get(), &st) != 0) return ErrnoStatus(errno, "cannot stat " + path);
+  if (S_ISDIR(st.st_mode)) return ErrnoStatus(EISDIR, "cannot read " + path);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::IOError(path + " is not a regular file (FIFO, device or socket)");
+  }
+  file.size = static_cast<int64_t>(st.st_size);
+  return file;
+}
+
+Status ReadRegularFile(const std::string& path, std::string* bytes, int64_t max_bytes) {
+  bytes->clear();
+  MM_ASSIGN_OR_RETURN(RegularFile file, OpenRegularFile(path));
+  auto too_large = [&](int64_t size) {
+    return Status::OutOfRange(path + " is " + std::to_string(size) + " bytes, over the " +
+                              std::to_string(max_bytes) + " bytes read of one file");
+  };
+  if (max_bytes >= 0 && file.size > max_bytes) return too_large(file.size);
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(file.fd.get(), buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return ErrnoStatus(errno, "cannot read " + path);
+    if (got == 0) break;
+    bytes->append(buf, static_cast<size_t>(got));
+    if (max_bytes >= 0 && static_cast<int64_t>(bytes->size()) > max_bytes) {
+      const int64_t seen = static_cast<int64_t>(bytes->size());
+      std::string().swap(*bytes);
+      return too_large(seen);  // it grew while being read
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace mm
