@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mm/filename.h"
+#include "mm/format.h"
 #include "mm/internal/utf8.h"
 #include "mm/internal/zstd_codec.h"
 #include "mm/span.h"
@@ -73,6 +74,20 @@ TEST(ShardFileName, IsBuiltAndParsedFromTheIndexAlone) {
         "shard-000001.hdf5", "index.json", "shard-99999999999999999999.h5"}) {
     EXPECT_FALSE(format::ParseShardFileName(name, nullptr)) << name;
   }
+}
+
+TEST(FormatOptions, CodecAndResizeModeNamesAreTheStoredText) {
+  EXPECT_EQ(format::ToString(format::Codec::kZstd), "zstd");
+  EXPECT_EQ(format::ToString(format::Codec::kNone), "none");
+  EXPECT_EQ(format::ToString(format::ResizeMode::kCenterCrop), "center-crop");
+  EXPECT_EQ(format::ToString(format::ResizeMode::kPad), "pad");
+  EXPECT_EQ(format::ToString(format::ResizeMode::kStretch), "stretch");
+  for (format::Codec c : format::kCodecs) EXPECT_EQ(format::ParseCodec(format::ToString(c)), c);
+  for (format::ResizeMode m : format::kResizeModes) {
+    EXPECT_EQ(format::ParseResizeMode(format::ToString(m)), m);
+  }
+  EXPECT_FALSE(format::ParseCodec("gzip").has_value());
+  EXPECT_FALSE(format::ParseResizeMode("Pad").has_value());
 }
 
 TEST(Span, ViewsContiguousElementsWithoutOwningThem) {

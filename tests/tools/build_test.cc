@@ -283,7 +283,7 @@ with tarfile.open()" + Py(tmp / "set.tar") +
                               &rc);
   ASSERT_EQ(rc, 0) << log;
   BuildOptions o = Options(tmp / "set.tar", tmp / "out");
-  o.resize_mode = "pad";
+  o.resize_mode = format::ResizeMode::kPad;
   o.image_width = 160;
   o.image_height = 96;
   ASSERT_TRUE(RunBuild(o).ok());

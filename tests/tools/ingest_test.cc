@@ -136,9 +136,9 @@ fs::path IngestFormats::coco_;
 std::map<std::string, std::vector<std::string>>* IngestFormats::want_ = nullptr;
 
 TEST_F(IngestFormats, JsonlGroupsCaptionsInFirstAppearanceOrder) {
-  auto r = Ingest((coco_ / "captions.jsonl").string(), "auto");
+  auto r = Ingest((coco_ / "captions.jsonl").string(), InputFormat::kAuto);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->format, "jsonl");
+  EXPECT_EQ(r->format, InputFormat::kJsonl);
   EXPECT_TRUE(r->issues.empty());
   ASSERT_EQ(r->samples.size(), 51u);
   ExpectSameCaptions(ByStem(*r), *want_);
@@ -149,9 +149,9 @@ TEST_F(IngestFormats, JsonlGroupsCaptionsInFirstAppearanceOrder) {
 }
 
 TEST_F(IngestFormats, CocoCaptionsJson) {
-  auto r = Ingest((coco_ / "captions_coco.json").string(), "auto");
+  auto r = Ingest((coco_ / "captions_coco.json").string(), InputFormat::kAuto);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->format, "coco");
+  EXPECT_EQ(r->format, InputFormat::kCoco);
   EXPECT_TRUE(r->issues.empty());
   ASSERT_EQ(r->samples.size(), 51u);
   // file_names are relative to coco-cc/images/: found there.
@@ -160,18 +160,18 @@ TEST_F(IngestFormats, CocoCaptionsJson) {
 }
 
 TEST_F(IngestFormats, CsvWithQuotedFieldsAndTsv) {
-  auto csv = Ingest((tmp_->path() / "pairs.csv").string(), "auto");
+  auto csv = Ingest((tmp_->path() / "pairs.csv").string(), InputFormat::kAuto);
   ASSERT_TRUE(csv.ok()) << csv.status().ToString();
-  EXPECT_EQ(csv->format, "csv");
+  EXPECT_EQ(csv->format, InputFormat::kCsv);
   ASSERT_EQ(csv->samples.size(), 51u);
   auto want = *want_;
   for (auto& [stem, caps] : want) {
     for (auto& c : caps) c += ", \"quoted\"\nsecond line";
   }
   ExpectSameCaptions(ByStem(*csv), want);
-  auto tsv = Ingest((tmp_->path() / "pairs.tsv").string(), "auto");
+  auto tsv = Ingest((tmp_->path() / "pairs.tsv").string(), InputFormat::kAuto);
   ASSERT_TRUE(tsv.ok()) << tsv.status().ToString();
-  EXPECT_EQ(tsv->format, "tsv");
+  EXPECT_EQ(tsv->format, InputFormat::kTsv);
   auto want_tsv = *want_;
   for (auto& [stem, caps] : want_tsv) {
     for (auto& c : caps) std::replace(c.begin(), c.end(), '\n', ' ');
@@ -181,9 +181,9 @@ TEST_F(IngestFormats, CsvWithQuotedFieldsAndTsv) {
 }
 
 TEST_F(IngestFormats, FolderOfPairsIsSortedAndWholeTxtIsOneCaption) {
-  auto r = Ingest((tmp_->path() / "files").string(), "auto");
+  auto r = Ingest((tmp_->path() / "files").string(), InputFormat::kAuto);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->format, "files");
+  EXPECT_EQ(r->format, InputFormat::kFiles);
   ASSERT_EQ(r->samples.size(), 51u);
   std::vector<std::string> keys;
   for (const RawSample& s : r->samples) {
@@ -203,9 +203,9 @@ TEST_F(IngestFormats, FolderOfPairsIsSortedAndWholeTxtIsOneCaption) {
 }
 
 TEST_F(IngestFormats, WebDatasetTarGroupsMembersByKey) {
-  auto r = Ingest((tmp_->path() / "shard-000.tar").string(), "auto");
+  auto r = Ingest((tmp_->path() / "shard-000.tar").string(), InputFormat::kAuto);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->format, "wds");
+  EXPECT_EQ(r->format, InputFormat::kWds);
   ASSERT_EQ(r->samples.size(), 51u);
   // key = member path up to the first dot of the base name; the .txt and .N.caption members
   // all belong to it, in member order.
@@ -233,7 +233,7 @@ TEST(Ingest, BadManifestLinesAreReportedAndSkipped) {
              "{\"image\": \"a.jpg\", \"text\": \"caf\xff bad\"}\n"
              "[1, 2]\n"
              "{\"image_path\": \"a.jpg\", \"text\": \"three\"}\r\n");
-  auto r = Ingest((tmp / "m.jsonl").string(), "auto");
+  auto r = Ingest((tmp / "m.jsonl").string(), InputFormat::kAuto);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->samples.size(), 2u);
   EXPECT_EQ(r->samples[0].source, "a.jpg");
@@ -259,7 +259,7 @@ TEST(Ingest, FolderReportsUnpairedFiles) {
   WriteBytes(tmp / "sub" / "d.JPEG", "x");
   WriteBytes(tmp / "sub" / "d.txt", "\xEF\xBB\xBFwith bom\n\n");
   WriteBytes(tmp / "notes.md", "ignored");
-  auto r = Ingest(tmp.path().string(), "auto");
+  auto r = Ingest(tmp.path().string(), InputFormat::kAuto);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->samples.size(), 2u);
   EXPECT_EQ(r->samples[0].key, "a");
@@ -273,13 +273,13 @@ TEST(Ingest, FolderReportsUnpairedFiles) {
 
 TEST(Ingest, ASetFolderWithOneManifestReadsTheManifest) {
   // coco-cc/ holds captions.jsonl and captions_coco.json beside images/: the .jsonl wins.
-  auto r = Ingest((DataDir() / "coco-cc").string(), "auto");
+  auto r = Ingest((DataDir() / "coco-cc").string(), InputFormat::kAuto);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->format, "jsonl");
+  EXPECT_EQ(r->format, InputFormat::kJsonl);
   EXPECT_EQ(r->samples.size(), 51u);
   EXPECT_TRUE(r->issues.empty());
   // Forced to "files" it is a folder of pairs (none: every image lacks its .txt).
-  auto files = Ingest((DataDir() / "skimage-micro").string(), "files");
+  auto files = Ingest((DataDir() / "skimage-micro").string(), InputFormat::kFiles);
   ASSERT_TRUE(files.ok());
   EXPECT_TRUE(files->samples.empty());
   EXPECT_EQ(files->issues.size(), 6u);
@@ -295,7 +295,7 @@ TEST(Ingest, CocoEntriesWithTheSameFileAreOneSample) {
                  "annotations": [{"image_id": 3, "caption": "from three"},
                                  {"image_id": 2, "caption": "bee"},
                                  {"image_id": 1, "caption": "from one"}]})");
-  auto r = Ingest((tmp / "c.json").string(), "coco");
+  auto r = Ingest((tmp / "c.json").string(), InputFormat::kCoco);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->samples.size(), 2u);
   EXPECT_EQ(r->samples[0].key, "a");
@@ -311,7 +311,7 @@ TEST(Ingest, KeysAreUniqueEvenWhereTheKeyRulesCollide) {
              "{\"image\": \"a.jpg\", \"text\": \"one\"}\n"
              "{\"image\": \"a.png\", \"text\": \"two\"}\n"
              "{\"image\": \"a.jpg.png\", \"text\": \"three\"}\n");
-  auto r = Ingest((tmp / "m.jsonl").string(), "jsonl");
+  auto r = Ingest((tmp / "m.jsonl").string(), InputFormat::kJsonl);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->samples.size(), 3u);
   EXPECT_EQ(r->samples[0].key, "a.jpg");
@@ -325,9 +325,20 @@ TEST(Ingest, DetectsFormatsAndRefusesTheUnknown) {
   EXPECT_FALSE(DetectInputFormat((tmp / "x.parquet").string()).ok());
   EXPECT_TRUE(DetectInputFormat((tmp / "nope").string()).status().IsNotFound());
   WriteBytes(tmp / "lines.json", "{\"image\": \"a.jpg\", \"text\": \"t\"}\n");
-  EXPECT_EQ(*DetectInputFormat((tmp / "lines.json").string()), "jsonl");
-  auto bad_csv = Ingest((tmp / "x.parquet").string(), "csv");
+  EXPECT_EQ(*DetectInputFormat((tmp / "lines.json").string()), InputFormat::kJsonl);
+  auto bad_csv = Ingest((tmp / "x.parquet").string(), InputFormat::kCsv);
   EXPECT_FALSE(bad_csv.ok());  // no image/text header
+}
+
+TEST(InputFormat, NamesAreWhatTheReportStoresAndParseBack) {
+  const char* names[] = {"auto", "files", "jsonl", "csv", "tsv", "coco", "wds"};
+  ASSERT_EQ(std::size(kInputFormats), std::size(names));
+  for (size_t i = 0; i < std::size(names); ++i) {
+    EXPECT_EQ(ToString(kInputFormats[i]), names[i]);
+    EXPECT_EQ(ParseInputFormat(names[i]), kInputFormats[i]);
+  }
+  EXPECT_FALSE(ParseInputFormat("JSONL").has_value());
+  EXPECT_FALSE(ParseInputFormat("parquet").has_value());
 }
 
 }  // namespace

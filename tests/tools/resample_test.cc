@@ -51,8 +51,8 @@ TEST(ResizeLanczos3, Avx2KernelGivesThePortableBytes) {
     std::vector<uint8_t> fast, portable;
     ResizeLanczos3(src.data(), k.sw, k.sh, k.sw * k.c, k.c, k.dw, k.dh, 0, 0, k.dw, k.dh, &fast,
                    /*simd=*/true);
-    ResizeLanczos3(src.data(), k.sw, k.sh, k.sw * k.c, k.c, k.dw, k.dh, 0, 0, k.dw, k.dh,
-                   &portable, /*simd=*/false);
+    ResizeLanczos3(src.data(), k.sw, k.sh, k.sw * k.c, k.c, k.dw, k.dh, 0, 0, k.dw, k.dh, &portable,
+                   /*simd=*/false);
     EXPECT_EQ(fast, portable) << k.sw << "x" << k.sh << "x" << k.c << " -> " << k.dw << "x" << k.dh;
     const int wx = k.dw / 5, wy = k.dh / 7, ww = k.dw - 2 * wx, wh = k.dh - 2 * wy;
     ResizeLanczos3(src.data(), k.sw, k.sh, k.sw * k.c, k.c, k.dw, k.dh, wx, wy, ww, wh, &fast,

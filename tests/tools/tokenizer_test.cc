@@ -123,7 +123,7 @@ TEST(Tokenizer, TrainedModelHasBosEosAndTruncationKeepsEos) {
   std::vector<std::string> captions;
   std::istringstream manifest(testing::ReadBytes(DataDir() / "coco-cc" / "captions.jsonl"));
   // The coco-cc captions: 255 lines of real text.
-  auto ingest = Ingest((DataDir() / "coco-cc" / "captions.jsonl").string(), "jsonl");
+  auto ingest = Ingest((DataDir() / "coco-cc" / "captions.jsonl").string(), InputFormat::kJsonl);
   ASSERT_TRUE(ingest.ok());
   std::vector<std::string_view> views;
   for (const auto& s : ingest->samples) {

@@ -332,14 +332,11 @@ Status RunBuild(const BuildOptions& o) {
   Progress timer(0, true);
   // Option values main.cc does not check.
   ImageOptions image_options;
-  MM_ASSIGN_OR_RETURN(image_options.mode, ParseResizeMode(o.resize_mode));
+  image_options.mode = o.resize_mode;
   MM_ASSIGN_OR_RETURN(image_options.background, ParseColour(o.background));
   if (o.image_width <= 0 || o.image_height <= 0 || o.image_width > 16384 ||
       o.image_height > 16384) {
     return Status::InvalidArgument("--image-size must be 1..16384 pixels a side");
-  }
-  if (o.compression != "zstd" && o.compression != "none") {
-    return Status::InvalidArgument("--compression must be zstd or none");
   }
   if (o.max_tokens < 1) return Status::InvalidArgument("--max-tokens must be >= 1");
   image_options.width = o.image_width;
@@ -408,8 +405,8 @@ Status RunBuild(const BuildOptions& o) {
   };
   if (samples.empty()) {
     return Status::InvalidArgument(
-        "no usable sample in '" + o.input + "' (format " + ingest.format + ")" +
-        (dropped.empty() ? std::string() : "; dropped " + reasons_text()));
+        "no usable sample in '" + o.input + "' (format " + std::string(ToString(ingest.format)) +
+        ")" + (dropped.empty() ? std::string() : "; dropped " + reasons_text()));
   }
 
   // Tokenizer: given, or trained on the good captions.
@@ -454,7 +451,7 @@ Status RunBuild(const BuildOptions& o) {
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
   const size_t in_flight = static_cast<size_t>(4 * threads);
-  const bool from_tar = ingest.format == "wds";
+  const bool from_tar = ingest.format == InputFormat::kWds;
   Progress progress(static_cast<int64_t>(samples.size()), o.quiet);
   size_t next = 0;
   ImageReader tar_reader;
@@ -522,7 +519,7 @@ Status RunBuild(const BuildOptions& o) {
   const auto by_reason = count_reasons();
   ojson report;
   report["input"] = o.input;
-  report["input_format"] = ingest.format;
+  report["input_format"] = std::string(ToString(ingest.format));
   report["samples_seen"] = written + static_cast<int64_t>(dropped.size());
   report["samples_written"] = written;
   ojson dropped_json = ojson::array();
@@ -560,8 +557,8 @@ Status RunBuild(const BuildOptions& o) {
   mm::reader::SetInfo& set = index.info;
   set.image_height = o.image_height;
   set.image_width = o.image_width;
-  set.resize_mode = o.resize_mode;
-  set.compression = o.compression;
+  set.resize_mode = ToString(o.resize_mode);
+  set.compression = ToString(o.compression);
   set.compression_level = o.compression_level;
   set.vocab_size = tokenizer->vocab_size();
   set.pad_id = tokenizer->pad_id();
@@ -573,7 +570,7 @@ Status RunBuild(const BuildOptions& o) {
   set.shards = shards;
   index.background = ColourHex(image_options.background);
   index.tokenizer_trained = trained;
-  index.build_options = {{"input_format", ingest.format},
+  index.build_options = {{"input_format", std::string(ToString(ingest.format))},
                          {"max_pixels", o.max_pixels},
                          {"shard_size", o.shard_size},
                          {"samples_per_shard", o.samples_per_shard},

@@ -7,6 +7,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "ingest.h"
+#include "mm/format.h"
 #include "mm/status.h"
 #include "shard_writer.h"
 
@@ -14,21 +16,21 @@ namespace mm::pack {
 
 /// `mmpack build RAW -o OUT` (ingest.cc, image_pipeline.cc, tokenizer.cc, build.cc).
 struct BuildOptions {
-  std::string input;                  // RAW: folder, manifest file or tar
-  std::string output;                 // OUT directory
-  std::string input_format = "auto";  // auto|files|jsonl|csv|tsv|coco|wds
+  std::string input;   // RAW: folder, manifest file or tar
+  std::string output;  // OUT directory
+  InputFormat input_format = InputFormat::kAuto;
   bool overwrite = false;
-  int image_width = 224;                    // pixels
-  int image_height = 224;                   // pixels
-  std::string resize_mode = "center-crop";  // center-crop|pad|stretch
-  std::string background = "white";         // alpha and pad colour: name, #rrggbb or r,g,b
-  int64_t max_pixels = 89478485;            // width*height limit read from the header (PIL's)
-  std::string tokenizer;                    // .model file; empty: train one on the captions
-  int vocab_size = 8000;                    // when training a tokenizer
-  int max_tokens = 77;                      // per caption, bos/eos included
-  int64_t shard_size = int64_t{1} << 30;    // bytes of a shard before it closes
-  int64_t samples_per_shard = 0;            // 0: no limit
-  std::string compression = "zstd";         // zstd|none
+  int image_width = 224;   // pixels
+  int image_height = 224;  // pixels
+  format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;
+  std::string background = "white";       // alpha and pad colour: name, #rrggbb or r,g,b
+  int64_t max_pixels = 89478485;          // width*height limit read from the header (PIL's)
+  std::string tokenizer;                  // .model file; empty: train one on the captions
+  int vocab_size = 8000;                  // when training a tokenizer
+  int max_tokens = 77;                    // per caption, bos/eos included
+  int64_t shard_size = int64_t{1} << 30;  // bytes of a shard before it closes
+  int64_t samples_per_shard = 0;          // 0: no limit
+  format::Codec compression = format::Codec::kZstd;
   // zstd level -1 (--fast=1): decoded pixels compress little at any level; -1 is about 5%
   // larger than level 1, compresses twice and decompresses 2.7 times as fast (FORMAT.md).
   int compression_level = kDefaultZstdLevel;

@@ -585,14 +585,6 @@ bool DecodeVips(ImagePtr header, Kind kind, const std::string& bytes, const Imag
 
 }  // namespace
 
-Result<ResizeMode> ParseResizeMode(const std::string& text) {
-  if (text == "center-crop") return ResizeMode::kCenterCrop;
-  if (text == "pad") return ResizeMode::kPad;
-  if (text == "stretch") return ResizeMode::kStretch;
-  return Status::InvalidArgument("--resize-mode must be center-crop, pad or stretch, got '" + text +
-                                 "'");
-}
-
 Result<Rgb> ParseColour(const std::string& text_in) {
   std::string text;
   for (char c : text_in) {

@@ -30,14 +30,13 @@
 #include <string>
 #include <vector>
 
+#include "mm/format.h"
 #include "mm/status.h"
 
 namespace mm::pack {
 
-enum class ResizeMode { kCenterCrop, kPad, kStretch };
-
-/// "center-crop" | "pad" | "stretch". Errors: InvalidArgument.
-[[nodiscard]] Result<ResizeMode> ParseResizeMode(const std::string& text);
+/// center-crop | pad | stretch: part of the format (mm/format.h).
+using mm::format::ResizeMode;
 
 struct Rgb {
   uint8_t r = 255, g = 255, b = 255;

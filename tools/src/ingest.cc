@@ -253,7 +253,7 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return ErrnoStatus(errno, "cannot open " + file.string());
   IngestResult result;
-  result.format = "jsonl";
+  result.format = InputFormat::kJsonl;
   Grouper grouper(file.parent_path());
   std::string line;
   int64_t line_no = 0;
@@ -417,7 +417,7 @@ void ParseDelimited(const std::string& text, char sep, bool quoting,
   if (!field.empty() || !row.empty() || field_started) end_row();
 }
 
-Result<IngestResult> IngestDelimited(const fs::path& file, char sep, const std::string& format) {
+Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat format) {
   std::string text;
   MM_RETURN_NOT_OK(ReadRegularFile(file.string(), &text));
   StripBom(&text);
@@ -507,7 +507,7 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
                                    ": COCO captions JSON needs arrays 'images' and 'annotations'");
   }
   IngestResult result;
-  result.format = "coco";
+  result.format = InputFormat::kCoco;
   std::string where = file.filename().string();
   fs::path base = file.parent_path();
   // Two `images` entries with different ids but the same file_name are the same image: they
@@ -642,7 +642,7 @@ Result<IngestResult> IngestFiles(const fs::path& root) {
     std::string text;
   };
   IngestResult result;
-  result.format = "files";
+  result.format = InputFormat::kFiles;
   std::map<std::string, Pair> pairs;  // sorted bytewise by key
   std::vector<fs::path> files;
   MM_RETURN_NOT_OK(ListTree(root, &files, &result));
@@ -827,7 +827,7 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
 
 Result<IngestResult> IngestWds(const fs::path& input) {
   IngestResult result;
-  result.format = "wds";
+  result.format = InputFormat::kWds;
   std::vector<fs::path> tars;
   std::error_code ec;
   if (fs::is_directory(input, ec)) {
@@ -889,7 +889,7 @@ std::string ManifestInFolder(const fs::path& dir) {
   return "";
 }
 
-Result<std::string> DetectInputFormat(const std::string& input) {
+Result<InputFormat> DetectInputFormat(const std::string& input) {
   std::error_code ec;
   fs::path p(input);
   if (!fs::exists(p, ec)) return Status::NotFound("no such file or directory: " + input);
@@ -904,13 +904,13 @@ Result<std::string> DetectInputFormat(const std::string& input) {
       if (ext == ".tar") has_tar = true;
       if (ext.size() > 1 && IsImageExtension(ext.substr(1))) has_image = true;
     }
-    return std::string(has_tar && !has_image ? "wds" : "files");
+    return has_tar && !has_image ? InputFormat::kWds : InputFormat::kFiles;
   }
   std::string ext = AsciiLower(p.extension().string());
-  if (ext == ".jsonl" || ext == ".ndjson") return std::string("jsonl");
-  if (ext == ".csv") return std::string("csv");
-  if (ext == ".tsv" || ext == ".tab") return std::string("tsv");
-  if (ext == ".tar") return std::string("wds");
+  if (ext == ".jsonl" || ext == ".ndjson") return InputFormat::kJsonl;
+  if (ext == ".csv") return InputFormat::kCsv;
+  if (ext == ".tsv" || ext == ".tab") return InputFormat::kTsv;
+  if (ext == ".tar") return InputFormat::kWds;
   if (ext == ".json") {
     // A COCO file is one JSON object; a JSONL file named .json has one object a line.
     std::ifstream in(p, std::ios::binary);
@@ -920,9 +920,9 @@ Result<std::string> DetectInputFormat(const std::string& input) {
     if (!line.is_discarded() && line.is_object() &&
         (line.contains("image") || line.contains("image_path") || line.contains("file_name")) &&
         !line.contains("images")) {
-      return std::string("jsonl");
+      return InputFormat::kJsonl;
     }
-    return std::string("coco");
+    return InputFormat::kCoco;
   }
   return Status::InvalidArgument("cannot tell the input format of " + input +
                                  " (expected a folder, .jsonl, .csv, .tsv, .json or .tar); "
@@ -931,11 +931,10 @@ Result<std::string> DetectInputFormat(const std::string& input) {
 
 namespace {
 
-Result<IngestResult> IngestAny(const std::string& input, const std::string& format_in) {
-  std::string format = format_in;
+Result<IngestResult> IngestAny(const std::string& input, InputFormat format) {
   std::error_code ec;
   fs::path p(input);
-  if (format.empty() || format == "auto") {
+  if (format == InputFormat::kAuto) {
     MM_ASSIGN_OR_RETURN(format, DetectInputFormat(input));
     if (fs::is_directory(p, ec)) {
       std::string manifest = ManifestInFolder(p);
@@ -943,14 +942,14 @@ Result<IngestResult> IngestAny(const std::string& input, const std::string& form
     }
   }
   if (!fs::exists(p, ec)) return Status::NotFound("no such file or directory: " + input);
-  if (format == "files") {
+  if (format == InputFormat::kFiles) {
     if (!fs::is_directory(p, ec)) return Status::InvalidArgument(input + " is not a folder");
     return IngestFiles(p);
   }
-  if (format == "wds") return IngestWds(p);
+  if (format == InputFormat::kWds) return IngestWds(p);
   if (fs::is_directory(p, ec)) {
-    return Status::InvalidArgument(input + " is a folder; --input-format " + format +
-                                   " needs a file");
+    return Status::InvalidArgument(input + " is a folder; --input-format " +
+                                   std::string(ToString(format)) + " needs a file");
   }
   {
     // A manifest saved as UTF-16 ("Unicode" in some editors) fails every line as "not JSON"
@@ -966,11 +965,18 @@ Result<IngestResult> IngestAny(const std::string& input, const std::string& form
           "); mmpack reads UTF-8 manifests: convert it, e.g. iconv -f UTF-16 -t UTF-8");
     }
   }
-  if (format == "jsonl") return IngestJsonl(p);
-  if (format == "csv") return IngestDelimited(p, ',', "csv");
-  if (format == "tsv") return IngestDelimited(p, '\t', "tsv");
-  if (format == "coco") return IngestCoco(p);
-  return Status::InvalidArgument("unknown input format '" + format + "'");
+  switch (format) {
+    case InputFormat::kJsonl:
+      return IngestJsonl(p);
+    case InputFormat::kCsv:
+      return IngestDelimited(p, ',', InputFormat::kCsv);
+    case InputFormat::kTsv:
+      return IngestDelimited(p, '\t', InputFormat::kTsv);
+    case InputFormat::kCoco:
+      return IngestCoco(p);
+    default:
+      return Status::Internal("input format " + std::string(ToString(format)) + " not handled");
+  }
 }
 
 }  // namespace
@@ -1022,8 +1028,35 @@ void DropUnstorableNames(IngestResult* result) {
 
 }  // namespace
 
-Result<IngestResult> Ingest(const std::string& input, const std::string& format_in) {
-  MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format_in));
+std::string_view ToString(InputFormat format) {
+  switch (format) {
+    case InputFormat::kFiles:
+      return "files";
+    case InputFormat::kJsonl:
+      return "jsonl";
+    case InputFormat::kCsv:
+      return "csv";
+    case InputFormat::kTsv:
+      return "tsv";
+    case InputFormat::kCoco:
+      return "coco";
+    case InputFormat::kWds:
+      return "wds";
+    case InputFormat::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+std::optional<InputFormat> ParseInputFormat(std::string_view text) {
+  for (InputFormat f : kInputFormats) {
+    if (text == ToString(f)) return f;
+  }
+  return std::nullopt;
+}
+
+Result<IngestResult> Ingest(const std::string& input, InputFormat format) {
+  MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format));
   DropUnstorableNames(&result);
   MakeKeysUnique(&result.samples);
   return result;

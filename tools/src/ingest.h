@@ -37,12 +37,25 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mm/status.h"
 
 namespace mm::pack {
+
+/// The layout of `mmpack build`'s input (the formats above). Parsed once from --input-format;
+/// ToString's text is what report.json ("input_format") and index.json
+/// ("build_options.input_format") store.
+enum class InputFormat { kAuto, kFiles, kJsonl, kCsv, kTsv, kCoco, kWds };
+inline constexpr InputFormat kInputFormats[] = {
+    InputFormat::kAuto, InputFormat::kFiles, InputFormat::kJsonl, InputFormat::kCsv,
+    InputFormat::kTsv,  InputFormat::kCoco,  InputFormat::kWds};
+std::string_view ToString(InputFormat format);
+/// "auto" | "files" | "jsonl" | "csv" | "tsv" | "coco" | "wds"; nullopt for anything else.
+std::optional<InputFormat> ParseInputFormat(std::string_view text);
 
 /// One image with its captions, as the input gave them.
 struct RawSample {
@@ -66,7 +79,7 @@ struct IngestIssue {
 };
 
 struct IngestResult {
-  std::string format;  // the format used: files|jsonl|csv|tsv|coco|wds
+  InputFormat format = InputFormat::kAuto;  // the format used (never kAuto)
   std::vector<RawSample> samples;
   std::vector<IngestIssue> issues;
   std::vector<std::string> notes;  // not about a sample (a folder skipped as a loop): stderr
@@ -79,13 +92,13 @@ struct IngestResult {
 /// then reads the manifest; .jsonl preferred over .csv, .tsv, .json); a folder with .tar
 /// files and no images -> wds; another folder -> files.
 /// Errors: NotFound (no such path), InvalidArgument (cannot tell).
-[[nodiscard]] Result<std::string> DetectInputFormat(const std::string& input);
+[[nodiscard]] Result<InputFormat> DetectInputFormat(const std::string& input);
 
-/// Enumerates `input` in `format` ("auto": DetectInputFormat).
+/// Enumerates `input` in `format` (kAuto: DetectInputFormat).
 /// Errors: NotFound, IOError (unreadable input), InvalidArgument (malformed as a whole, e.g.
 /// a CSV without an image column or a COCO file that is not JSON). Per-line or per-file
 /// problems are IngestIssues, not errors.
-[[nodiscard]] Result<IngestResult> Ingest(const std::string& input, const std::string& format);
+[[nodiscard]] Result<IngestResult> Ingest(const std::string& input, InputFormat format);
 
 /// Reads the image bytes of samples in order. For plain files it reads the file; for wds it
 /// keeps the tar open and moves forward to the member (reopening only if asked to go back),

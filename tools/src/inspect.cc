@@ -55,7 +55,7 @@ struct Expected {
   int64_t tokens = 0;
   int64_t height = 0;
   int64_t width = 0;
-  std::string compression;
+  format::Codec compression = format::Codec::kZstd;
   std::string tokenizer_sha256;
   int64_t vocab_size = 0;  // 0: unknown, token ids not range-checked
 };
@@ -195,9 +195,9 @@ class ShardVerifier {
           return Status::Corruption("attribute 'tokenizer_sha256' is '" + value +
                                     "', the index says '" + e.tokenizer_sha256 + "'");
         }
-        if (name == format::kAttrCompression && value != e.compression) {
+        if (name == format::kAttrCompression && value != ToString(e.compression)) {
           return Status::Corruption("attribute 'compression' is '" + value + "', the index says '" +
-                                    e.compression + "'");
+                                    std::string(ToString(e.compression)) + "'");
         }
       } else {
         MM_ASSIGN_OR_RETURN(int64_t value, h5::ReadIntAttribute(file, name.c_str()));
@@ -274,10 +274,10 @@ class ShardVerifier {
                                            nullptr, 0, nullptr, nullptr) >= 0;
       h5::ClearErrors();  // a "filter not found" entry
       int nfilters = H5Pget_nfilters(dcpl.get());
-      if (e.compression == "zstd" && (!has_zstd || nfilters != 1)) {
+      if (e.compression == format::Codec::kZstd && (!has_zstd || nfilters != 1)) {
         return Status::Corruption("dataset '" + name + "' lacks the zstd filter (32015) alone");
       }
-      if (e.compression == "none" && nfilters != 0) {
+      if (e.compression == format::Codec::kNone && nfilters != 0) {
         return Status::Corruption("dataset '" + name + "' has filters but compression is none");
       }
     }
@@ -395,7 +395,7 @@ class ShardVerifier {
       MM_RETURN_NOT_OK(
           h5::Check(H5Dread_chunk(images.get(), H5P_DEFAULT, offset, &filter_mask, raw.data()),
                     "reading image chunk", StatusCode::kCorruption));
-      if (e.compression == "none" || (filter_mask & 1u)) {
+      if (e.compression == format::Codec::kNone || (filter_mask & 1u)) {
         if (raw.size() != image_bytes) {
           return Status::Corruption("raw image chunk of " + std::to_string(raw.size()) +
                                     " bytes, expected " + std::to_string(image_bytes));
@@ -474,7 +474,7 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
   Expected base;
   base.height = info.image_height;
   base.width = info.image_width;
-  base.compression = info.compression;
+  base.compression = format::ParseCodec(info.compression).value();  // the decoder checked it
   base.vocab_size = info.vocab_size;
   base.tokenizer_sha256 = info.tokenizer_sha256;
   // The tokenizer whose ids the shards hold ships with them.
@@ -604,7 +604,7 @@ Status RunInfo(const std::string& dir, std::ostream& out) {
   out << "images:       " << width << "x" << height << "x" << info.channels << " uint8, resize "
       << known(info.resize_mode) << ", background " << known(index.background) << "\n";
   out << "compression:  " << info.compression;
-  if (info.compression == "zstd") {
+  if (format::ParseCodec(info.compression) == format::Codec::kZstd) {
     out << " level " << info.compression_level << " (HDF5 filter "
         << (index.hdf5_filter_id >= 0 ? index.hdf5_filter_id : format::kZstdFilterId) << ")";
   }

@@ -5,12 +5,21 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "mm/format.h"
 #include "mm/version.h"
 
 namespace {
+
+// The ToString names of every value of an option's enum, in declaration order.
+template <typename Enum, size_t N>
+std::vector<std::string> Names(const Enum (&all)[N]) {
+  std::vector<std::string> names;
+  for (Enum value : all) names.emplace_back(ToString(value));
+  return names;
+}
 
 // "224" -> 224x224; "320x240" -> width 320, height 240.
 bool ParseImageSize(const std::string& text, int* width, int* height) {
@@ -86,20 +95,24 @@ int main(int argc, char** argv) {
     // build
     mm::pack::BuildOptions build;
     std::string image_size = "224", shard_size = "1GiB";
+    // Typed options as text for CLI11 (same help), turned into their enums once, below.
+    std::string input_format(ToString(build.input_format));
+    std::string resize_mode(ToString(build.resize_mode));
+    std::string compression(ToString(build.compression));
     auto* b = app.add_subcommand(
         "build", "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
     b->add_option("input", build.input,
                   "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json) or .tar")
         ->required();
     b->add_option("-o,--output", build.output, "Output directory for shards")->required();
-    b->add_option("--input-format", build.input_format, "Input format (auto: detect)")
-        ->check(CLI::IsMember({"auto", "files", "jsonl", "csv", "tsv", "coco", "wds"}))
+    b->add_option("--input-format", input_format, "Input format (auto: detect)")
+        ->check(CLI::IsMember(Names(mm::pack::kInputFormats)))
         ->capture_default_str();
     b->add_flag("--overwrite", build.overwrite, "Replace an existing output directory");
     b->add_option("--image-size", image_size, "Output size: N (NxN) or WxH, pixels")
         ->capture_default_str();
-    b->add_option("--resize-mode", build.resize_mode, "How to fit the image to the size")
-        ->check(CLI::IsMember({"center-crop", "pad", "stretch"}))
+    b->add_option("--resize-mode", resize_mode, "How to fit the image to the size")
+        ->check(CLI::IsMember(Names(mm::format::kResizeModes)))
         ->capture_default_str();
     b->add_option("--background", build.background,
                   "Colour behind alpha and padding: white, black, gray, #rrggbb or r,g,b")
@@ -122,8 +135,8 @@ int main(int argc, char** argv) {
     b->add_option("--samples-per-shard", build.samples_per_shard,
                   "Close a shard after this many samples (0: no limit)")
         ->check(CLI::NonNegativeNumber);
-    b->add_option("--compression", build.compression, "Image chunk codec")
-        ->check(CLI::IsMember({"zstd", "none"}))
+    b->add_option("--compression", compression, "Image chunk codec")
+        ->check(CLI::IsMember(Names(mm::format::kCodecs)))
         ->capture_default_str();
     b->add_option("--compression-level", build.compression_level,
                   "zstd level: 1..22, or negative for zstd's fast levels (-N is --fast=N)")
@@ -179,6 +192,10 @@ int main(int argc, char** argv) {
                   << shard_size << "'" << std::endl;
         return 2;
       }
+      // CLI::IsMember has checked the names.
+      build.input_format = mm::pack::ParseInputFormat(input_format).value();
+      build.resize_mode = mm::format::ParseResizeMode(resize_mode).value();
+      build.compression = mm::format::ParseCodec(compression).value();
       return Report("build", mm::pack::RunBuild(build));
     }
     if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout));

@@ -165,7 +165,7 @@ class ShardWriterImpl final : public ShardWriter {
       MM_RETURN_NOT_OK(CheckText(caption, "caption", sample.key));
     }
     const auto& chunk = sample.image_chunk;
-    if (options_.compression == "none") {
+    if (options_.compression == format::Codec::kNone) {
       if (chunk.size() != image_bytes_) {
         return Status::InvalidArgument("sample '" + sample.key + "': image chunk of " +
                                        std::to_string(chunk.size()) + " bytes, expected " +
@@ -236,7 +236,7 @@ class ShardWriterImpl final : public ShardWriter {
     MM_RETURN_NOT_OK(h5::Check(H5Pset_chunk(dcpl.get(), 4, chunk), "H5Pset_chunk"));
     MM_RETURN_NOT_OK(
         h5::Check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR), "H5Pset_alloc_time"));
-    if (options_.compression == "zstd") {
+    if (options_.compression == format::Codec::kZstd) {
       // A negative (fast) level is stored as its 32-bit two's complement (-1: 4294967295, as
       // h5dump prints it); filters read cd_values[0] back as an int.
       const unsigned level[1] = {static_cast<unsigned>(options_.compression_level)};
@@ -364,8 +364,10 @@ class ShardWriterImpl final : public ShardWriter {
                                         static_cast<int32_t>(options_.image_height)));
     MM_RETURN_NOT_OK(
         h5::WriteAttribute(f, format::kAttrImageWidth, static_cast<int32_t>(options_.image_width)));
-    MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrResizeMode, options_.resize_mode));
-    MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrCompression, options_.compression));
+    MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrResizeMode,
+                                        std::string(ToString(options_.resize_mode))));
+    MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrCompression,
+                                        std::string(ToString(options_.compression))));
     MM_RETURN_NOT_OK(
         h5::WriteAttribute(f, format::kAttrTokenizerSha256, options_.tokenizer_sha256));
     return Status::OK();
@@ -448,11 +450,8 @@ class ShardWriterImpl final : public ShardWriter {
 }  // namespace
 
 Result<std::vector<uint8_t>> CompressImage(const uint8_t* pixels, size_t bytes,
-                                           const std::string& compression, int level) {
-  if (compression == "none") return std::vector<uint8_t>(pixels, pixels + bytes);
-  if (compression != "zstd") {
-    return Status::InvalidArgument("unknown compression '" + compression + "' (zstd|none)");
-  }
+                                           format::Codec compression, int level) {
+  if (compression == format::Codec::kNone) return std::vector<uint8_t>(pixels, pixels + bytes);
   return mm::zstd::Compress(pixels, bytes, level);
 }
 
@@ -460,18 +459,11 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
   if (options.image_width <= 0 || options.image_height <= 0) {
     return Status::InvalidArgument("image size must be positive");
   }
-  if (options.compression != "zstd" && options.compression != "none") {
-    return Status::InvalidArgument("compression must be zstd or none, not '" + options.compression +
-                                   "'");
-  }
-  if (options.compression == "zstd" && (options.compression_level < mm::zstd::MinLevel() ||
-                                        options.compression_level > mm::zstd::MaxLevel())) {
+  if (options.compression == format::Codec::kZstd &&
+      (options.compression_level < mm::zstd::MinLevel() ||
+       options.compression_level > mm::zstd::MaxLevel())) {
     return Status::InvalidArgument("zstd level must be in " + std::to_string(mm::zstd::MinLevel()) +
                                    ".." + std::to_string(mm::zstd::MaxLevel()));
-  }
-  if (options.resize_mode != "center-crop" && options.resize_mode != "pad" &&
-      options.resize_mode != "stretch") {
-    return Status::InvalidArgument("resize mode must be center-crop, pad or stretch");
   }
   if (options.shard_size <= 0) return Status::InvalidArgument("shard size must be positive");
   if (options.samples_per_shard < 0) {

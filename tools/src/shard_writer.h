@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "mm/format.h"
 #include "mm/reader.h"
 #include "mm/status.h"
 
@@ -44,8 +45,8 @@ struct WriterOptions {
   std::string output_dir;  // exists and is writable
   int image_width = 224;   // pixels
   int image_height = 224;
-  std::string resize_mode = "center-crop";
-  std::string compression = "zstd";  // "zstd" (filter 32015) or "none"
+  format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;
+  format::Codec compression = format::Codec::kZstd;  // zstd: filter 32015
   int compression_level = kDefaultZstdLevel;
   int64_t shard_size = int64_t{1} << 30;  // bytes
   int64_t samples_per_shard = 0;          // 0: no limit
@@ -53,9 +54,9 @@ struct WriterOptions {
 };
 
 /// Compresses one [H, W, 3] uint8 image into the bytes of its HDF5 chunk: a zstd frame at
-/// `level` for "zstd", the raw bytes for "none". Thread-safe (per-thread context).
+/// `level` for kZstd, the raw bytes for kNone. Thread-safe (per-thread context).
 Result<std::vector<uint8_t>> CompressImage(const uint8_t* pixels, size_t bytes,
-                                           const std::string& compression, int level);
+                                           format::Codec compression, int level);
 
 class ShardWriter {
  public:

@@ -29,10 +29,12 @@ enum class Codec {
   kZstd,  // "zstd": one Zstandard frame per chunk, HDF5 filter kZstdFilterId
 };
 constexpr std::string_view ToString(Codec codec) { return codec == Codec::kZstd ? "zstd" : "none"; }
+inline constexpr Codec kCodecs[] = {Codec::kZstd, Codec::kNone};
 /// The codec named `text` ("zstd" | "none"); nullopt for anything else.
 constexpr std::optional<Codec> ParseCodec(std::string_view text) {
-  if (text == "zstd") return Codec::kZstd;
-  if (text == "none") return Codec::kNone;
+  for (Codec codec : kCodecs) {
+    if (text == ToString(codec)) return codec;
+  }
   return std::nullopt;
 }
 
@@ -54,11 +56,13 @@ constexpr std::string_view ToString(ResizeMode mode) {
   }
   return "center-crop";
 }
+inline constexpr ResizeMode kResizeModes[] = {ResizeMode::kCenterCrop, ResizeMode::kPad,
+                                              ResizeMode::kStretch};
 /// The mode named `text` ("center-crop" | "pad" | "stretch"); nullopt for anything else.
 constexpr std::optional<ResizeMode> ParseResizeMode(std::string_view text) {
-  if (text == "center-crop") return ResizeMode::kCenterCrop;
-  if (text == "pad") return ResizeMode::kPad;
-  if (text == "stretch") return ResizeMode::kStretch;
+  for (ResizeMode mode : kResizeModes) {
+    if (text == ToString(mode)) return mode;
+  }
   return std::nullopt;
 }
 
