@@ -8,6 +8,7 @@ pkg_check_modules(TURBOJPEG IMPORTED_TARGET libturbojpeg)
 if(TURBOJPEG_FOUND)
   add_executable(mm_decode_floor ${CMAKE_CURRENT_LIST_DIR}/build_decode_floor.cc)
   target_link_libraries(mm_decode_floor PRIVATE PkgConfig::TURBOJPEG)
+  mm_target_warnings(mm_decode_floor)
   add_custom_target(bench_build
     COMMAND ${CMAKE_COMMAND} -E env MM_SHARED_DIR=${MM_SHARED_DIR}
             bash ${CMAKE_CURRENT_LIST_DIR}/build_bench.sh ${CMAKE_BINARY_DIR}

@@ -4,6 +4,7 @@
 #   ctest --test-dir BUILD -C Bench -L bench --output-on-failure
 add_executable(mm_reader_ceiling ${CMAKE_CURRENT_LIST_DIR}/reader_ceiling.cc)
 target_link_libraries(mm_reader_ceiling PRIVATE mm_reader ${HDF5_C_LIBRARIES} PkgConfig::ZSTD)
+mm_target_warnings(mm_reader_ceiling)
 target_include_directories(mm_reader_ceiling PRIVATE ${PROJECT_SOURCE_DIR}/reader/src
                            ${HDF5_C_INCLUDE_DIRS})
 add_test(NAME reader_bench CONFIGURATIONS Bench

@@ -12,18 +12,17 @@
  * or write that needed it. The filter is stateless and thread-safe in itself (HDF5 serialises
  * its calls anyway).
  *
- * mm_pack also compiles this file into itself (tools/src/h5_util.cc includes it with
- * MM_H5Z_ZSTD_EMBEDDED defined) and registers H5Z_ZSTD with H5Zregister, so that mmpack writes
- * and verifies shards without HDF5_PLUGIN_PATH, and so that the filter's name stored in a
+ * This file is compiled once (the object library mm_h5z_zstd, tools/plugin/CMakeLists.txt)
+ * and linked twice: into the plugin with h5z_zstd_plugin.c's two entry points, and into mm_pack,
+ * which registers mm_h5z_zstd_class with H5Zregister (tools/src/shard/h5_util.cc), so that mmpack
+ * writes and verifies shards without HDF5_PLUGIN_PATH, and so that the filter's name stored in a
  * shard ("zstd") does not depend on whether the plugin happened to be found.
  */
-#include <H5PLextern.h>
-#include <hdf5.h>
+#include "h5z_zstd.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
-
-#define MM_H5Z_ZSTD_ID 32015
 
 static size_t mm_zstd_fail(const char* func, int line, const char* message) {
   H5Epush2(H5E_DEFAULT, __FILE__, func, (unsigned)line, H5E_ERR_CLS, H5E_PLINE, H5E_CANTFILTER,
@@ -128,7 +127,7 @@ static size_t H5Z_filter_zstd(unsigned int flags, size_t cd_nelmts, const unsign
   return output_bytes;
 }
 
-static const H5Z_class2_t H5Z_ZSTD[1] = {{
+const H5Z_class2_t mm_h5z_zstd_class[1] = {{
     H5Z_CLASS_T_VERS,             /* H5Z_class_t version */
     (H5Z_filter_t)MM_H5Z_ZSTD_ID, /* filter id */
     1,                            /* encoder present */
@@ -138,9 +137,3 @@ static const H5Z_class2_t H5Z_ZSTD[1] = {{
     NULL,                         /* set_local */
     (H5Z_func_t)H5Z_filter_zstd,  /* the filter */
 }};
-
-#ifndef MM_H5Z_ZSTD_EMBEDDED
-H5PL_type_t H5PLget_plugin_type(void) { return H5PL_TYPE_FILTER; }
-
-const void* H5PLget_plugin_info(void) { return H5Z_ZSTD; }
-#endif

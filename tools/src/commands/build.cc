@@ -31,18 +31,18 @@
 #include <utility>
 #include <vector>
 
-#include "commands.h"
-#include "human_bytes.h"
-#include "image_pipeline.h"
-#include "ingest.h"
+#include "commands/commands.h"
+#include "commands/human_bytes.h"
+#include "image/image_pipeline.h"
+#include "ingest/ingest.h"
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
 #include "mm/internal/index_json.h"
-#include "progress.h"
-#include "shard_writer.h"
-#include "tokenizer.h"
+#include "commands/progress.h"
+#include "shard/shard_writer.h"
+#include "text/tokenizer.h"
 
 namespace mm::pack {
 namespace {

@@ -23,7 +23,7 @@
 #include <string>
 #include <thread>
 
-#include "commands.h"
+#include "commands/commands.h"
 #include "mm/reader.h"
 
 namespace mm::pack {

@@ -1,5 +1,5 @@
 // ingest.cc: see ingest.h.
-#include "ingest.h"
+#include "ingest/ingest.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -20,7 +20,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "ascii.h"
+#include "text/ascii.h"
 #include "mm/internal/c_handles.h"
 #include "mm/internal/file.h"
 #include "mm/internal/utf8.h"

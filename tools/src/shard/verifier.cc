@@ -16,9 +16,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "commands.h"
-#include "h5_util.h"
-#include "human_bytes.h"
+#include "commands/commands.h"
+#include "shard/h5_util.h"
+#include "commands/human_bytes.h"
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"

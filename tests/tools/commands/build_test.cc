@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
+#include "commands/commands.h"
 #include "mm/internal/checksum.h"
 #include "pack_test_util.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace mm::pack {
 namespace {

@@ -7,10 +7,10 @@
 #include <iosfwd>
 #include <string>
 
-#include "ingest.h"
+#include "ingest/ingest.h"
 #include "mm/format.h"
 #include "mm/status.h"
-#include "shard_writer.h"
+#include "shard/shard_writer.h"
 
 namespace mm::pack {
 

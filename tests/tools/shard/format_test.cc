@@ -27,9 +27,9 @@
 #include <thread>
 #include <vector>
 
-#include "commands.h"
+#include "commands/commands.h"
 #include "mm/internal/index_json.h"
-#include "shard_writer.h"
+#include "shard/shard_writer.h"
 
 namespace mm::pack {
 namespace {

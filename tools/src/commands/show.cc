@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
-#include "h5_util.h"
-#include "image_pipeline.h"
+#include "commands/commands.h"
+#include "shard/h5_util.h"
+#include "image/image_pipeline.h"
 #include "mm/format.h"
 #include "mm/internal/c_handles.h"
 #include "mm/reader.h"

@@ -1,7 +1,7 @@
 // Tests of ingest.h: every input format built from the real coco-cc / skimage-micro sets
 // gives the same samples (keys, captions in order, resolvable images), in a deterministic
 // order; bad manifest lines are reported, not fatal.
-#include "ingest.h"
+#include "ingest/ingest.h"
 
 #include <gtest/gtest.h>
 

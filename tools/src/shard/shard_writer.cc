@@ -4,7 +4,7 @@
 // earliest..v110, object timestamps off (file, every dataset), no fill values, the zstd filter
 // registered in-process (its name is stored the same whether or not a plugin is on the path),
 // datasets and attributes created in a fixed order.
-#include "shard_writer.h"
+#include "shard/shard_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "h5_util.h"
+#include "shard/h5_util.h"
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"

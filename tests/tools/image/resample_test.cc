@@ -1,6 +1,6 @@
 // Tests of resample.h: exactness where the answer is known, Pillow's LANCZOS as the reference
 // elsewhere, and windows that equal the same part of the full result.
-#include "resample.h"
+#include "image/resample.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Tests of tokenizer.h: caption checks, SentencePiece encoding against Debian's Python
 // sentencepiece, bos/eos and truncation, deterministic training.
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest.h"
+#include "ingest/ingest.h"
 #include "mm/internal/checksum.h"
 #include "pack_test_util.h"
 

@@ -1,5 +1,5 @@
 // image_pipeline.cc: see image_pipeline.h. The only place that reads vips_error_buffer().
-#include "image_pipeline.h"
+#include "image/image_pipeline.h"
 
 #include <turbojpeg.h>
 #include <vips/vips.h>
@@ -15,9 +15,9 @@
 #include <mutex>
 #include <shared_mutex>
 
-#include "ascii.h"
+#include "text/ascii.h"
 #include "mm/internal/c_handles.h"
-#include "resample.h"
+#include "image/resample.h"
 
 namespace mm::pack {
 namespace {

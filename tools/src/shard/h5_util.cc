@@ -1,21 +1,19 @@
 // h5_util.cc: writer-side HDF5 helpers (see h5_util.h).
-#include "h5_util.h"
+#include "shard/h5_util.h"
 
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
-// The zstd filter (id 32015) of tools/plugin, compiled in; see RegisterZstdFilter().
-#define MM_H5Z_ZSTD_EMBEDDED 1
-#include "../plugin/h5z_zstd.c"  // NOLINT(bugprone-suspicious-include)
+#include "h5z_zstd.h"  // the zstd filter of tools/plugin, linked in (mm_h5z_zstd)
 
 namespace mm::pack::h5 {
 
 Status RegisterZstdFilter() {
   static std::once_flag once;
   static herr_t rc = 0;
-  std::call_once(once, [] { rc = H5Zregister(H5Z_ZSTD); });
+  std::call_once(once, [] { rc = H5Zregister(mm_h5z_zstd_class); });
   if (rc < 0) return ErrorFromStack(StatusCode::kInternal, "H5Zregister(zstd 32015)");
   return Status::OK();
 }

@@ -1,6 +1,6 @@
 // Tests of image_pipeline.h on the real images of ../shared/data and on generated edge cases,
 // against Pillow (Debian's /usr/bin/python3) as the reference.
-#include "image_pipeline.h"
+#include "image/image_pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "ingest.h"
+#include "ingest/ingest.h"
 #include "pack_test_util.h"
 
 namespace mm::pack {

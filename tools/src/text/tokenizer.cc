@@ -1,5 +1,5 @@
 // tokenizer.cc: see tokenizer.h. sentencepiece's util::Status is translated here only.
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>

@@ -1,5 +1,5 @@
 // resample.cc: see resample.h.
-#include "resample.h"
+#include "image/resample.h"
 
 #include <algorithm>
 #include <cmath>
