@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <system_error>
 #include <thread>
 
 #include "mm/reader.h"
@@ -71,7 +72,23 @@ class LoaderImpl final : public Loader {
         shared_(std::make_shared<Shared>()) {
     shared_->capacity = static_cast<size_t>(options.prefetch_batches);
     shared_->seed = options.seed;
-    for (int t = 0; t < options.num_threads; ++t) threads_.emplace_back([this] { Work(); });
+  }
+
+  // Starts the decode threads. A thread the system refuses (std::thread throws
+  // std::system_error: EAGAIN under a process or memory limit) is an error, not an abort; the
+  // threads already started are stopped and joined by the destructor.
+  Status StartWorkers() {
+    threads_.reserve(static_cast<size_t>(options_.num_threads));
+    for (int t = 0; t < options_.num_threads; ++t) {
+      try {
+        threads_.emplace_back([this] { Work(); });
+      } catch (const std::system_error& e) {
+        return Status::IOError("loader: the system refused decode thread " + std::to_string(t + 1) +
+                               " of " + std::to_string(options_.num_threads) + " (" + e.what() +
+                               "); lower num_threads or raise the process limits");
+      }
+    }
+    return Status::OK();
   }
 
   ~LoaderImpl() override {
@@ -310,9 +327,13 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
     return Status::InvalidArgument("rank " + std::to_string(options.rank) + " outside [0, " +
                                    std::to_string(options.world_size) + ")");
   }
-  if (options.num_threads < 1) return Status::InvalidArgument("num_threads must be >= 1");
-  if (options.prefetch_batches < 1) {
-    return Status::InvalidArgument("prefetch_batches must be >= 1");
+  if (options.num_threads < 1 || options.num_threads > kMaxLoaderThreads) {
+    return Status::InvalidArgument("num_threads " + std::to_string(options.num_threads) +
+                                   " outside [1, " + std::to_string(kMaxLoaderThreads) + "]");
+  }
+  if (options.prefetch_batches < 1 || options.prefetch_batches > kMaxPrefetchBatches) {
+    return Status::InvalidArgument("prefetch_batches " + std::to_string(options.prefetch_batches) +
+                                   " outside [1, " + std::to_string(kMaxPrefetchBatches) + "]");
   }
   if (!(options.random_crop_scale >= 0.0f && options.random_crop_scale < 1.0f)) {
     return Status::InvalidArgument("random_crop_scale must be in [0, 1)");
@@ -326,7 +347,9 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
                                    "batch_size = " +
                                    std::to_string(global));
   }
-  return std::unique_ptr<Loader>(new LoaderImpl(std::move(set), options));
+  auto loader = std::make_unique<LoaderImpl>(std::move(set), options);
+  MM_RETURN_NOT_OK(loader->StartWorkers());  // on failure ~LoaderImpl joins those started
+  return std::unique_ptr<Loader>(std::move(loader));
 }
 
 std::string LoaderState::ToJson() const {

@@ -126,6 +126,11 @@ enum class CaptionMode {
   kAllCaptions,    // one item per (image, caption) pair
 };
 
+/// Upper bounds of LoaderOptions::num_threads and prefetch_batches: beyond them a request is a
+/// mistake (a flag typed wrong), not a configuration; Loader::Create refuses it.
+inline constexpr int kMaxLoaderThreads = 256;
+inline constexpr int kMaxPrefetchBatches = 256;
+
 struct LoaderOptions {
   int batch_size = 32;           // per rank
   bool shuffle = true;           // false: file order
@@ -137,8 +142,8 @@ struct LoaderOptions {
   /// torch's DistributedSampler pads), so every rank still gets equal, full batches.
   bool drop_last = true;
   CaptionMode caption_mode = CaptionMode::kRandomCaption;
-  int num_threads = 2;           // decode threads
-  int prefetch_batches = 4;      // bounded queue of reusable batch buffers
+  int num_threads = 2;           // decode threads, 1..kMaxLoaderThreads
+  int prefetch_batches = 4;      // bounded queue of reusable batch buffers, 1..kMaxPrefetchBatches
   /// Load-time augmentation, seeded per (seed, epoch, sample):
   /// random crop: a random window of (1 - random_crop_scale) .. 1 of each side, resized back
   /// to the stored size by nearest-neighbour sampling; 0 = off.
@@ -179,8 +184,11 @@ struct LoaderState {
 /// the loader runs its own decode threads.
 class Loader {
  public:
-  /// Errors: InvalidArgument (batch_size < 1, rank outside [0, world_size), an empty set,
-  /// drop_last with fewer items than one global batch).
+  /// Starts options.num_threads decode threads.
+  /// Errors: InvalidArgument (batch_size < 1, rank outside [0, world_size), num_threads outside
+  /// [1, kMaxLoaderThreads], prefetch_batches outside [1, kMaxPrefetchBatches], an empty set,
+  /// drop_last with fewer items than one global batch); IOError when the system refuses a
+  /// thread (a process or memory limit), naming which one.
   static Result<std::unique_ptr<Loader>> Create(std::shared_ptr<const ShardSet> set,
                                                 const LoaderOptions& options);
   virtual ~Loader() = default;
