@@ -1,16 +1,21 @@
-// shard.h: one opened shard file: its chunk table learned once through HDF5, its tables read in
-// place from a read-only mapping. Private to mm_reader.
+// shard.h: one opened shard file: its chunk table learned once (the chunk index walk, checked
+// against HDF5), its tables read in place from a read-only mapping. Private to mm_reader.
 //
-// Open does all the checking, so that no later read can leave the mapping:
-//   - the file's size equals index.json's "bytes" (a truncated shard fails here);
-//   - optionally, the XXH3-64 of the whole file equals index.json's "xxh3_64";
-//   - `images` is uint8 [N, H, W, 3], chunked [1, H, W, 3], filter zstd (32015) or none, with N,
-//     H, W as the index says, and exactly N chunks;
-//   - every chunk's [file offset, offset + stored size) lies inside the file; a raw chunk holds
-//     exactly H*W*3 bytes; a zstd chunk is no larger than ZSTD_compressBound(H*W*3);
-//   - keys (fixed-length strings), caption_offsets (int64 [N+1]), token_offsets (int64 [C+1])
-//     and tokens (int32 [T]) have those types and shapes, lie inside the file, and the offsets
-//     start at 0, increase (strictly for captions), and end at C and T, the index's counts.
+// Open runs named stages (shard.cc), each of which must pass before the next:
+//   1. Init: the image size fits this reader;
+//   2. MapFile: a regular file whose size equals index.json's "bytes" (a truncated shard fails
+//      here, before HDF5 parses anything), mapped read-only;
+//   3. VerifyChecksum (optional): the XXH3-64 of the whole file equals index.json's "xxh3_64";
+//   4. QueryShardLayout (shard_layout.h): `images` is uint8 [N, H, W, 3], chunked [1, H, W, 3],
+//      filter zstd (32015) or none, with N, H, W as the index says, and exactly N chunks, each
+//      found by the chunk index walk (chunk_index.h) and checked against HDF5; every chunk's
+//      [file offset, offset + stored size) lies inside the file; a raw chunk holds exactly
+//      H*W*3 bytes, a zstd chunk no more than ZSTD_compressBound(H*W*3); keys (fixed-length
+//      strings), caption_offsets (int64 [N+1]), token_offsets (int64 [C+1]) and tokens
+//      (int32 [T]) have those types and lengths;
+//   5. PlaceTables: each table lies inside the file; views into the mapping;
+//   6. CheckOffsets: the offsets start at 0, increase (strictly for captions), and end at C and
+//      T, the index's counts.
 // Each zstd frame's content size is checked when the chunk is read (that touches its bytes).
 //
 // Memory: 12 bytes of anonymous memory per sample (the chunk table: offset and size); keys,
@@ -28,22 +33,9 @@
 #include "mapped_file.h"
 #include "mm/reader.h"
 #include "mm/status.h"
+#include "shard_layout.h"
 
 namespace mm::reader::internal {
-
-/// With OpenOptions::isolate_hdf5: how long the parent waits for the forked HDF5 query's
-/// answer (one shard) before it kills the child and returns Corruption. A healthy query takes
-/// milliseconds; a child stuck on a lock inherited from another thread never answers.
-inline constexpr int kHdf5QueryTimeoutMs = 30000;
-
-/// Test-only (tests/reader/shard_set_test.cc): the forked query's deadline, and a function the
-/// child runs before its query (to make it crash or hang). Not for production use; not
-/// thread-safe to change while an Open runs.
-struct IsolatedQueryTestHooks {
-  int timeout_ms = kHdf5QueryTimeoutMs;
-  void (*in_child)() = nullptr;
-};
-IsolatedQueryTestHooks& IsolatedQueryHooksForTesting();
 
 class Shard {
  public:
@@ -56,8 +48,8 @@ class Shard {
   static Result<std::unique_ptr<Shard>> Open(const std::string& path, const ShardEntry& entry,
                                              const SetInfo& info, const OpenOptions& options);
 
-  static constexpr uint32_t kRawFlag = 0x80000000u;  // chunk stored without the filter
-  static constexpr uint32_t kSizeMask = 0x7fffffffu;
+  static constexpr uint32_t kRawFlag = kRawChunkFlag;  // chunk stored without the filter
+  static constexpr uint32_t kSizeMask = kChunkSizeMask;
 
   const std::string& name() const { return name_; }
   int64_t num_samples() const { return num_samples_; }
@@ -91,6 +83,13 @@ class Shard {
 
  private:
   Shard() = default;
+  // The stages of Open, in order (each a screenful; shard.cc).
+  Status Init(const ShardEntry& entry, const SetInfo& info);
+  Status MapFile(const std::string& path, const ShardEntry& entry);
+  Status VerifyChecksum(const ShardEntry& entry) const;
+  void TakeLayout(ShardLayout* layout);
+  Status PlaceTables(ShardLayout* layout);
+  Status CheckOffsets(const ShardEntry& entry) const;
   static int64_t LoadI64(const uint8_t* table, int64_t i) {
     int64_t v;
     std::memcpy(&v, table + i * 8, 8);  // tables need not be 8-byte aligned in the file
@@ -108,7 +107,7 @@ class Shard {
   const uint8_t* caption_offsets_ = nullptr;  // [N + 1] int64
   const uint8_t* token_offsets_ = nullptr;    // [C + 1] int64
   const int32_t* tokens_ = nullptr;           // [T]
-  std::vector<uint8_t> owned_[4];             // tables read into memory (fallback)
+  std::vector<uint8_t> owned_[kNumTables];    // tables read into memory (fallback)
 };
 
 }  // namespace mm::reader::internal

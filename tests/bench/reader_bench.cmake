@@ -11,3 +11,16 @@ add_test(NAME reader_bench CONFIGURATIONS Bench
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_reader_bench.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(reader_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                      TIMEOUT 1800)
+
+# The open-time benchmark (issue 9 item 8): ShardSet::Open on one 10k/50k/100k-sample shard
+# written by the real ShardWriter, against the former per-chunk HDF5 query in the same run:
+#   BUILD/bin/mm_reader_open_bench WORK_DIR [N...]
+add_executable(mm_reader_open_bench ${CMAKE_CURRENT_LIST_DIR}/reader_open_bench.cc)
+target_link_libraries(mm_reader_open_bench PRIVATE mm_reader mm_reader_internal mm_pack mm_pack_src
+                      ${HDF5_C_LIBRARIES})
+target_include_directories(mm_reader_open_bench PRIVATE ${PROJECT_SOURCE_DIR}/reader/src
+                           ${HDF5_C_INCLUDE_DIRS})
+add_test(NAME reader_open_bench CONFIGURATIONS Bench
+         COMMAND mm_reader_open_bench ${CMAKE_BINARY_DIR}/bench-open)
+set_tests_properties(reader_open_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
+                     TIMEOUT 1800)

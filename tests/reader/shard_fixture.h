@@ -171,6 +171,15 @@ struct FixtureOptions {
   int64_t samples_per_shard = 0;  // 0: one shard
   bool chunked_tables = false;    // store the offset tables chunked (not what mmpack writes)
   int pad_id = 0;
+  int vocab_size = 30000;
+  int max_tokens = 77;
+  // HDF5 file format bounds (H5Pset_libver_bounds). mmpack writes earliest..v110: superblock
+  // v0, version 1 object headers, layout message v3, a version 1 B-tree chunk index. v18..v18
+  // gives version 2 object headers ("OHDR") over the same index; v110 as the low bound gives a
+  // layout message v4 with a newer chunk index (a fixed array here).
+  H5F_libver_t libver_low = H5F_LIBVER_EARLIEST;
+  H5F_libver_t libver_high = H5F_LIBVER_V110;
+  hsize_t userblock = 0;  // bytes before the superblock (H5Pset_userblock); mmpack writes none
 };
 
 namespace detail {
@@ -236,8 +245,9 @@ inline Result<nlohmann::json> WriteShard(const std::string& dir, int index,
   std::string path = dir + "/" + name;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V110);
+  H5Pset_libver_bounds(fapl, opt.libver_low, opt.libver_high);
   hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+  if (opt.userblock > 0) H5Pset_userblock(fcpl, opt.userblock);
   hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
   H5Pclose(fapl);
   H5Pclose(fcpl);
@@ -389,12 +399,12 @@ inline Status WriteShardSet(const std::string& dir, const std::vector<RawSample>
       {"tokenizer",
        {{"file", "tokenizer.model"},
         {"sha256", "0"},
-        {"vocab_size", 30000},
+        {"vocab_size", opt.vocab_size},
         {"pad_id", opt.pad_id},
         {"unk_id", 1},
         {"bos_id", -1},
         {"eos_id", -1},
-        {"max_tokens", 77},
+        {"max_tokens", opt.max_tokens},
         {"trained", false}}},
       {"build_options", nlohmann::json::object()},
       {"shards", shards},
@@ -464,7 +474,10 @@ inline std::string CocoSet(const FixtureOptions& opt) {
   static std::map<std::string, std::unique_ptr<TempDir>> cache;
   std::string tag = opt.compression + "_" + std::to_string(opt.samples_per_shard) + "_" +
                     std::to_string(opt.width) + "x" + std::to_string(opt.height) +
-                    (opt.chunked_tables ? "_chunked" : "");
+                    (opt.chunked_tables ? "_chunked" : "") + "_libver" +
+                    std::to_string(opt.libver_low) + std::to_string(opt.libver_high) + "_ub" +
+                    std::to_string(opt.userblock) + "_v" + std::to_string(opt.vocab_size) + "_m" +
+                    std::to_string(opt.max_tokens) + "_p" + std::to_string(opt.pad_id);
   auto it = cache.find(tag);
   if (it == cache.end()) {
     auto dir = std::make_unique<TempDir>("mm_coco");
@@ -476,6 +489,18 @@ inline std::string CocoSet(const FixtureOptions& opt) {
     it = cache.emplace(tag, std::move(dir)).first;
   }
   return it->second->path();
+}
+
+/// `n` samples cycling through coco-cc's photos decoded at width x height (tiny sizes keep big
+/// shards quick to write), each with its own key ("s<i>") and the photo's captions.
+inline std::vector<RawSample> ManySamples(int64_t n, int width = 4, int height = 4) {
+  const std::vector<RawSample>& coco = CocoSamples(width, height);
+  std::vector<RawSample> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = coco[static_cast<size_t>(i) % coco.size()];
+    out[i].key = "s" + std::to_string(i);
+  }
+  return out;
 }
 
 /// Copies a set directory (to damage the copy).

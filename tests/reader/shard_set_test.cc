@@ -1,7 +1,6 @@
 // ShardSet: opening real shard sets, reading them bit-exactly, and refusing damaged ones.
-#include <gtest/gtest.h>
-
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -99,6 +98,55 @@ TEST(ShardSet, ReadsTablesStoredChunked) {
   auto set = OpenOk(CocoSet(o));
   ASSERT_TRUE(set);
   ExpectMatchesSamples(*set);
+}
+
+TEST(ShardSet, ReadsShardsWithVersion2ObjectHeaders) {
+  FixtureOptions o;  // libver v18: superblock v2, "OHDR" object headers, the same v1 B-tree
+  o.libver_low = o.libver_high = H5F_LIBVER_V18;
+  o.samples_per_shard = 20;
+  auto set = OpenOk(CocoSet(o));
+  ASSERT_TRUE(set);
+  ExpectMatchesSamples(*set);
+}
+
+TEST(ShardSet, ReadsAnotherChunkIndexTypeOneChunkAtATime) {
+  FixtureOptions o;  // libver v110 as the low bound: layout message v4, a fixed array index
+  o.libver_low = H5F_LIBVER_V110;
+  auto set = OpenOk(CocoSet(o));
+  ASSERT_TRUE(set);
+  ExpectMatchesSamples(*set);
+}
+
+TEST(ShardSet, RefusesAnotherChunkIndexTypeTooLargeToQueryOneByOne) {
+  // Asked one chunk at a time, HDF5 1.10.8 would take minutes on a large shard of this kind:
+  // above internal::kMaxChunksQueriedOneByOne chunks it is refused at once.
+  TempDir tmp;
+  FixtureOptions o;
+  o.libver_low = H5F_LIBVER_V110;
+  o.width = o.height = 2;
+  const int64_t n = internal::kMaxChunksQueriedOneByOne + 1;
+  ASSERT_TRUE(mm::testing::WriteShardSet(tmp.path(), mm::testing::ManySamples(n, 2, 2), o).ok());
+  auto r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("shard-000000.h5: dataset 'images': chunk index is a "
+                                      "fixed array"),
+            std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("up to 16384 chunks (16385 here"), std::string::npos);
+}
+
+TEST(ShardSet, RefusesAUserBlock) {
+  // HDF5 1.10.8 reports chunk offsets relative to the user block's end and H5Dget_offset one
+  // user block too far: such a shard was read at the wrong bytes; now it is refused by name.
+  FixtureOptions o;
+  o.userblock = 512;
+  auto r = ShardSet::Open(CocoSet(o));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("shard-000000.h5: has a user block of 512 bytes"),
+            std::string::npos)
+      << r.status().ToString();
 }
 
 TEST(ShardSet, EqualsHdf5ReadPathForEverySample) {
@@ -234,6 +282,39 @@ TEST(ShardSet, RejectsChunkOffsetPastEndOfFile) {
   r = ShardSet::Open(tmp.path());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("sample 7"), std::string::npos) << r.status().ToString();
+}
+
+TEST(ShardSet, RejectsChunkKeyWithAWrongStoredSize) {
+  // The stored size sits in the chunk's B-tree key, just before the chunk address; HDF5 reads
+  // the same key, so only the size rules can catch it: a raw chunk holds exactly H*W*3 bytes.
+  TempDir tmp;
+  FixtureOptions raw;
+  raw.compression = "none";
+  mm::testing::CopySet(CocoSet(raw), tmp.path());
+  std::string path = tmp / "shard-000000.h5";
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, "images", H5P_DEFAULT);
+  hsize_t coord[4] = {7, 0, 0, 0};
+  unsigned mask = 0;
+  haddr_t addr = 0;
+  hsize_t size = 0;
+  ASSERT_GE(H5Dget_chunk_info_by_coord(d, coord, &mask, &addr, &size), 0);
+  H5Dclose(d);
+  H5Fclose(f);
+  std::string bytes = ReadFile(path);
+  size_t pos = FindU64(bytes, addr);
+  ASSERT_NE(pos, std::string::npos);
+  const size_t key = pos - (8 + 8 * 5);  // size u32, filter mask u32, 5 offsets u64
+  uint32_t wrong = static_cast<uint32_t>(size) + 1;
+  std::memcpy(&bytes[key], &wrong, 4);
+  WriteFile(path, bytes);
+  RefreshIndexEntry(tmp.path(), 0);
+  auto r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("shard-000000.h5 sample 7: image chunk of 9217 stored "
+                                      "bytes cannot hold a 9216-byte image"),
+            std::string::npos)
+      << r.status().ToString();
 }
 
 TEST(ShardSet, CorruptFrameGivesCorruptionNamingShardAndSample) {
@@ -397,8 +478,8 @@ TEST(ShardSet, OpenReturnsWhileAnotherThreadUsesHdf5) {
     while (!stop) {
       hid_t f = H5Fopen(other.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
       hid_t d = f < 0 ? -1 : H5Dopen2(f, mm::format::kCaptionOffsets, H5P_DEFAULT);
-      if (d < 0 || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                           offsets.data()) < 0) {
+      if (d < 0 ||
+          H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, offsets.data()) < 0) {
         ++h5_failures;
       }
       if (d >= 0) H5Dclose(d);

@@ -1,0 +1,243 @@
+// isolated_query.cc: the shard's HDF5 query in a short-lived forked child (OpenOptions::
+// isolate_hdf5): a crash (or sanitizer abort) inside libhdf5 on hostile metadata ends the child,
+// not the caller, and becomes a Corruption error; so does a child that does not answer within
+// the deadline. The answer comes back through a pipe and is re-checked before use.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "shard_layout.h"
+
+namespace mm::reader::internal {
+namespace {
+
+// A byte stream for the child's answer: POD values and vectors, length-prefixed.
+struct Wire {
+  std::string bytes;
+  size_t pos = 0;
+  bool ok = true;
+
+  void Put(const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); }
+  template <typename T>
+  void Pod(const T& v) {
+    Put(&v, sizeof(T));
+  }
+  template <typename T>
+  void Vec(const std::vector<T>& v) {
+    Pod<uint64_t>(v.size());
+    if (!v.empty()) Put(v.data(), v.size() * sizeof(T));
+  }
+  void Str(const std::string& s) {
+    Pod<uint64_t>(s.size());
+    Put(s.data(), s.size());
+  }
+  bool Get(void* p, size_t n) {
+    if (!ok || n > bytes.size() - pos) return ok = false;
+    std::memcpy(p, bytes.data() + pos, n);
+    pos += n;
+    return true;
+  }
+  template <typename T>
+  bool GetPod(T* v) {
+    return Get(v, sizeof(T));
+  }
+  template <typename T>
+  bool GetVec(std::vector<T>* v) {
+    uint64_t n = 0;
+    if (!GetPod(&n) || n > (bytes.size() - pos) / sizeof(T)) return ok = false;
+    v->resize(n);
+    return n == 0 || Get(v->data(), n * sizeof(T));
+  }
+  bool GetStr(std::string* s) {
+    uint64_t n = 0;
+    if (!GetPod(&n) || n > bytes.size() - pos) return ok = false;
+    s->assign(bytes.data() + pos, n);
+    pos += n;
+    return true;
+  }
+};
+
+// Re-checks an answer from the forked query as QueryLayout checks its own: the child ran
+// libhdf5 on untrusted bytes, so its answer is not trusted either. Table ranges in the file
+// are checked by Shard::Open for both paths.
+Status CheckAnswer(const ShardQuery& q, const ShardLayout& a) {
+  const ShardEntry& entry = *q.entry;
+  const std::string bad = q.name + ": malformed answer from the HDF5 query process: ";
+  if (a.chunk_offset.size() != static_cast<size_t>(entry.samples) ||
+      a.chunk_size.size() != static_cast<size_t>(entry.samples)) {
+    return Status::Corruption(bad + "chunk table of " + std::to_string(a.chunk_offset.size()) +
+                              " entries for " + std::to_string(entry.samples) + " samples");
+  }
+  for (int64_t i = 0; i < entry.samples; ++i) {
+    const bool raw = (a.chunk_size[i] & kRawChunkFlag) != 0;
+    if (!a.compressed && !raw) return Status::Corruption(bad + "filtered chunk, no filter");
+    MM_RETURN_NOT_OK(CheckChunk(q, i, a.chunk_offset[i], a.chunk_size[i] & kChunkSizeMask, raw));
+  }
+  if (a.key_size == 0) return Status::Corruption(bad + "key size 0");
+  // keys, caption_offsets, token_offsets, tokens: elements * element size.
+  const uint64_t expected[kNumTables] = {static_cast<uint64_t>(entry.samples) * a.key_size,
+                                         static_cast<uint64_t>(entry.samples + 1) * 8,
+                                         static_cast<uint64_t>(entry.captions + 1) * 8,
+                                         static_cast<uint64_t>(entry.tokens) * 4};
+  for (int k = 0; k < kNumTables; ++k) {
+    const TablePlace& p = a.places[k];
+    if (p.bytes != expected[k] || a.owned[k].size() != (p.in_memory ? p.bytes : 0)) {
+      return Status::Corruption(bad + "table " + std::to_string(k) + " of " +
+                                std::to_string(p.bytes) + " bytes, expected " +
+                                std::to_string(expected[k]));
+    }
+  }
+  return Status::OK();
+}
+
+// The child's side: query, write the answer, leave without running atexit handlers.
+[[noreturn]] void AnswerInChild(int fd, void (*hook)(), const ShardQuery& q) {
+  if (hook) hook();
+  ShardLayout layout;
+  Status st = QueryLayout(q, &layout);
+  Wire w;
+  w.Pod<int32_t>(static_cast<int32_t>(st.code()));
+  w.Str(st.message());
+  if (st.ok()) {
+    w.Pod<uint8_t>(layout.compressed);
+    w.Vec(layout.chunk_offset);
+    w.Vec(layout.chunk_size);
+    for (const TablePlace& p : layout.places) w.Pod(p);
+    w.Pod<uint64_t>(layout.key_size);
+    for (const auto& o : layout.owned) w.Vec(o);
+  }
+  const char* p = w.bytes.data();
+  size_t left = w.bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) ::_exit(3);
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  ::_exit(0);
+}
+
+// QueryLayout in a forked child; its answer comes back through a pipe. A crash (or sanitizer
+// abort) inside libhdf5 ends the child, not the caller, and becomes a Corruption error; so does
+// a child that does not answer within the deadline (it is killed).
+}  // namespace
+
+IsolatedQueryTestHooks& IsolatedQueryHooksForTesting() {
+  static IsolatedQueryTestHooks hooks;
+  return hooks;
+}
+
+Status QueryLayoutIsolated(const ShardQuery& q, ShardLayout* out) {
+  const std::string& name = q.name;
+  const IsolatedQueryTestHooks hooks = IsolatedQueryHooksForTesting();
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return Status::IOError(name + ": pipe: " + std::strerror(errno));
+  }
+  pid_t pid;
+  {
+    // No other thread of ours is inside HDF5 while the child's copy of it is taken (other
+    // threads of the process that call HDF5 directly are not covered: see reader.h).
+    std::lock_guard<std::mutex> lock(Hdf5Mutex());
+    pid = ::fork();
+  }
+  if (pid < 0) {
+    int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return Status::IOError(name + ": fork: " + std::strerror(err));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    AnswerInChild(fds[1], hooks.in_child, q);
+  }
+  ::close(fds[1]);
+
+  // Read until EOF or the deadline.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(hooks.timeout_ms);
+  Wire w;
+  char buf[1 << 16];
+  bool timed_out = false;
+  int read_errno = 0;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    int r = ::poll(&pfd, 1, static_cast<int>(left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      read_errno = errno;
+      break;
+    }
+    if (r == 0) continue;  // the loop re-checks the deadline
+    ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      read_errno = errno;
+      break;
+    }
+    if (n == 0) break;  // EOF: the child wrote everything and exited (or died)
+    w.bytes.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (timed_out || read_errno != 0) ::kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return Status::Corruption(name + ": HDF5 metadata query timed out after " +
+                              std::to_string(hooks.timeout_ms) +
+                              " ms (query process killed; was another thread of this process "
+                              "inside HDF5? see OpenOptions::isolate_hdf5)");
+  }
+  if (read_errno != 0) {
+    return Status::IOError(name +
+                           ": reading the HDF5 query's answer: " + std::strerror(read_errno));
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return Status::Corruption(
+        name + ": libhdf5 " +
+        (WIFSIGNALED(wstatus)
+             ? "crashed (signal " + std::to_string(WTERMSIG(wstatus)) + ")"
+             : "failed (exit status " + std::to_string(WEXITSTATUS(wstatus)) + ")") +
+        " reading the shard's metadata");
+  }
+  int32_t code = 0;
+  std::string message;
+  if (!w.GetPod(&code) || !w.GetStr(&message) || code < 0 ||
+      code > static_cast<int32_t>(StatusCode::kOutOfRange)) {
+    return Status::Corruption(name + ": malformed answer from the HDF5 query process");
+  }
+  if (code != 0) return Status(static_cast<StatusCode>(code), message);
+  uint8_t compressed = 0;
+  uint64_t key_size = 0;
+  w.GetPod(&compressed);
+  w.GetVec(&out->chunk_offset);
+  w.GetVec(&out->chunk_size);
+  for (TablePlace& p : out->places) w.GetPod(&p);
+  w.GetPod(&key_size);
+  for (auto& o : out->owned) w.GetVec(&o);
+  if (!w.ok || w.pos != w.bytes.size()) {
+    return Status::Corruption(name + ": malformed answer from the HDF5 query process");
+  }
+  out->compressed = compressed != 0;
+  out->key_size = key_size;
+  return CheckAnswer(q, *out);
+}
+
+}  // namespace mm::reader::internal
