@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <limits>
 
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
+#include "mm/internal/set_rules.h"
 #include "mm/internal/zstd_codec.h"
 
 namespace mm::reader::internal {
@@ -36,7 +36,7 @@ Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardE
   // From here on HDF5 is closed and only the mapping is read.
   shard->TakeLayout(&layout);
   MM_RETURN_NOT_OK(shard->PlaceTables(&layout));
-  MM_RETURN_NOT_OK(shard->CheckOffsets(entry));
+  MM_RETURN_NOT_OK(shard->CheckTables(entry, info));
   return shard;
 }
 
@@ -122,43 +122,18 @@ Status Shard::PlaceTables(ShardLayout* layout) {
   return Status::OK();
 }
 
-// Stage 6: caption_offsets start at 0, strictly increase, end at C; token_offsets start at 0,
-// never decrease, end at T (C and T: index.json's counts).
-Status Shard::CheckOffsets(const ShardEntry& entry) const {
-  const int64_t n = entry.samples, c = entry.captions, tcount = entry.tokens;
-  int64_t prev = LoadI64(caption_offsets_, 0);
-  if (prev != 0)
-    return Status::Corruption(name_ + ": caption_offsets[0] = " + std::to_string(prev));
-  for (int64_t i = 1; i <= n; ++i) {
-    int64_t cur = LoadI64(caption_offsets_, i);
-    if (cur <= prev || cur > c) {
-      return Status::Corruption(name_ + " sample " + std::to_string(i - 1) + ": caption_offsets " +
-                                std::to_string(prev) + " -> " + std::to_string(cur) +
-                                " (must increase, within " + std::to_string(c) + " captions)");
-    }
-    prev = cur;
-  }
-  if (prev != c) {
-    return Status::Corruption(name_ + ": caption_offsets ends at " + std::to_string(prev) +
-                              ", index.json says " + std::to_string(c) + " captions");
-  }
-  prev = LoadI64(token_offsets_, 0);
-  if (prev != 0) return Status::Corruption(name_ + ": token_offsets[0] = " + std::to_string(prev));
-  for (int64_t i = 1; i <= c; ++i) {
-    int64_t cur = LoadI64(token_offsets_, i);
-    if (cur < prev || cur > tcount || cur - prev > std::numeric_limits<int32_t>::max()) {
-      return Status::Corruption(name_ + " caption " + std::to_string(i - 1) + ": token_offsets " +
-                                std::to_string(prev) + " -> " + std::to_string(cur) +
-                                " (must not decrease, within " + std::to_string(tcount) +
-                                " tokens)");
-    }
-    prev = cur;
-  }
-  if (prev != tcount) {
-    return Status::Corruption(name_ + ": token_offsets ends at " + std::to_string(prev) +
-                              ", index.json says " + std::to_string(tcount) + " tokens");
-  }
-  return Status::OK();
+// Stage 6: the set rules on the mapped tables (mm/internal/set_rules.h): offsets from 0 to
+// index.json's C and T, no caption over max_tokens, every token id in [0, vocab_size). One pass
+// over caption_offsets, token_offsets and tokens.
+Status Shard::CheckTables(const ShardEntry& entry, const SetInfo& info) const {
+  TokenTables t;
+  t.samples = entry.samples;
+  t.captions = entry.captions;
+  t.tokens = entry.tokens;
+  t.caption_offsets = caption_offsets_;
+  t.token_offsets = token_offsets_;
+  t.token_ids = tokens_;
+  return CheckTokenTables(name_, t, info).status();
 }
 
 int64_t Shard::SampleOfCaption(int64_t c) const {

@@ -14,8 +14,9 @@
 //      strings), caption_offsets (int64 [N+1]), token_offsets (int64 [C+1]) and tokens
 //      (int32 [T]) have those types and lengths;
 //   5. PlaceTables: each table lies inside the file; views into the mapping;
-//   6. CheckOffsets: the offsets start at 0, increase (strictly for captions), and end at C and
-//      T, the index's counts.
+//   6. CheckTables: the set rules (mm/internal/set_rules.h) over the mapped tables: the offsets
+//      start at 0, increase (strictly for captions) and end at C and T, the index's counts; no
+//      caption is longer than max_tokens; every token id is in [0, vocab_size).
 // Each zstd frame's content size is checked when the chunk is read (that touches its bytes).
 //
 // Memory: 12 bytes of anonymous memory per sample (the chunk table: offset and size); keys,
@@ -89,7 +90,7 @@ class Shard {
   Status VerifyChecksum(const ShardEntry& entry) const;
   void TakeLayout(ShardLayout* layout);
   Status PlaceTables(ShardLayout* layout);
-  Status CheckOffsets(const ShardEntry& entry) const;
+  Status CheckTables(const ShardEntry& entry, const SetInfo& info) const;
   static int64_t LoadI64(const uint8_t* table, int64_t i) {
     int64_t v;
     std::memcpy(&v, table + i * 8, 8);  // tables need not be 8-byte aligned in the file

@@ -9,39 +9,10 @@
 #include "chunk_index.h"
 #include "mm/format.h"
 #include "mm/internal/h5.h"
+#include "mm/internal/set_rules.h"
 
 namespace mm::reader::internal {
 namespace {
-
-// The HDF5 types the format allows for a table.
-enum class TableType { kUint8, kInt32, kInt64, kFixedString };
-
-// Checks HDF5 datatype `type` against `expected`: class, size, byte order, sign.
-Status CheckTableType(hid_t type, TableType expected, const std::string& where) {
-  const H5T_class_t cls = H5Tget_class(type);
-  const size_t size = H5Tget_size(type);
-  bool ok = false;
-  const char* what = "";
-  switch (expected) {
-    case TableType::kUint8:
-      ok = cls == H5T_INTEGER && size == 1 && H5Tget_sign(type) == H5T_SGN_NONE;
-      what = "uint8";
-      break;
-    case TableType::kInt32:
-    case TableType::kInt64:
-      ok = cls == H5T_INTEGER && size == (expected == TableType::kInt32 ? 4u : 8u) &&
-           H5Tget_order(type) == H5T_ORDER_LE && H5Tget_sign(type) == H5T_SGN_2;
-      what = expected == TableType::kInt32 ? "int32 little-endian" : "int64 little-endian";
-      break;
-    case TableType::kFixedString:
-      ok = cls == H5T_STRING && H5Tis_variable_str(type) == 0 && size >= 1 && size <= 65536;
-      what = "a fixed-length string";
-      break;
-  }
-  if (ok) return Status::OK();
-  h5::ClearErrors();
-  return Status::Corruption(where + " is not " + what);
-}
 
 // Checks `images`: uint8 [N, H, W, 3] as index.json says, chunked [1, H, W, 3], filter zstd
 // (32015) or none agreeing with index.json. Sets *compressed.

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "mm/internal/index_json.h"
+#include "mm/internal/set_rules.h"
 #include "shard_set_impl.h"
 
 namespace mm::reader {
@@ -17,6 +18,7 @@ Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& dir,
   MM_ASSIGN_OR_RETURN(std::string text, ReadIndexText(dir));  // never blocks on a FIFO
   auto set = std::make_shared<ShardSetImpl>();
   MM_ASSIGN_OR_RETURN(set->info_, ParseIndex(text, dir));
+  MM_RETURN_NOT_OK(CheckSetRules(set->info_));
   set->first_sample_.push_back(0);
   set->first_caption_.push_back(0);
   for (const ShardEntry& e : set->info_.shards) {

@@ -9,6 +9,8 @@
 //   open_s      ShardSet::Open (the chunk index walk, its cross-check against HDF5, the table
 //               and token checks): the median of 3;
 //   walk_s      the chunk index walk alone (ReadChunkIndex on the mapped bytes): median of 3;
+//   rules_s     the per-shard set rules alone (CheckTokenTables: offsets, caption lengths, every
+//               token id against the vocabulary) on the tables read into memory: median of 3;
 //   baseline_s  the former way: H5Fopen, then H5Dget_chunk_info_by_coord for every chunk, as
 //               Shard::Open did before (HDF5 1.10.8 passes over the whole index per call); once;
 //               skipped (null) when N exceeds MM_OPEN_BENCH_BASELINE_MAX (default 100000).
@@ -28,6 +30,7 @@
 #include "chunk_index.h"
 #include "mapped_file.h"
 #include "mm/internal/index_json.h"
+#include "mm/internal/set_rules.h"
 #include "mm/reader.h"
 #include "shard/shard_writer.h"
 
@@ -138,6 +141,39 @@ double WalkOnly(const std::string& shard, int64_t n) {
   });
 }
 
+template <typename T>
+std::vector<T> ReadTable(hid_t file, const char* name, hid_t type) {
+  hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+  hid_t space = H5Dget_space(d);
+  std::vector<T> v(static_cast<size_t>(H5Sget_simple_extent_npoints(space)));
+  if (!v.empty() && H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0) std::abort();
+  H5Sclose(space);
+  H5Dclose(d);
+  return v;
+}
+
+// CheckTokenTables alone, on the shard's tables read into memory (as mmpack verify holds them).
+double RulesOnly(const std::string& dir, const std::string& shard, int64_t* tokens) {
+  hid_t f = H5Fopen(shard.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  auto co = ReadTable<int64_t>(f, "caption_offsets", H5T_NATIVE_INT64);
+  auto to = ReadTable<int64_t>(f, "token_offsets", H5T_NATIVE_INT64);
+  auto ids = ReadTable<int32_t>(f, "tokens", H5T_NATIVE_INT32);
+  H5Fclose(f);
+  auto set = mm::reader::ShardSet::Open(dir);
+  if (!set.ok()) std::abort();
+  mm::reader::TokenTables t;
+  t.samples = static_cast<int64_t>(co.size()) - 1;
+  t.captions = static_cast<int64_t>(to.size()) - 1;
+  t.tokens = static_cast<int64_t>(ids.size());
+  t.caption_offsets = co.data();
+  t.token_offsets = to.data();
+  t.token_ids = ids.data();
+  *tokens = t.tokens;
+  return Median3([&] {
+    if (!mm::reader::CheckTokenTables("bench", t, set.value()->info()).ok()) std::abort();
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,10 +205,15 @@ int main(int argc, char** argv) {
       }
     });
     const double walk_s = WalkOnly(shard, n);
+    int64_t tokens = 0;
+    const double rules_s = RulesOnly(dir, shard, &tokens);
     const double baseline_s = n <= baseline_max ? Baseline(shard, n) : -1;
-    std::printf("{\"samples\": %lld, \"shard_bytes\": %llu, \"open_s\": %.4f, \"walk_s\": %.4f, ",
-                static_cast<long long>(n),
-                static_cast<unsigned long long>(std::filesystem::file_size(shard)), open_s, walk_s);
+    std::printf(
+        "{\"samples\": %lld, \"tokens\": %lld, \"shard_bytes\": %llu, \"open_s\": %.4f, "
+        "\"walk_s\": %.4f, \"rules_s\": %.4f, ",
+        static_cast<long long>(n), static_cast<long long>(tokens),
+        static_cast<unsigned long long>(std::filesystem::file_size(shard)), open_s, walk_s,
+        rules_s);
     if (baseline_s >= 0) {
       std::printf("\"baseline_s\": %.3f, \"baseline_over_open\": %.1f}\n", baseline_s,
                   baseline_s / open_s);
