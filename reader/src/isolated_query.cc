@@ -98,22 +98,59 @@ Status CheckAnswer(const ShardQuery& q, const ShardLayout& a) {
   return Status::OK();
 }
 
+// The answer's wire form, written by the child and read by the parent: the Status (code,
+// message), then on success the layout, field by field.
+void EncodeAnswer(const Status& st, const ShardLayout& layout, Wire* w) {
+  w->Pod<int32_t>(static_cast<int32_t>(st.code()));
+  w->Str(st.message());
+  if (!st.ok()) return;
+  w->Pod<uint8_t>(layout.compressed);
+  w->Vec(layout.chunk_offset);
+  w->Vec(layout.chunk_size);
+  for (const TablePlace& p : layout.places) {
+    w->Pod<uint64_t>(p.offset);
+    w->Pod<uint64_t>(p.bytes);
+    w->Pod<uint8_t>(p.in_memory);
+  }
+  w->Pod<uint64_t>(layout.key_size);
+  for (const auto& o : layout.owned) w->Vec(o);
+}
+
+Status DecodeAnswer(const ShardQuery& q, Wire* w, ShardLayout* out) {
+  const Status malformed =
+      Status::Corruption(q.name + ": malformed answer from the HDF5 query process");
+  int32_t code = 0;
+  std::string message;
+  if (!w->GetPod(&code) || !w->GetStr(&message) || code < 0 ||
+      code > static_cast<int32_t>(StatusCode::kOutOfRange)) {
+    return malformed;
+  }
+  if (code != 0) return Status(static_cast<StatusCode>(code), message);
+  uint8_t compressed = 0, in_memory = 0;
+  uint64_t key_size = 0;
+  w->GetPod(&compressed);
+  w->GetVec(&out->chunk_offset);
+  w->GetVec(&out->chunk_size);
+  for (TablePlace& p : out->places) {
+    w->GetPod(&p.offset);
+    w->GetPod(&p.bytes);
+    w->GetPod(&in_memory);
+    p.in_memory = in_memory != 0;
+  }
+  w->GetPod(&key_size);
+  for (auto& o : out->owned) w->GetVec(&o);
+  if (!w->ok || w->pos != w->bytes.size()) return malformed;
+  out->compressed = compressed != 0;
+  out->key_size = key_size;
+  return CheckAnswer(q, *out);
+}
+
 // The child's side: query, write the answer, leave without running atexit handlers.
 [[noreturn]] void AnswerInChild(int fd, void (*hook)(), const ShardQuery& q) {
   if (hook) hook();
   ShardLayout layout;
-  Status st = QueryLayout(q, &layout);
   Wire w;
-  w.Pod<int32_t>(static_cast<int32_t>(st.code()));
-  w.Str(st.message());
-  if (st.ok()) {
-    w.Pod<uint8_t>(layout.compressed);
-    w.Vec(layout.chunk_offset);
-    w.Vec(layout.chunk_size);
-    for (const TablePlace& p : layout.places) w.Pod(p);
-    w.Pod<uint64_t>(layout.key_size);
-    for (const auto& o : layout.owned) w.Vec(o);
-  }
+  EncodeAnswer(QueryLayout(q, &layout), layout, &w);
   const char* p = w.bytes.data();
   size_t left = w.bytes.size();
   while (left > 0) {
@@ -126,22 +163,11 @@ Status CheckAnswer(const ShardQuery& q, const ShardLayout& a) {
   ::_exit(0);
 }
 
-// QueryLayout in a forked child; its answer comes back through a pipe. A crash (or sanitizer
-// abort) inside libhdf5 ends the child, not the caller, and becomes a Corruption error; so does
-// a child that does not answer within the deadline (it is killed).
-}  // namespace
-
-IsolatedQueryTestHooks& IsolatedQueryHooksForTesting() {
-  static IsolatedQueryTestHooks hooks;
-  return hooks;
-}
-
-Status QueryLayoutIsolated(const ShardQuery& q, ShardLayout* out) {
-  const std::string& name = q.name;
-  const IsolatedQueryTestHooks hooks = IsolatedQueryHooksForTesting();
+// Forks the child that answers; returns its pid and the read end of its pipe in *fd.
+Result<pid_t> ForkQuery(const ShardQuery& q, void (*hook)(), int* fd) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return Status::IOError(name + ": pipe: " + std::strerror(errno));
+    return Status::IOError(q.name + ": pipe: " + std::strerror(errno));
   }
   pid_t pid;
   {
@@ -154,60 +180,70 @@ Status QueryLayoutIsolated(const ShardQuery& q, ShardLayout* out) {
     int err = errno;
     ::close(fds[0]);
     ::close(fds[1]);
-    return Status::IOError(name + ": fork: " + std::strerror(err));
+    return Status::IOError(q.name + ": fork: " + std::strerror(err));
   }
   if (pid == 0) {
     ::close(fds[0]);
-    AnswerInChild(fds[1], hooks.in_child, q);
+    AnswerInChild(fds[1], hook, q);  // the child's copy of the mutex is never used again
   }
   ::close(fds[1]);
+  *fd = fds[0];
+  return pid;
+}
 
-  // Read until EOF or the deadline.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(hooks.timeout_ms);
-  Wire w;
-  char buf[1 << 16];
+// Reads `fd` until EOF or the deadline; closes it.
+struct Reading {
+  Wire wire;
   bool timed_out = false;
-  int read_errno = 0;
+  int error = 0;  // errno of a failed poll or read
+};
+Reading ReadUntilEof(int fd, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  Reading r;
+  char buf[1 << 16];
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
     if (left <= 0) {
-      timed_out = true;
+      r.timed_out = true;
       break;
     }
-    pollfd pfd{fds[0], POLLIN, 0};
-    int r = ::poll(&pfd, 1, static_cast<int>(left));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      read_errno = errno;
+    pollfd pfd{fd, POLLIN, 0};
+    int ready = ::poll(&pfd, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) {
+      r.error = errno;
       break;
     }
-    if (r == 0) continue;  // the loop re-checks the deadline
-    ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (ready == 0) continue;  // the loop re-checks the deadline
+    ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      read_errno = errno;
+      r.error = errno;
       break;
     }
     if (n == 0) break;  // EOF: the child wrote everything and exited (or died)
-    w.bytes.append(buf, static_cast<size_t>(n));
+    r.wire.bytes.append(buf, static_cast<size_t>(n));
   }
-  ::close(fds[0]);
-  if (timed_out || read_errno != 0) ::kill(pid, SIGKILL);
+  ::close(fd);
+  return r;
+}
+
+// Reaps the child (killed first if it did not answer) and turns how it ended into a Status.
+Status ReapChild(const std::string& name, pid_t pid, const Reading& r, int timeout_ms) {
+  if (r.timed_out || r.error != 0) ::kill(pid, SIGKILL);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) {
+  if (r.timed_out) {
     return Status::Corruption(name + ": HDF5 metadata query timed out after " +
-                              std::to_string(hooks.timeout_ms) +
+                              std::to_string(timeout_ms) +
                               " ms (query process killed; was another thread of this process "
                               "inside HDF5? see OpenOptions::isolate_hdf5)");
   }
-  if (read_errno != 0) {
-    return Status::IOError(name +
-                           ": reading the HDF5 query's answer: " + std::strerror(read_errno));
+  if (r.error != 0) {
+    return Status::IOError(name + ": reading the HDF5 query's answer: " + std::strerror(r.error));
   }
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
     return Status::Corruption(
@@ -217,27 +253,26 @@ Status QueryLayoutIsolated(const ShardQuery& q, ShardLayout* out) {
              : "failed (exit status " + std::to_string(WEXITSTATUS(wstatus)) + ")") +
         " reading the shard's metadata");
   }
-  int32_t code = 0;
-  std::string message;
-  if (!w.GetPod(&code) || !w.GetStr(&message) || code < 0 ||
-      code > static_cast<int32_t>(StatusCode::kOutOfRange)) {
-    return Status::Corruption(name + ": malformed answer from the HDF5 query process");
-  }
-  if (code != 0) return Status(static_cast<StatusCode>(code), message);
-  uint8_t compressed = 0;
-  uint64_t key_size = 0;
-  w.GetPod(&compressed);
-  w.GetVec(&out->chunk_offset);
-  w.GetVec(&out->chunk_size);
-  for (TablePlace& p : out->places) w.GetPod(&p);
-  w.GetPod(&key_size);
-  for (auto& o : out->owned) w.GetVec(&o);
-  if (!w.ok || w.pos != w.bytes.size()) {
-    return Status::Corruption(name + ": malformed answer from the HDF5 query process");
-  }
-  out->compressed = compressed != 0;
-  out->key_size = key_size;
-  return CheckAnswer(q, *out);
+  return Status::OK();
+}
+
+}  // namespace
+
+IsolatedQueryTestHooks& IsolatedQueryHooksForTesting() {
+  static IsolatedQueryTestHooks hooks;
+  return hooks;
+}
+
+// QueryLayout in a forked child; its answer comes back through a pipe. A crash (or sanitizer
+// abort) inside libhdf5 ends the child, not the caller, and becomes a Corruption error; so does
+// a child that does not answer within the deadline (it is killed).
+Status QueryLayoutIsolated(const ShardQuery& q, ShardLayout* out) {
+  const IsolatedQueryTestHooks hooks = IsolatedQueryHooksForTesting();
+  int fd = -1;
+  MM_ASSIGN_OR_RETURN(pid_t pid, ForkQuery(q, hooks.in_child, &fd));
+  Reading r = ReadUntilEof(fd, hooks.timeout_ms);
+  MM_RETURN_NOT_OK(ReapChild(q.name, pid, r, hooks.timeout_ms));
+  return DecodeAnswer(q, &r.wire, out);
 }
 
 }  // namespace mm::reader::internal

@@ -14,14 +14,11 @@
 namespace mm::reader::internal {
 namespace {
 
-// Checks `images`: uint8 [N, H, W, 3] as index.json says, chunked [1, H, W, 3], filter zstd
-// (32015) or none agreeing with index.json. Sets *compressed.
-Status CheckImages(const ShardQuery& q, hid_t img, bool* compressed) {
-  const std::string where = q.name + ": dataset 'images'";
+// Checks `images`' type and shape: uint8 [N, H, W, 3] as index.json says; sets dims.
+Status CheckImagesShape(const ShardQuery& q, hid_t img, const std::string& where, hsize_t dims[4]) {
   h5::Datatype t(H5Dget_type(img));
   MM_RETURN_NOT_OK(CheckTableType(t.get(), TableType::kUint8, where));
   h5::Dataspace s(H5Dget_space(img));
-  hsize_t dims[4] = {0, 0, 0, 0};
   if (!s.valid() || H5Sget_simple_extent_ndims(s.get()) != 4 ||
       H5Sget_simple_extent_dims(s.get(), dims, nullptr) != 4) {
     h5::ClearErrors();
@@ -37,15 +34,13 @@ Status CheckImages(const ShardQuery& q, hid_t img, bool* compressed) {
         std::to_string(q.entry->samples) + ", " + std::to_string(info.image_height) + ", " +
         std::to_string(info.image_width) + ", 3]");
   }
-  h5::PropList dcpl(H5Dget_create_plist(img));
-  hsize_t chunk[4] = {0, 0, 0, 0};
-  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED ||
-      H5Pget_chunk(dcpl.get(), 4, chunk) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
-      chunk[2] != dims[2] || chunk[3] != 3) {
-    h5::ClearErrors();
-    return Status::Corruption(where + " is not chunked one image per chunk");
-  }
-  const int nfilters = H5Pget_nfilters(dcpl.get());
+  return Status::OK();
+}
+
+// Checks `images`' filter pipeline: zstd (32015) or none, as index.json says.
+Status CheckImagesFilter(const ShardQuery& q, hid_t dcpl, const std::string& where,
+                         bool* compressed) {
+  const int nfilters = H5Pget_nfilters(dcpl);
   if (nfilters < 0 || nfilters > 1) {
     h5::ClearErrors();
     return Status::Unsupported(where + " has " + std::to_string(nfilters) +
@@ -55,8 +50,7 @@ Status CheckImages(const ShardQuery& q, hid_t img, bool* compressed) {
   if (nfilters == 1) {
     unsigned flags = 0, filter_config = 0;
     size_t ncd = 0;
-    H5Z_filter_t id =
-        H5Pget_filter2(dcpl.get(), 0, &flags, &ncd, nullptr, 0, nullptr, &filter_config);
+    H5Z_filter_t id = H5Pget_filter2(dcpl, 0, &flags, &ncd, nullptr, 0, nullptr, &filter_config);
     if (id != mm::format::kZstdFilterId) {
       h5::ClearErrors();
       return Status::Unsupported(where + " uses HDF5 filter " + std::to_string(id) +
@@ -64,11 +58,28 @@ Status CheckImages(const ShardQuery& q, hid_t img, bool* compressed) {
     }
     *compressed = true;
   }
-  if (*compressed != (info.compression == "zstd")) {
+  const std::string& codec = q.info->compression;
+  if (*compressed != (codec == "zstd")) {
     return Status::Corruption(where + (*compressed ? " is zstd-compressed" : " is uncompressed") +
-                              " but index.json says compression \"" + info.compression + "\"");
+                              " but index.json says compression \"" + codec + "\"");
   }
   return Status::OK();
+}
+
+// Checks `images`: type and shape, chunked [1, H, W, 3], its filter. Sets *compressed.
+Status CheckImages(const ShardQuery& q, hid_t img, bool* compressed) {
+  const std::string where = q.name + ": dataset 'images'";
+  hsize_t dims[4] = {0, 0, 0, 0};
+  MM_RETURN_NOT_OK(CheckImagesShape(q, img, where, dims));
+  h5::PropList dcpl(H5Dget_create_plist(img));
+  hsize_t chunk[4] = {0, 0, 0, 0};
+  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED ||
+      H5Pget_chunk(dcpl.get(), 4, chunk) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
+      chunk[2] != dims[2] || chunk[3] != 3) {
+    h5::ClearErrors();
+    return Status::Corruption(where + " is not chunked one image per chunk");
+  }
+  return CheckImagesFilter(q, dcpl.get(), where, compressed);
 }
 
 // What HDF5 says of the file and of images' object header, to start the chunk index walk.
@@ -126,12 +137,22 @@ Result<std::vector<ChunkRecord>> QueryChunksOneByOne(const ShardQuery& q, hid_t 
   return records;
 }
 
-// HDF5's own view of what the walk found, checked cheaply: every chunk's stored size through
-// HDF5's index lookup (H5Dget_chunk_storage_size: one B-tree search each, 0.05 s for 100k
-// chunks), and the first and last chunk's whole record (H5Dget_chunk_info_by_coord: a pass over
-// the index each).
+// HDF5's own view of what the walk found, checked cheaply: its chunk count (H5Dget_num_chunks:
+// a pass over the index), every chunk's stored size through HDF5's index lookup
+// (H5Dget_chunk_storage_size: one B-tree search each, 0.05 s for 100k chunks), and the first
+// and last chunk's whole record (H5Dget_chunk_info_by_coord: a pass over the index each).
 Status CrossCheck(const ShardQuery& q, hid_t img, const std::vector<ChunkRecord>& records) {
   const int64_t n = static_cast<int64_t>(records.size());
+  h5::Dataspace space(H5Dget_space(img));
+  hsize_t nchunks = 0;
+  if (!space.valid() || H5Dget_num_chunks(img, space.get(), &nchunks) < 0) {
+    return h5::ErrorFromStack(StatusCode::kCorruption,
+                              q.name + ": dataset 'images': cannot count chunks");
+  }
+  if (static_cast<int64_t>(nchunks) != n) {
+    return Status::Corruption(q.name + ": dataset 'images' has " + std::to_string(nchunks) +
+                              " chunks for " + std::to_string(n) + " samples");
+  }
   for (int64_t i = 0; i < n; ++i) {
     hsize_t coord[4] = {static_cast<hsize_t>(i), 0, 0, 0};
     hsize_t size = 0;
@@ -161,29 +182,23 @@ Status CrossCheck(const ShardQuery& q, hid_t img, const std::vector<ChunkRecord>
 // The chunk table: one chunk per sample, read by the chunk index walk (or one by one for
 // another index type), each checked against the file and the image size, then against HDF5.
 Status ReadChunkTable(const ShardQuery& q, hid_t file, hid_t img, ShardLayout* out) {
-  const std::string where = q.name + ": dataset 'images'";
-  h5::Dataspace space(H5Dget_space(img));
-  hsize_t nchunks = 0;
-  if (!space.valid() || H5Dget_num_chunks(img, space.get(), &nchunks) < 0) {
-    return h5::ErrorFromStack(StatusCode::kCorruption, where + ": cannot count chunks");
-  }
   const int64_t n = q.entry->samples;
-  if (static_cast<int64_t>(nchunks) != n) {
-    return Status::Corruption(where + " has " + std::to_string(nchunks) + " chunks for " +
-                              std::to_string(n) + " samples");
-  }
   MM_ASSIGN_OR_RETURN(ChunkIndexHints hints, IndexHints(q, file, img));
   const ChunkGrid grid{{1, static_cast<uint32_t>(q.info->image_height),
                         static_cast<uint32_t>(q.info->image_width), 3},
                        /*element_size=*/1,
                        n};
+  // The walk comes before any HDF5 pass over the index: HDF5 1.10.8 recurses without end into
+  // a B-tree node that is its own child (a crafted shard crashed the process with SIGSEGV in
+  // H5Dget_num_chunks), so HDF5 is only asked about an index the walk found to be a tree.
   auto walked = ReadChunkIndex(q.file->data(), q.file->size(), hints, grid);
-  if (!walked.ok() && walked.status().code() == StatusCode::kUnsupported) {
+  if (!walked.ok()) {
+    if (walked.status().code() != StatusCode::kUnsupported) {
+      return walked.status().WithContext(q.name + ": dataset 'images': chunk index");
+    }
     walked = QueryChunksOneByOne(q, img, walked.status());
-  } else if (!walked.ok()) {
-    return walked.status().WithContext(where + ": chunk index");
+    if (!walked.ok()) return walked.status();
   }
-  if (!walked.ok()) return walked.status();
   const std::vector<ChunkRecord>& records = walked.value();
   out->chunk_offset.resize(n);
   out->chunk_size.resize(n);
@@ -197,9 +212,38 @@ Status ReadChunkTable(const ShardQuery& q, hid_t file, hid_t img, ShardLayout* o
   return CrossCheck(q, img, records);
 }
 
-// Checks dataset `name`'s type and 1-D shape [expected_len], and finds where its bytes lie.
-// A non-contiguous table (mmpack never writes one) is read into *memory, at most as many bytes
-// as the file holds.
+// Where table `d` (of type `t`, place->bytes bytes) lies: its file offset when contiguous
+// (H5Dget_offset), else its bytes read through HDF5 into *memory, at most as many bytes as the
+// file holds (mmpack never writes such a table).
+Status PlaceTable(const ShardQuery& q, hid_t d, hid_t t, TableType type, const std::string& where,
+                  TablePlace* place, std::vector<uint8_t>* memory) {
+  h5::PropList dcpl(H5Dget_create_plist(d));
+  if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS) {
+    haddr_t offset = H5Dget_offset(d);
+    if (offset == HADDR_UNDEF) {
+      h5::ClearErrors();
+      return Status::Corruption(where + " has no storage in the file");
+    }
+    place->offset = offset;
+    return Status::OK();
+  }
+  if (place->bytes > q.file->size()) {
+    return Status::Corruption(where + " would take " + std::to_string(place->bytes) +
+                              " bytes of memory, more than the file holds");
+  }
+  memory->resize(place->bytes);
+  h5::Datatype mem(type == TableType::kFixedString
+                       ? H5Tcopy(t)
+                       : H5Tcopy(type == TableType::kInt64 ? H5T_STD_I64LE : H5T_STD_I32LE));
+  if (H5Dread(d, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, memory->data()) < 0) {
+    return h5::ErrorFromStack(StatusCode::kCorruption, where + ": read failed");
+  }
+  place->in_memory = true;
+  return Status::OK();
+}
+
+// Checks dataset `name`'s type and 1-D shape [expected_len], and finds where its bytes lie
+// (PlaceTable).
 Status LocateTable(const ShardQuery& q, hid_t file, const char* name, TableType type,
                    int64_t expected_len, TablePlace* place, size_t* elem_size,
                    std::vector<uint8_t>* memory) {
@@ -224,30 +268,7 @@ Status LocateTable(const ShardQuery& q, hid_t file, const char* name, TableType 
   }
   place->bytes = dims[0] * size;  // expected_len < 2^59, size <= 65536 (CheckTableType)
   if (place->bytes == 0) return Status::OK();
-  h5::PropList dcpl(H5Dget_create_plist(d.get()));
-  if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS) {
-    haddr_t offset = H5Dget_offset(d.get());
-    if (offset == HADDR_UNDEF) {
-      h5::ClearErrors();
-      return Status::Corruption(where + " has no storage in the file");
-    }
-    place->offset = offset;
-    return Status::OK();
-  }
-  // Not contiguous (compact or chunked): read it through HDF5 once.
-  if (place->bytes > q.file->size()) {
-    return Status::Corruption(where + " would take " + std::to_string(place->bytes) +
-                              " bytes of memory, more than the file holds");
-  }
-  memory->resize(place->bytes);
-  h5::Datatype mem(type == TableType::kFixedString
-                       ? H5Tcopy(t.get())
-                       : H5Tcopy(type == TableType::kInt64 ? H5T_STD_I64LE : H5T_STD_I32LE));
-  if (H5Dread(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, memory->data()) < 0) {
-    return h5::ErrorFromStack(StatusCode::kCorruption, where + ": read failed");
-  }
-  place->in_memory = true;
-  return Status::OK();
+  return PlaceTable(q, d.get(), t.get(), type, where, place, memory);
 }
 
 // keys, caption_offsets, token_offsets, tokens: types, lengths, places.

@@ -317,6 +317,38 @@ TEST(ShardSet, RejectsChunkKeyWithAWrongStoredSize) {
       << r.status().ToString();
 }
 
+TEST(ShardSet, ChunkIndexCycleIsAnErrorBeforeHdf5WalksIt) {
+  // A B-tree node that is its own child. HDF5's own passes over the index
+  // (H5Dget_num_chunks, H5Dget_chunk_info_by_coord) recurse into it without end; the reader's
+  // walk refuses it first, so HDF5 is only asked about an index already known to be a tree.
+  TempDir tmp;
+  FixtureOptions o;
+  o.width = o.height = 4;
+  ASSERT_TRUE(mm::testing::WriteShardSet(tmp.path(), mm::testing::ManySamples(3000), o).ok());
+  const std::string path = tmp / "shard-000000.h5";
+  std::string bytes = ReadFile(path);
+  size_t root = std::string::npos;
+  int root_level = -1;
+  for (size_t p = bytes.find("TREE"); p != std::string::npos; p = bytes.find("TREE", p + 1)) {
+    if (bytes[p + 4] == 1 && static_cast<uint8_t>(bytes[p + 5]) > root_level) {
+      root = p;
+      root_level = static_cast<uint8_t>(bytes[p + 5]);
+    }
+  }
+  ASSERT_GE(root_level, 1);
+  const uint64_t self = root;
+  std::memcpy(&bytes[root + 24 + 48], &self, 8);  // child 0, after the header and key 0
+  WriteFile(path, bytes);
+  RefreshIndexEntry(tmp.path(), 0);
+  auto r = ShardSet::Open(tmp.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("shard-000000.h5: dataset 'images': chunk index: "
+                                      "chunk B-tree node at file offset " +
+                                      std::to_string(root) + " is reached twice (a cycle)"),
+            std::string::npos)
+      << r.status().ToString();
+}
+
 TEST(ShardSet, CorruptFrameGivesCorruptionNamingShardAndSample) {
   TempDir tmp;
   mm::testing::CopySet(CocoSet(ThreeShards()), tmp.path());
