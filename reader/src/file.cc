@@ -35,7 +35,7 @@ Result<RegularFile> OpenRegularFile(const std::string& path) {
   if (::fstat(file.fd.get(), &st) != 0) return ErrnoStatus(errno, "cannot stat " + path);
   if (S_ISDIR(st.st_mode)) return ErrnoStatus(EISDIR, "cannot read " + path);
   if (!S_ISREG(st.st_mode)) {
-    return Status::IOError(path + " is not a regular file (FIFO, device or socket)");
+    return Status::IOError("cannot read " + path + ": not a regular file (FIFO, device or socket)");
   }
   file.size = static_cast<int64_t>(st.st_size);
   return file;

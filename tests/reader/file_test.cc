@@ -37,7 +37,8 @@ TEST(OpenRegularFile, RefusesAFifoAtOnceInsteadOfWaitingForAWriter) {
   auto file = OpenRegularFile(fifo);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   ASSERT_FALSE(file.ok());
-  EXPECT_EQ(file.status().message(), fifo + " is not a regular file (FIFO, device or socket)");
+  EXPECT_EQ(file.status().message(),
+            "cannot read " + fifo + ": not a regular file (FIFO, device or socket)");
   std::string bytes;
   EXPECT_EQ(ReadRegularFile(fifo, &bytes).code(), StatusCode::kIOError);
 }

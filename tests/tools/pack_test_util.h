@@ -42,6 +42,11 @@ class TempDir {
   }
   const fs::path& path() const { return path_; }
   fs::path operator/(const std::string& name) const { return path_ / name; }
+  /// The subfolder `name`, created.
+  fs::path Sub(const std::string& name) const {
+    fs::create_directories(path_ / name);
+    return path_ / name;
+  }
 
  private:
   fs::path path_;

@@ -3,7 +3,6 @@
 // token ids printed. Captions are read through HDF5 (variable-length strings; the reader
 // itself never needs their text).
 #include <hdf5.h>
-#include <vips/vips.h>
 
 #include <memory>
 #include <ostream>
@@ -11,11 +10,10 @@
 #include <vector>
 
 #include "commands/commands.h"
-#include "shard/h5_util.h"
-#include "image/image_pipeline.h"
+#include "image/png.h"
 #include "mm/format.h"
-#include "mm/internal/c_handles.h"
 #include "mm/reader.h"
+#include "shard/h5_util.h"
 
 namespace mm::pack {
 namespace {
@@ -61,20 +59,8 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
   std::vector<uint8_t> pixels(set->image_bytes());
   MM_RETURN_NOT_OK(set->ReadImage(i, pixels.data()));
 
-  MM_RETURN_NOT_OK(InitVips());
-  VipsImagePtr image(vips_image_new_from_memory(pixels.data(), pixels.size(), info.image_width,
-                                                info.image_height, 3, VIPS_FORMAT_UCHAR));
-  if (!image) {
-    std::string msg = vips_error_buffer();
-    vips_error_clear();
-    return Status::Internal("vips_image_new_from_memory: " + msg);
-  }
-  image->Type = VIPS_INTERPRETATION_sRGB;
-  if (vips_pngsave(image.get(), options.output_png.c_str(), nullptr) != 0) {
-    std::string msg = vips_error_buffer();
-    vips_error_clear();
-    return Status::IOError(options.output_png + ": " + msg);
-  }
+  MM_RETURN_NOT_OK(
+      WritePng(pixels.data(), info.image_width, info.image_height, options.output_png));
 
   // Which shard, and the sample's first caption in it.
   int64_t first = 0;

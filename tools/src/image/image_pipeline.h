@@ -22,14 +22,16 @@
 //      stored orientation, only the window that is kept;
 //   4. apply the EXIF orientation (1..8) and fit: center-crop (cover, crop the middle), pad
 //      (contain, letterbox centred on the background), stretch (both axes independently).
-// Errors from libvips (vips_error_buffer) and TurboJPEG (tjGetErrorStr2) are translated
-// here only.
+// Errors from libvips (vips_error_buffer, vips_errors.cc) and TurboJPEG (tjGetErrorStr2,
+// decode_turbo.cc) are translated there only. Files: sniff.h, jpeg_metadata.h, decode.h,
+// resample.h, colour.h; image_pipeline.cc runs the steps.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "image/colour.h"
 #include "mm/format.h"
 #include "mm/status.h"
 
@@ -37,15 +39,6 @@ namespace mm::pack {
 
 /// center-crop | pad | stretch: part of the format (mm/format.h).
 using mm::format::ResizeMode;
-
-struct Rgb {
-  uint8_t r = 255, g = 255, b = 255;
-};
-/// "white", "black", "gray"/"grey", "#rrggbb", "#rgb" or "r,g,b" (0..255).
-/// Errors: InvalidArgument.
-[[nodiscard]] Result<Rgb> ParseColour(const std::string& text);
-/// "#rrggbb", lowercase.
-std::string ColourHex(Rgb colour);
 
 struct ImageOptions {
   int width = 224;   // output pixels

@@ -37,25 +37,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "ingest/input_format.h"
 #include "mm/status.h"
 
 namespace mm::pack {
-
-/// The layout of `mmpack build`'s input (the formats above). Parsed once from --input-format;
-/// ToString's text is what report.json ("input_format") and index.json
-/// ("build_options.input_format") store.
-enum class InputFormat { kAuto, kFiles, kJsonl, kCsv, kTsv, kCoco, kWds };
-inline constexpr InputFormat kInputFormats[] = {
-    InputFormat::kAuto, InputFormat::kFiles, InputFormat::kJsonl, InputFormat::kCsv,
-    InputFormat::kTsv,  InputFormat::kCoco,  InputFormat::kWds};
-std::string_view ToString(InputFormat format);
-/// "auto" | "files" | "jsonl" | "csv" | "tsv" | "coco" | "wds"; nullopt for anything else.
-std::optional<InputFormat> ParseInputFormat(std::string_view text);
 
 /// One image with its captions, as the input gave them.
 struct RawSample {

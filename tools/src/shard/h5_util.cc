@@ -115,6 +115,45 @@ Result<int64_t> ReadIntAttribute(hid_t object, const char* name) {
   return value;
 }
 
+Result<std::vector<std::string>> ReadFixedStrings(hid_t file, const char* name, size_t count) {
+  MM_ASSIGN_OR_RETURN(
+      Dataset dset, Own<Dataset>(H5Dopen2(file, name, H5P_DEFAULT), std::string("opening ") + name,
+                                 StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(Datatype type, Own<Datatype>(H5Dget_type(dset.get()), "H5Dget_type"));
+  size_t width = H5Tget_size(type.get());
+  std::vector<char> buffer(count * width);
+  if (count > 0) {
+    MM_RETURN_NOT_OK(
+        Check(H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
+              std::string("reading ") + name, StatusCode::kCorruption));
+  }
+  std::vector<std::string> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    const char* p = buffer.data() + i * width;
+    out[i].assign(p, strnlen(p, width));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> ReadVlenStrings(hid_t file, const char* name, size_t count) {
+  MM_ASSIGN_OR_RETURN(
+      Dataset dset, Own<Dataset>(H5Dopen2(file, name, H5P_DEFAULT), std::string("opening ") + name,
+                                 StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(Datatype type, VlenUtf8Type());
+  std::vector<char*> pointers(count, nullptr);
+  if (count > 0) {
+    MM_RETURN_NOT_OK(
+        Check(H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()),
+              std::string("reading ") + name, StatusCode::kCorruption));
+  }
+  std::vector<std::string> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (pointers[i] != nullptr) out[i] = pointers[i];
+    H5free_memory(pointers[i]);
+  }
+  return out;
+}
+
 Result<std::vector<hsize_t>> DatasetDims(hid_t dataset) {
   MM_ASSIGN_OR_RETURN(Dataspace space, Own<Dataspace>(H5Dget_space(dataset), "H5Dget_space"));
   int rank = H5Sget_simple_extent_ndims(space.get());

@@ -1,7 +1,7 @@
-// h5_util.h: the writer-side HDF5 helpers of mm_pack (string types, scalar attributes,
-// dataset dimensions, the compiled-in zstd filter), on top of the handle owners and the error
-// translation of mm/internal/h5.h (mm_reader's, shared so that HDF5's error stack becomes a
-// Status in exactly one place). Private to mm_pack.
+// h5_util.h: the HDF5 helpers of mm_pack's writer and verifier (string types, scalar
+// attributes, whole-dataset reads, dataset dimensions, the linked-in zstd filter), on top of the
+// handle owners and the error translation of mm/internal/h5.h (mm_reader's, shared so that HDF5's
+// error stack becomes a Status in exactly one place). Private to mm_pack.
 //
 // Thread safety: Debian's HDF5 is built without thread safety; call HDF5 from one thread at a
 // time. Handle objects are move-only values.
@@ -51,6 +51,29 @@ Result<std::string> ReadStringAttribute(hid_t object, const char* name);
 /// Reads a scalar integer attribute of any integer width as int64. Errors: NotFound,
 /// Corruption (not an integer).
 Result<int64_t> ReadIntAttribute(hid_t object, const char* name);
+
+/// The whole dataset `name` of `file` as `count` elements of `mem_type` (a numeric type of T).
+/// Errors: Corruption (missing, unreadable, or of another size).
+template <typename T>
+Result<std::vector<T>> ReadNumeric(hid_t file, const char* name, hid_t mem_type, size_t count) {
+  MM_ASSIGN_OR_RETURN(
+      Dataset dset, Own<Dataset>(H5Dopen2(file, name, H5P_DEFAULT), std::string("opening ") + name,
+                                 StatusCode::kCorruption));
+  std::vector<T> values(count);
+  if (count > 0) {
+    MM_RETURN_NOT_OK(
+        Check(H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+              std::string("reading ") + name, StatusCode::kCorruption));
+  }
+  return values;
+}
+
+/// The whole fixed-length string dataset `name` of `file` (`count` strings, NUL padding
+/// dropped). Errors: Corruption.
+Result<std::vector<std::string>> ReadFixedStrings(hid_t file, const char* name, size_t count);
+/// The whole variable-length string dataset `name` of `file` (`count` strings).
+/// Errors: Corruption.
+Result<std::vector<std::string>> ReadVlenStrings(hid_t file, const char* name, size_t count);
 
 /// Dimensions of a dataset's dataspace (empty for a scalar). Errors: Internal.
 Result<std::vector<hsize_t>> DatasetDims(hid_t dataset);

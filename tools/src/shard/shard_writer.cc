@@ -1,9 +1,6 @@
-// shard_writer.cc: the HDF5 writer of format v1 (see shard_writer.h and schemas/FORMAT.md).
-//
-// File layout choices that make the output byte-identical for the same samples: libver bounds
-// earliest..v110, object timestamps off (file, every dataset), no fill values, the zstd filter
-// registered in-process (its name is stored the same whether or not a plugin is on the path),
-// datasets and attributes created in a fixed order.
+// shard_writer.cc: the writer of format v1 (see shard_writer.h and schemas/FORMAT.md): when a
+// shard closes, what its tables hold, in which order they and the attributes are written. The
+// HDF5 layout itself (what makes the bytes the same for the same samples) is shard_file.h.
 #include "shard/shard_writer.h"
 
 #include <fcntl.h>
@@ -22,12 +19,13 @@
 #include <utility>
 #include <vector>
 
-#include "shard/h5_util.h"
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
 #include "mm/internal/zstd_codec.h"
+#include "shard/h5_util.h"
+#include "shard/shard_file.h"
 
 namespace mm::pack {
 
@@ -46,38 +44,6 @@ constexpr int64_t kPerSampleOverheadBytes = 96 + 32;
 // Per caption: the vlen record and heap object header (~40 bytes), its offset (8 bytes).
 constexpr int64_t kPerCaptionOverheadBytes = 48;
 
-// The dtype ("uint8", "int32", "int64", "string-fixed", "string-vlen") and rank of every dataset
-// of the embedded schema (schemas/shard_v1.json), by name.
-struct SchemaDataset {
-  std::string dtype;
-  size_t rank = 0;
-  std::string layout;
-};
-
-Result<std::map<std::string, SchemaDataset>> LoadSchemaDatasets() {
-  nlohmann::json schema = nlohmann::json::parse(format::SchemaJson(), nullptr, false);
-  if (schema.is_discarded() || !schema.contains("datasets")) {
-    return Status::Internal("embedded shard schema is not valid JSON with 'datasets'");
-  }
-  std::map<std::string, SchemaDataset> out;
-  for (const auto& d : schema["datasets"]) {
-    SchemaDataset sd;
-    sd.dtype = d.value("dtype", "");
-    sd.rank = d.contains("shape") ? d["shape"].size() : 0;
-    sd.layout = d.value("layout", "any");
-    out[d.value("name", "")] = sd;
-  }
-  return out;
-}
-
-// File datatype for a numeric schema dtype (little-endian, as FORMAT.md says).
-Result<hid_t> NumericFileType(const std::string& dtype) {
-  if (dtype == "uint8") return H5T_STD_U8LE;
-  if (dtype == "int32") return H5T_STD_I32LE;
-  if (dtype == "int64") return H5T_STD_I64LE;
-  return Status::Internal("schema dtype '" + dtype + "' is not numeric");
-}
-
 Status CheckText(const std::string& text, const char* what, const std::string& key) {
   if (text.find('\0') != std::string::npos) {
     return Status::InvalidArgument(std::string(what) + " of sample '" + key +
@@ -88,7 +54,7 @@ Status CheckText(const std::string& text, const char* what, const std::string& k
 
 class ShardWriterImpl final : public ShardWriter {
  public:
-  ShardWriterImpl(WriterOptions options, std::map<std::string, SchemaDataset> schema)
+  ShardWriterImpl(WriterOptions options, SchemaDatasets schema)
       : options_(std::move(options)), schema_(std::move(schema)) {
     image_bytes_ = static_cast<size_t>(options_.image_width) * options_.image_height * 3;
   }
@@ -199,56 +165,12 @@ class ShardWriterImpl final : public ShardWriter {
     return (fs::path(options_.output_dir) / format::TempShardFileName(shard_index_)).string();
   }
 
-  // Dataset creation properties shared by every dataset: no timestamps; no fill values for
-  // fixed-size types (HDF5 requires the fill machinery for variable-length strings).
-  Result<h5::PropList> BaseDcpl(bool variable_length) const {
-    MM_ASSIGN_OR_RETURN(h5::PropList dcpl,
-                        h5::Own<h5::PropList>(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate"));
-    MM_RETURN_NOT_OK(h5::Check(H5Pset_obj_track_times(dcpl.get(), false), "track_times"));
-    if (!variable_length) {
-      MM_RETURN_NOT_OK(h5::Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill_time"));
-    }
-    return dcpl;
-  }
-
   Status OpenShard() {
-    MM_ASSIGN_OR_RETURN(h5::PropList fcpl,
-                        h5::Own<h5::PropList>(H5Pcreate(H5P_FILE_CREATE), "H5Pcreate"));
-    MM_RETURN_NOT_OK(h5::Check(H5Pset_obj_track_times(fcpl.get(), false), "track_times"));
-    MM_ASSIGN_OR_RETURN(h5::PropList fapl,
-                        h5::Own<h5::PropList>(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate"));
-    MM_RETURN_NOT_OK(h5::Check(
-        H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_EARLIEST, H5F_LIBVER_V110), "libver"));
-    std::string tmp = TempPath();
-    MM_ASSIGN_OR_RETURN(
-        file_, h5::Own<h5::File>(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
-                                 "creating " + tmp, StatusCode::kIOError));
+    MM_ASSIGN_OR_RETURN(file_, CreateShardFile(TempPath()));
     open_ = true;
-
-    const hsize_t h = static_cast<hsize_t>(options_.image_height);
-    const hsize_t w = static_cast<hsize_t>(options_.image_width);
-    hsize_t dims[4] = {0, h, w, 3};
-    hsize_t max_dims[4] = {H5S_UNLIMITED, h, w, 3};
-    hsize_t chunk[4] = {1, h, w, 3};
-    MM_ASSIGN_OR_RETURN(h5::Dataspace space,
-                        h5::Own<h5::Dataspace>(H5Screate_simple(4, dims, max_dims), "H5S"));
-    MM_ASSIGN_OR_RETURN(h5::PropList dcpl, BaseDcpl(/*variable_length=*/false));
-    MM_RETURN_NOT_OK(h5::Check(H5Pset_chunk(dcpl.get(), 4, chunk), "H5Pset_chunk"));
-    MM_RETURN_NOT_OK(
-        h5::Check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR), "H5Pset_alloc_time"));
-    if (options_.compression == format::Codec::kZstd) {
-      // A negative (fast) level is stored as its 32-bit two's complement (-1: 4294967295, as
-      // h5dump prints it); filters read cd_values[0] back as an int.
-      const unsigned level[1] = {static_cast<unsigned>(options_.compression_level)};
-      MM_RETURN_NOT_OK(
-          h5::Check(H5Pset_filter(dcpl.get(), format::kZstdFilterId, H5Z_FLAG_OPTIONAL, 1, level),
-                    "H5Pset_filter(zstd)"));
-    }
-    MM_ASSIGN_OR_RETURN(hid_t file_type, NumericFileType(schema_.at(format::kImages).dtype));
-    MM_ASSIGN_OR_RETURN(
-        images_, h5::Own<h5::Dataset>(H5Dcreate2(file_.get(), format::kImages, file_type,
-                                                 space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                                      "H5Dcreate2(images)"));
+    MM_ASSIGN_OR_RETURN(images_, CreateImages(file_.get(), schema_.at(format::kImages),
+                                              options_.image_height, options_.image_width,
+                                              options_.compression, options_.compression_level));
     num_samples_ = 0;
     shard_bytes_ = kShardOverheadBytes;
     keys_.clear();
@@ -263,75 +185,18 @@ class ShardWriterImpl final : public ShardWriter {
   }
 
   Status AppendChunk(const std::vector<uint8_t>& chunk) {
-    const hsize_t h = static_cast<hsize_t>(options_.image_height);
-    const hsize_t w = static_cast<hsize_t>(options_.image_width);
-    hsize_t n = static_cast<hsize_t>(num_samples_);
-    hsize_t dims[4] = {n + 1, h, w, 3};
-    MM_RETURN_NOT_OK(h5::Check(H5Dset_extent(images_.get(), dims), "H5Dset_extent(images)",
-                               StatusCode::kIOError));
-    hsize_t offset[4] = {n, 0, 0, 0};
-    MM_RETURN_NOT_OK(h5::Check(H5Dwrite_chunk(images_.get(), H5P_DEFAULT, /*filters=*/0, offset,
-                                              chunk.size(), chunk.data()),
-                               "H5Dwrite_chunk(images)", StatusCode::kIOError));
+    MM_RETURN_NOT_OK(AppendImageChunk(images_.get(), num_samples_, options_.image_height,
+                                      options_.image_width, chunk));
     ++num_samples_;
     return Status::OK();
   }
 
-  // Writes one contiguous table: file type from the schema's dtype, `dims` from the data.
   Status WriteNumeric(const char* name, const std::vector<hsize_t>& dims, hid_t mem_type,
                       const void* data) {
-    const SchemaDataset& sd = schema_.at(name);
-    if (sd.rank != dims.size()) {
-      return Status::Internal(std::string("writer rank of '") + name + "' differs from schema");
-    }
-    MM_ASSIGN_OR_RETURN(hid_t file_type, NumericFileType(sd.dtype));
-    return WriteDataset(name, dims, file_type, mem_type, data);
+    return WriteNumericTable(file_.get(), name, schema_.at(name), dims, mem_type, data);
   }
-
-  Status WriteDataset(const char* name, const std::vector<hsize_t>& dims, hid_t file_type,
-                      hid_t mem_type, const void* data) {
-    MM_ASSIGN_OR_RETURN(h5::Dataspace space,
-                        h5::Own<h5::Dataspace>(
-                            H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                            "H5Screate_simple"));
-    MM_ASSIGN_OR_RETURN(h5::PropList dcpl, BaseDcpl(H5Tis_variable_str(file_type) > 0));
-    MM_RETURN_NOT_OK(h5::Check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout"));
-    MM_ASSIGN_OR_RETURN(h5::Dataset dset,
-                        h5::Own<h5::Dataset>(H5Dcreate2(file_.get(), name, file_type, space.get(),
-                                                        H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                                             std::string("H5Dcreate2(") + name + ")"));
-    hsize_t elements = 1;
-    for (hsize_t d : dims) elements *= d;
-    // An empty dataset (tokens when T == 0) is left unallocated: H5Dget_offset is undefined.
-    if (elements > 0) {
-      MM_RETURN_NOT_OK(
-          h5::Check(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
-                    std::string("H5Dwrite(") + name + ")", StatusCode::kIOError));
-    }
-    return dset.Close();
-  }
-
   Status WriteStrings(const char* name, const std::vector<std::string>& values) {
-    const SchemaDataset& sd = schema_.at(name);
-    std::vector<hsize_t> dims = {values.size()};
-    if (sd.dtype == "string-vlen") {
-      MM_ASSIGN_OR_RETURN(h5::Datatype type, h5::VlenUtf8Type());
-      std::vector<const char*> pointers;
-      pointers.reserve(values.size());
-      for (const auto& v : values) pointers.push_back(v.c_str());
-      return WriteDataset(name, dims, type.get(), type.get(), pointers.data());
-    }
-    if (sd.dtype == "string-fixed") {
-      size_t width = 1;
-      for (const auto& v : values) width = std::max(width, v.size());
-      MM_ASSIGN_OR_RETURN(h5::Datatype type, h5::FixedUtf8Type(width));
-      std::vector<char> buffer(values.size() * width, '\0');
-      for (size_t i = 0; i < values.size(); ++i) {
-        std::memcpy(buffer.data() + i * width, values[i].data(), values[i].size());
-      }
-      return WriteDataset(name, dims, type.get(), type.get(), buffer.data());
-    }
-    return Status::Internal(std::string("schema dtype of '") + name + "' is not a string");
+    return WriteStringTable(file_.get(), name, schema_.at(name), values);
   }
 
   Status WriteTables() {
@@ -417,7 +282,7 @@ class ShardWriterImpl final : public ShardWriter {
   }
 
   WriterOptions options_;
-  std::map<std::string, SchemaDataset> schema_;
+  SchemaDatasets schema_;
   size_t image_bytes_ = 0;
   bool open_ = false;
   bool finished_ = false;
@@ -478,17 +343,7 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
   }
   h5::SilenceErrors();
   MM_RETURN_NOT_OK(h5::RegisterZstdFilter());
-  MM_ASSIGN_OR_RETURN(auto schema, LoadSchemaDatasets());
-  for (const char* name :
-       {format::kImages, format::kKeys, format::kSources, format::kOriginalSize, format::kValidBox,
-        format::kCaptionOffsets, format::kCaptions, format::kTokenOffsets, format::kTokens}) {
-    if (schema.count(name) == 0) {
-      return Status::Internal(std::string("embedded schema lacks dataset '") + name + "'");
-    }
-  }
-  if (schema.size() != 9) {
-    return Status::Internal("embedded schema lists datasets this writer does not write");
-  }
+  MM_ASSIGN_OR_RETURN(SchemaDatasets schema, LoadSchemaDatasets());
   return std::unique_ptr<ShardWriter>(new ShardWriterImpl(options, std::move(schema)));
 }
 

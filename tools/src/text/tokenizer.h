@@ -1,5 +1,5 @@
 // tokenizer.h: captions to token ids with SentencePiece (Kudo & Richardson 2018,
-// https://github.com/google/sentencepiece), plus the caption checks of `mmpack build`.
+// https://github.com/google/sentencepiece). The caption checks are in caption.h.
 //
 // The model is either a given .model file or one trained here on the input's captions
 // (unigram, pad=0 unk=1 bos=2 eos=3, one training thread so the model bytes are the same on
@@ -19,13 +19,6 @@ class SentencePieceProcessor;
 }
 
 namespace mm::pack {
-
-/// Why a caption cannot be used: nullptr when it can, else "empty_caption" (empty or only
-/// Unicode White_Space: ASCII space, \t \n \v \f \r, U+0085, U+00A0 NBSP, U+1680,
-/// U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 ideographic space),
-/// "invalid_utf8", or "nul_in_caption" (U+0000:
-/// valid UTF-8, but HDF5 strings end at a NUL, so it could not be stored byte-for-byte).
-const char* CheckCaption(std::string_view caption);
 
 struct TokenizedCaption {
   std::vector<int32_t> ids;  // bos? pieces eos?, at most max_tokens

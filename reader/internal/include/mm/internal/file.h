@@ -59,7 +59,8 @@ struct RegularFile {
 /// Opens `path` read-only (O_CLOEXEC | O_NONBLOCK: a FIFO does not wait for a writer) and
 /// checks that it is a regular file.
 /// Errors: NotFound ("no such file: PATH"), IOError ("cannot open PATH: <strerror>";
-/// "cannot read PATH: Is a directory"; "PATH is not a regular file (FIFO, device or socket)").
+/// "cannot read PATH: Is a directory"; "cannot read PATH: not a regular file (FIFO, device or
+/// socket)").
 [[nodiscard]] Result<RegularFile> OpenRegularFile(const std::string& path);
 
 /// Reads the whole regular file `path` into `bytes`, at most `max_bytes` bytes (-1: no limit;

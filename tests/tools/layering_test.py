@@ -1,0 +1,44 @@
+"""tools/src's folders include each other only downwards (tools/CMakeLists.txt, tools/README.md):
+
+    commands/ -> ingest/, image/, shard/, text/
+    ingest/   -> text/
+    image/    -> text/
+    shard/, text/ -> none of the others
+
+so no two folders include each other (no include cycle). Reads every #include "folder/..." of
+tools/src; exits non-zero naming the file and the include that breaks the rule."""
+import os
+import re
+import sys
+
+ALLOWED = {
+    "commands": {"commands", "ingest", "image", "shard", "text"},
+    "ingest": {"ingest", "text"},
+    "image": {"image", "text"},
+    "shard": {"shard"},
+    "text": {"text"},
+}
+
+src = os.path.join(os.environ.get("MM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tools", "src")
+include = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
+bad, files = [], 0
+for folder in sorted(os.listdir(src)):
+    path = os.path.join(src, folder)
+    if not os.path.isdir(path):
+        bad.append("%s: a file outside the stage folders" % folder)
+        continue
+    if folder not in ALLOWED:
+        bad.append("%s/: a folder the layering does not know (add it to ALLOWED)" % folder)
+        continue
+    for name in sorted(os.listdir(path)):
+        files += 1
+        with open(os.path.join(path, name), encoding="utf-8") as f:
+            for target in include.findall(f.read()):
+                if target in ALLOWED and target not in ALLOWED[folder]:
+                    bad.append('%s/%s includes "%s/..."' % (folder, name, target))
+if files == 0:
+    bad.append("no source files found under " + src)
+for line in bad:
+    print("layering:", line)
+print("layering: %d files, %s" % (files, "OK" if not bad else "%d problems" % len(bad)))
+sys.exit(1 if bad else 0)

@@ -1,0 +1,108 @@
+// info.cc: `mmpack info OUT` (commands.h): the set's figures from index.json (the reader's
+// strict decoder) and report.json.
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "commands/commands.h"
+#include "commands/human_bytes.h"
+#include "commands/set_index.h"
+#include "mm/format.h"
+#include "mm/internal/file.h"
+
+namespace mm::pack {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A JSON file that is not index.json (report.json), read as the safe open reads.
+// Errors: those of ReadRegularFile; Corruption (not a JSON object).
+Result<json> ReadJsonFile(const fs::path& path) {
+  std::string text;
+  MM_RETURN_NOT_OK(ReadRegularFile(path.string(), &text));
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded() || !value.is_object()) {
+    return Status::Corruption(path.string() + " is not a JSON object");
+  }
+  return value;
+}
+
+}  // namespace
+
+Status RunInfo(const std::string& dir, std::ostream& out) {
+  fs::path root(dir);
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(dir));
+  const mm::reader::SetInfo& info = index.info;
+  auto known = [](const std::string& s) { return s.empty() ? std::string("?") : s; };
+  auto or0 = [](int64_t v) { return v < 0 ? int64_t{0} : v; };
+  const int64_t samples = or0(index.totals.samples), captions = or0(index.totals.captions);
+  const int64_t tokens = or0(index.totals.tokens), bytes = or0(index.totals.bytes);
+  const int64_t shards = or0(index.totals.shards);
+  const int64_t height = info.image_height, width = info.image_width;
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  out << std::fixed << std::setprecision(2);
+  out << "set:          " << fs::absolute(root).lexically_normal().string() << "\n";
+  out << "format:       " << format::kFormatName << " v" << info.format_version << " ("
+      << known(index.created_by) << ")\n";
+  out << "samples:      " << samples << " in " << shards << " shard" << (shards == 1 ? "" : "s")
+      << "\n";
+  out << "captions:     " << captions << " (" << ratio(captions, samples) << " per sample)\n";
+  out << "tokens:       " << tokens << " (" << ratio(tokens, captions) << " per caption)\n";
+  out << "bytes:        " << HumanBytes(static_cast<double>(bytes)) << " ("
+      << HumanBytes(ratio(bytes, samples)) << " per sample)\n";
+  out << "images:       " << width << "x" << height << "x" << info.channels << " uint8, resize "
+      << known(info.resize_mode) << ", background " << known(index.background) << "\n";
+  out << "compression:  " << info.compression;
+  if (format::ParseCodec(info.compression) == format::Codec::kZstd) {
+    out << " level " << info.compression_level << " (HDF5 filter "
+        << (index.hdf5_filter_id >= 0 ? index.hdf5_filter_id : format::kZstdFilterId) << ")";
+  }
+  double raw = static_cast<double>(samples) * static_cast<double>(height * width * 3);
+  if (bytes > 0 && raw > 0) out << ", raw pixels / file bytes " << ratio(raw, bytes);
+  out << "\n";
+  const std::string& sha = info.tokenizer_sha256;
+  out << "tokenizer:    " << known(index.tokenizer_file) << " (sha256 "
+      << sha.substr(0, std::min<size_t>(sha.size(), 16)) << (sha.size() > 16 ? "..." : "")
+      << (index.tokenizer_trained ? ", trained on the captions" : ", pretrained") << "), vocab "
+      << info.vocab_size << ", pad " << info.pad_id << ", unk " << info.unk_id << ", bos "
+      << info.bos_id << ", eos " << info.eos_id << ", max tokens " << info.max_tokens << "\n";
+  auto report = ReadJsonFile(root / format::kReportFile);
+  // Counts by reason: the index's, or report.json's when the index has none.
+  std::map<std::string, int64_t> by_reason = index.dropped_by_reason;
+  if (by_reason.empty() && report.ok()) {
+    const json reported = report->value("dropped_by_reason", json::object());
+    if (reported.is_object()) {
+      for (const auto& [reason, count] : reported.items()) {
+        if (count.is_number_integer()) by_reason[reason] = count.get<int64_t>();
+      }
+    }
+  }
+  int64_t dropped_total = or0(index.dropped_total);
+  if (dropped_total == 0) {
+    for (const auto& [reason, count] : by_reason) dropped_total += count;
+  }
+  out << "dropped:      " << dropped_total;
+  if (!by_reason.empty()) {
+    out << " (";
+    bool first = true;
+    for (const auto& [reason, count] : by_reason) {
+      out << (first ? "" : ", ") << reason << " " << count;
+      first = false;
+    }
+    out << ")";
+  }
+  out << "\n";
+  if (report.ok() && report->contains("truncated_captions")) {
+    const json& truncated = (*report)["truncated_captions"];
+    out << "truncated:    " << (truncated.is_number_integer() ? truncated.get<int64_t>() : 0)
+        << " captions cut to max tokens (report.json)\n";
+  }
+  return Status::OK();
+}
+
+}  // namespace mm::pack

@@ -1,0 +1,169 @@
+// output_dir.cc: see output_dir.h.
+#include "commands/output_dir.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "mm/filename.h"
+#include "mm/format.h"
+
+namespace mm::pack {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool IsInside(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  fs::path a = fs::weakly_canonical(inner, ec);
+  fs::path b = fs::weakly_canonical(outer, ec);
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty()) continue;
+    if (ai == a.end() || *ai != *bi) return false;
+  }
+  return true;
+}
+
+// True when `dir` may be replaced by --overwrite: an empty folder, or one that holds an
+// mmpack shard set (index.json) or the remains of one (shard-*.h5, report.json, as a build
+// killed before index.json leaves it). Anything else may be someone's data.
+bool LooksLikeShardSet(const fs::path& dir) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return false;
+  bool empty = true;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return false;
+    empty = false;
+    const std::string name = it->path().filename().string();
+    if (name == mm::format::kIndexFile || name == mm::format::kReportFile) return true;
+    if (mm::format::ParseShardFileName(name, nullptr)) return true;
+  }
+  return empty;
+}
+
+}  // namespace
+
+fs::path NormalOutput(const std::string& given) {
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::path(given), ec).lexically_normal();
+  if (ec) p = fs::path(given).lexically_normal();
+  while (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "a/b/" -> "a/b"
+  if (!p.has_relative_path()) return p;                                    // the root itself
+  fs::path parent = fs::weakly_canonical(p.parent_path(), ec);
+  if (ec) return p;
+  return parent / p.filename();
+}
+
+Status CheckPaths(const BuildOptions& o, const fs::path& out) {
+  std::error_code ec;
+  fs::path raw(o.input);
+  if (o.input.empty() || !fs::exists(raw, ec)) {
+    return Status::NotFound("input '" + o.input + "' does not exist");
+  }
+  if (fs::is_directory(raw, ec)) {
+    if (fs::directory_iterator(raw, ec) == fs::directory_iterator()) {
+      return Status::InvalidArgument("input folder '" + o.input + "' is empty" +
+                                     (ec ? " (" + ec.message() + ")" : std::string()));
+    }
+  } else if (fs::file_size(raw, ec) == 0 || ec) {
+    return Status::InvalidArgument("input file '" + o.input + "' is empty");
+  }
+  if (o.output.empty()) return Status::InvalidArgument("no output directory (-o OUT)");
+  // OUT is replaced as a whole (renamed aside, then deleted): it must not be the root, the
+  // current folder or one of its parents, nor hold the input.
+  if (!out.has_relative_path()) {
+    return Status::InvalidArgument("output '" + o.output +
+                                   "' is the root folder; choose a new directory");
+  }
+  const fs::path cwd = fs::current_path(ec);
+  if (!ec && IsInside(cwd, out)) {
+    return Status::InvalidArgument("output '" + o.output +
+                                   "' is the current directory or one of its parents; "
+                                   "choose a new directory");
+  }
+  if (IsInside(raw, out)) {
+    return Status::InvalidArgument("input '" + o.input + "' lies inside output '" + o.output +
+                                   "'; choose another output directory");
+  }
+  const fs::file_status st = fs::symlink_status(out, ec);
+  if (fs::exists(st)) {
+    if (!o.overwrite) {
+      return Status::AlreadyExists("output '" + o.output +
+                                   "' already exists; pass --overwrite to replace it");
+    }
+    if (!fs::is_directory(out, ec) || !LooksLikeShardSet(out)) {
+      return Status::AlreadyExists("output '" + o.output +
+                                   "' exists and is not an mmpack shard set; refusing to "
+                                   "delete it");
+    }
+  }
+  return Status::OK();
+}
+
+Result<fs::path> MakeStaging(const fs::path& out) {
+  std::error_code ec;
+  fs::path parent = out.parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec) {
+      return Status::IOError("cannot create output directory '" + out.string() +
+                             "': " + ec.message());
+    }
+  }
+  fs::path staging = parent / (out.filename().string() + ".mmpack-partial");
+  fs::remove_all(staging, ec);
+  if (!fs::create_directory(staging, ec) || ec) {
+    return Status::IOError("cannot create output directory '" + out.string() + "' (" +
+                           staging.string() +
+                           "): " + (ec ? ec.message() : std::string("unknown error")));
+  }
+  return staging;
+}
+
+Status Publish(const fs::path& staging, const fs::path& out) {
+  std::error_code ec;
+  fs::path old;
+  if (fs::exists(fs::symlink_status(out, ec))) {
+    old =
+        out.parent_path() / (out.filename().string() + ".mmpack-old-" + std::to_string(::getpid()));
+    fs::remove_all(old, ec);
+    fs::rename(out, old, ec);
+    if (ec) {
+      return Status::IOError("cannot move old '" + out.string() + "' aside to " + old.string() +
+                             ": " + ec.message());
+    }
+  }
+  fs::rename(staging, out, ec);
+  if (ec) {
+    Status st = Status::IOError("cannot rename " + staging.string() + " to " + out.string() + ": " +
+                                ec.message());
+    if (!old.empty()) {
+      std::error_code back;
+      fs::rename(old, out, back);
+      if (back) {
+        return Status::IOError(st.message() + "; the old set is left at " + old.string());
+      }
+    }
+    return st;
+  }
+  if (!old.empty()) {
+    fs::remove_all(old, ec);
+    if (ec) {
+      std::fprintf(stderr, "mmpack build: warning: cannot remove the old set %s: %s\n",
+                   old.string().c_str(), ec.message().c_str());
+    }
+  }
+  return Status::OK();
+}
+
+StagingGuard::~StagingGuard() {
+  if (!path_.empty()) {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+}
+
+}  // namespace mm::pack

@@ -1,0 +1,33 @@
+// formats.h: one reader per input format (private to ingest/; Ingest in ingest.cc picks one).
+// Each enumerates its input into an IngestResult: samples in input order with keys, and an
+// IngestIssue for every line, row, file or member that cannot become a sample. ingest.h says
+// what each format is.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "ingest/ingest.h"
+
+namespace mm::pack {
+
+/// jsonl.cc. Errors: IOError (the file cannot be opened or read).
+[[nodiscard]] Result<IngestResult> IngestJsonl(const std::filesystem::path& file);
+/// csv.cc: CSV (`sep` ',' or ';', RFC 4180 quoting) and TSV (`sep` '\t', no quoting); `format`
+/// is kCsv or kTsv. Errors: those of ReadRegularFile; InvalidArgument (no header row, or one
+/// without an image and a text column).
+[[nodiscard]] Result<IngestResult> IngestDelimited(const std::filesystem::path& file, char sep,
+                                                   InputFormat format);
+/// coco.cc. Errors: those of ReadRegularFile; InvalidArgument (not a COCO captions JSON).
+[[nodiscard]] Result<IngestResult> IngestCoco(const std::filesystem::path& file);
+/// files.cc: a folder of pairs. Errors: IOError (the folder cannot be listed).
+[[nodiscard]] Result<IngestResult> IngestFiles(const std::filesystem::path& root);
+/// wds.cc: one .tar, or a folder of .tar files. Errors: NotFound, IOError, InvalidArgument (a
+/// folder without .tar files).
+[[nodiscard]] Result<IngestResult> IngestWds(const std::filesystem::path& input);
+
+/// detect.cc: the one manifest of a set folder such as ../shared/data/coco-cc (no pairs at its
+/// top level; .jsonl preferred, then .csv, .tsv, .json), or "" when the folder is not like that.
+std::string ManifestInFolder(const std::filesystem::path& dir);
+
+}  // namespace mm::pack

@@ -1,0 +1,20 @@
+// input_format.h: the input formats of `mmpack build` (ingest.h says what each one is).
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace mm::pack {
+
+/// The layout of `mmpack build`'s input (the formats above). Parsed once from --input-format;
+/// ToString's text is what report.json ("input_format") and index.json
+/// ("build_options.input_format") store.
+enum class InputFormat { kAuto, kFiles, kJsonl, kCsv, kTsv, kCoco, kWds };
+inline constexpr InputFormat kInputFormats[] = {
+    InputFormat::kAuto, InputFormat::kFiles, InputFormat::kJsonl, InputFormat::kCsv,
+    InputFormat::kTsv,  InputFormat::kCoco,  InputFormat::kWds};
+std::string_view ToString(InputFormat format);
+/// "auto" | "files" | "jsonl" | "csv" | "tsv" | "coco" | "wds"; nullopt for anything else.
+std::optional<InputFormat> ParseInputFormat(std::string_view text);
+
+}  // namespace mm::pack

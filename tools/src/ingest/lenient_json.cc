@@ -1,0 +1,110 @@
+// lenient_json.cc: see lenient_json.h.
+#include "ingest/lenient_json.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "mm/internal/utf8.h"
+#include "text/ascii.h"
+
+namespace mm::pack {
+namespace {
+
+bool IsHex4(std::string_view s, size_t at, uint32_t* cp) {
+  if (at + 4 > s.size()) return false;
+  uint32_t v = 0;
+  for (size_t k = at; k < at + 4; ++k) {
+    const char c = s[k];
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return false;
+    v = v << 4 | static_cast<uint32_t>(d);
+  }
+  *cp = v;
+  return true;
+}
+
+}  // namespace
+
+NeutralJson NeutralizeJson(std::string_view text) {
+  NeutralJson out;
+  // Lone surrogate escapes and invalid bytes: is there anything to do at all?
+  std::vector<size_t> lone;  // offsets of the backslash of lone surrogate escapes
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '\\') continue;
+    uint32_t cp, low;
+    if (text[i + 1] == 'u' && IsHex4(text, i + 2, &cp)) {
+      if (cp >= 0xD800 && cp <= 0xDBFF && i + 7 < text.size() && text[i + 6] == '\\' &&
+          text[i + 7] == 'u' && IsHex4(text, i + 8, &low) && low >= 0xDC00 && low <= 0xDFFF) {
+        i += 11;  // a proper pair
+        continue;
+      }
+      if (cp >= 0xD800 && cp <= 0xDFFF) lone.push_back(i);
+      i += 5;
+      continue;
+    }
+    ++i;  // any other escape, \\ included
+  }
+  const bool bad_bytes = FirstInvalidUtf8(text) != std::string_view::npos;
+  if (lone.empty() && !bad_bytes) {
+    out.text.assign(text);
+    return out;
+  }
+  out.changed = true;
+  const std::string lower = AsciiLower(text);
+  uint32_t mark = 0xFFFF;
+  std::vector<uint32_t> candidates = {0xFFFF, 0xFFFE};
+  for (uint32_t c = 0xFDD0; c <= 0xFDEF; ++c) candidates.push_back(c);
+  for (uint32_t c : candidates) {
+    char raw[4] = {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+                   static_cast<char>(0x80 | (c & 0x3F)), 0};
+    char esc[8];
+    std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
+    if (text.find(raw) == std::string_view::npos && lower.find(esc) == std::string::npos) {
+      mark = c;
+      break;
+    }
+  }
+  out.mark = {static_cast<char>(0xE0 | (mark >> 12)),
+              static_cast<char>(0x80 | ((mark >> 6) & 0x3F)),
+              static_cast<char>(0x80 | (mark & 0x3F))};
+  char mark_escape[8];
+  std::snprintf(mark_escape, sizeof mark_escape, "\\u%04X", static_cast<unsigned>(mark));
+  out.text.reserve(text.size() + 16);
+  size_t next_lone = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (next_lone < lone.size() && lone[next_lone] == i) {
+      out.text.append(mark_escape);  // same length as the escape it replaces
+      i += 6;
+      ++next_lone;
+      continue;
+    }
+    // Copy up to the next lone escape, marking invalid bytes on the way.
+    const size_t end = next_lone < lone.size() ? lone[next_lone] : text.size();
+    std::string_view part = text.substr(i, end - i);
+    while (!part.empty()) {
+      size_t bad = FirstInvalidUtf8(part);
+      if (bad == std::string_view::npos) {
+        out.text.append(part);
+        break;
+      }
+      out.text.append(part.substr(0, bad));
+      out.text.append(out.mark);
+      part.remove_prefix(bad + 1);
+    }
+    i = end;
+  }
+  return out;
+}
+
+void RestoreInvalid(std::string* s, const std::string& mark) {
+  if (mark.empty()) return;
+  for (size_t at = s->find(mark); at != std::string::npos; at = s->find(mark, at + 1)) {
+    s->replace(at, mark.size(), "\xFF");
+  }
+}
+
+}  // namespace mm::pack

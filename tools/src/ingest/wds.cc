@@ -1,0 +1,193 @@
+// wds.cc: WebDataset tars, members grouped by key (ingest.h, "wds").
+#include "ingest/wds.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ingest/common.h"
+#include "ingest/formats.h"
+#include "text/ascii.h"
+
+namespace mm::pack {
+
+namespace fs = std::filesystem;
+
+Result<ArchiveReadPtr> OpenTar(const std::string& path) {
+  ArchiveReadPtr a(archive_read_new());
+  if (!a) return Status::Internal("archive_read_new failed");
+  archive_read_support_format_tar(a.get());
+  archive_read_support_format_gnutar(a.get());
+  archive_read_support_filter_all(a.get());  // .tar.gz etc. also work
+  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    std::string msg = archive_error_string(a.get()) ? archive_error_string(a.get()) : "";
+    if (!fs::exists(path)) return Status::NotFound("no such file: " + path);
+    return Status::IOError("cannot open tar " + path + ": " + msg);
+  }
+  return a;
+}
+
+Status ReadMemberData(archive* a, std::string* bytes) {
+  bytes->clear();
+  const void* buf;
+  size_t len;
+  la_int64_t offset;
+  for (;;) {
+    int r = archive_read_data_block(a, &buf, &len, &offset);
+    if (r == ARCHIVE_EOF) break;
+    if (r < ARCHIVE_WARN) {
+      const char* msg = archive_error_string(a);
+      return Status::IOError(std::string("tar read error: ") + (msg ? msg : "unknown"));
+    }
+    if (offset < 0 || static_cast<uint64_t>(offset) != bytes->size()) {
+      return Status::Unsupported("sparse tar member (data resumes at byte " +
+                                 std::to_string(offset) + " after a hole at byte " +
+                                 std::to_string(bytes->size()) + "); not read");
+    }
+    bytes->append(static_cast<const char*>(buf), len);
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// Appends the samples of one tar to `result`.
+Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestResult* result) {
+  MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(tar.string()));
+  struct Group {
+    std::string image;
+    int64_t image_index = -1;
+    std::vector<std::string> captions;
+  };
+  std::vector<std::string> order;
+  std::unordered_map<std::string, Group> groups;
+  archive_entry* entry;
+  int64_t index = -1;
+  for (;;) {
+    int r = archive_read_next_header(a.get(), &entry);
+    if (r == ARCHIVE_EOF) break;
+    if (r < ARCHIVE_WARN) {
+      const char* msg = archive_error_string(a.get());
+      result->issues.push_back(
+          {tar_label, "", "unreadable", std::string("tar read error: ") + (msg ? msg : "unknown")});
+      break;  // keep what was read before the damage
+    }
+    ++index;
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;
+    const char* name_c = archive_entry_pathname(entry);
+    if (name_c == nullptr) continue;
+    std::string name = name_c;
+    size_t slash = name.find_last_of('/');
+    size_t base_start = slash == std::string::npos ? 0 : slash + 1;
+    size_t dot = name.find('.', base_start);
+    if (dot == std::string::npos || dot == base_start) continue;
+    std::string key = name.substr(0, dot);
+    // WebDataset field names: "jpg", "txt", also "caption", "0.txt", "en.caption".
+    std::string ext = AsciiLower(name.substr(dot + 1));
+    std::string last = ext.substr(ext.find_last_of('.') + 1);
+    bool is_text = last == "txt" || last == "caption" || last == "text";
+    bool is_image = IsImageExtension(last);
+    if (!is_text && !is_image) continue;
+    auto [git, inserted] = groups.try_emplace(key);
+    if (inserted) order.push_back(key);
+    Group& g = git->second;
+    if (is_image) {
+      if (g.image.empty()) {
+        g.image = name;
+        g.image_index = index;
+      } else {
+        result->issues.push_back({tar_label + ":" + name, key, "duplicate_key",
+                                  "another image member has the same key: " + g.image});
+      }
+    } else {
+      if (archive_entry_size_is_set(entry) != 0 &&
+          archive_entry_size(entry) > kMaxCaptionFileBytes) {
+        result->issues.push_back({tar_label + ":" + name, key, "file_too_large",
+                                  "caption member of " + std::to_string(archive_entry_size(entry)) +
+                                      " bytes, over the " + std::to_string(kMaxCaptionFileBytes) +
+                                      " bytes read of one caption"});
+        continue;  // its data is skipped by the next header read
+      }
+      std::string caption;
+      Status st = ReadMemberData(a.get(), &caption);
+      if (!st.ok()) {
+        result->issues.push_back({tar_label + ":" + name, key, "unreadable", st.message()});
+        if (st.code() == StatusCode::kUnsupported) continue;  // the next member is readable
+        break;
+      }
+      StripBom(&caption);
+      StripOneNewline(&caption);
+      g.captions.push_back(std::move(caption));
+    }
+  }
+  for (const std::string& key : order) {
+    Group& g = groups[key];
+    if (g.image.empty()) {
+      result->issues.push_back(
+          {tar_label + ":" + key, key, "missing_file", "caption member without an image member"});
+      continue;
+    }
+    if (g.captions.empty()) {
+      result->issues.push_back(
+          {tar_label + ":" + g.image, key, "missing_caption", "no .txt/.caption member"});
+      continue;
+    }
+    RawSample s;
+    s.key = key;
+    s.source = tar_label + ":" + g.image;
+    s.path = tar.string();
+    s.tar_member = g.image;
+    s.tar_member_index = g.image_index;
+    s.captions = std::move(g.captions);
+    result->samples.push_back(std::move(s));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<IngestResult> IngestWds(const fs::path& input) {
+  IngestResult result;
+  result.format = InputFormat::kWds;
+  std::vector<fs::path> tars;
+  std::error_code ec;
+  if (fs::is_directory(input, ec)) {
+    fs::directory_iterator it(input, ec);
+    if (ec) return Status::IOError("cannot list " + input.string() + ": " + ec.message());
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) return Status::IOError("cannot list " + input.string() + ": " + ec.message());
+      std::error_code entry_ec;
+      if (it->is_regular_file(entry_ec) && AsciiLower(it->path().extension().string()) == ".tar") {
+        tars.push_back(it->path());
+      }
+    }
+    std::sort(tars.begin(), tars.end());
+    if (tars.empty()) return Status::InvalidArgument(input.string() + ": no .tar files");
+  } else {
+    tars.push_back(input);
+  }
+  bool many = tars.size() > 1;
+  for (const fs::path& tar : tars) {
+    std::string label = tar.filename().string();
+    size_t before = result.samples.size();
+    MM_RETURN_NOT_OK(IngestOneTar(tar, label, &result));
+    (void)before;
+  }
+  // Keys from several tars are prefixed with the tar's name where they would collide (what is
+  // still repeated after that, e.g. "a.tar" and "a.TAR", is made unique by MakeKeysUnique).
+  if (many) {
+    std::unordered_map<std::string, int> count;
+    for (const RawSample& s : result.samples) ++count[s.key];
+    for (RawSample& s : result.samples) {
+      if (count[s.key] > 1) s.key = fs::path(s.path).stem().string() + "/" + s.key;
+    }
+  }
+  return result;
+}
+
+}  // namespace mm::pack

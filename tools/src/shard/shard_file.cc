@@ -1,0 +1,165 @@
+// shard_file.cc: see shard_file.h.
+#include "shard/shard_file.h"
+
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace mm::pack {
+namespace {
+
+// File datatype for a numeric schema dtype (little-endian, as FORMAT.md says).
+Result<hid_t> NumericFileType(const std::string& dtype) {
+  if (dtype == "uint8") return H5T_STD_U8LE;
+  if (dtype == "int32") return H5T_STD_I32LE;
+  if (dtype == "int64") return H5T_STD_I64LE;
+  return Status::Internal("schema dtype '" + dtype + "' is not numeric");
+}
+
+// Dataset creation properties shared by every dataset: no timestamps; no fill values for
+// fixed-size types (HDF5 requires the fill machinery for variable-length strings).
+Result<h5::PropList> BaseDcpl(bool variable_length) {
+  MM_ASSIGN_OR_RETURN(h5::PropList dcpl,
+                      h5::Own<h5::PropList>(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate"));
+  MM_RETURN_NOT_OK(h5::Check(H5Pset_obj_track_times(dcpl.get(), false), "track_times"));
+  if (!variable_length) {
+    MM_RETURN_NOT_OK(h5::Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill_time"));
+  }
+  return dcpl;
+}
+
+// A contiguous dataset `name` of `dims` written from `data`.
+Status WriteContiguous(hid_t file, const char* name, const std::vector<hsize_t>& dims,
+                       hid_t file_type, hid_t mem_type, const void* data) {
+  MM_ASSIGN_OR_RETURN(
+      h5::Dataspace space,
+      h5::Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                             "H5Screate_simple"));
+  MM_ASSIGN_OR_RETURN(h5::PropList dcpl, BaseDcpl(H5Tis_variable_str(file_type) > 0));
+  MM_RETURN_NOT_OK(h5::Check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout"));
+  MM_ASSIGN_OR_RETURN(h5::Dataset dset,
+                      h5::Own<h5::Dataset>(H5Dcreate2(file, name, file_type, space.get(),
+                                                      H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                                           std::string("H5Dcreate2(") + name + ")"));
+  hsize_t elements = 1;
+  for (hsize_t d : dims) elements *= d;
+  // An empty dataset (tokens when T == 0) is left unallocated: H5Dget_offset is undefined.
+  if (elements > 0) {
+    MM_RETURN_NOT_OK(h5::Check(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                               std::string("H5Dwrite(") + name + ")", StatusCode::kIOError));
+  }
+  return dset.Close();
+}
+
+}  // namespace
+
+Result<SchemaDatasets> LoadSchemaDatasets() {
+  nlohmann::json schema = nlohmann::json::parse(format::SchemaJson(), nullptr, false);
+  if (schema.is_discarded() || !schema.contains("datasets")) {
+    return Status::Internal("embedded shard schema is not valid JSON with 'datasets'");
+  }
+  SchemaDatasets out;
+  for (const auto& d : schema["datasets"]) {
+    SchemaDataset sd;
+    sd.dtype = d.value("dtype", "");
+    sd.rank = d.contains("shape") ? d["shape"].size() : 0;
+    sd.layout = d.value("layout", "any");
+    out[d.value("name", "")] = sd;
+  }
+  for (const char* name :
+       {format::kImages, format::kKeys, format::kSources, format::kOriginalSize, format::kValidBox,
+        format::kCaptionOffsets, format::kCaptions, format::kTokenOffsets, format::kTokens}) {
+    if (out.count(name) == 0) {
+      return Status::Internal(std::string("embedded schema lacks dataset '") + name + "'");
+    }
+  }
+  if (out.size() != 9) {
+    return Status::Internal("embedded schema lists datasets this writer does not write");
+  }
+  return out;
+}
+
+Result<h5::File> CreateShardFile(const std::string& path) {
+  MM_ASSIGN_OR_RETURN(h5::PropList fcpl,
+                      h5::Own<h5::PropList>(H5Pcreate(H5P_FILE_CREATE), "H5Pcreate"));
+  MM_RETURN_NOT_OK(h5::Check(H5Pset_obj_track_times(fcpl.get(), false), "track_times"));
+  MM_ASSIGN_OR_RETURN(h5::PropList fapl,
+                      h5::Own<h5::PropList>(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate"));
+  MM_RETURN_NOT_OK(
+      h5::Check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_EARLIEST, H5F_LIBVER_V110), "libver"));
+  return h5::Own<h5::File>(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
+                           "creating " + path, StatusCode::kIOError);
+}
+
+Result<h5::Dataset> CreateImages(hid_t file, const SchemaDataset& schema, int height, int width,
+                                 format::Codec codec, int level) {
+  const hsize_t h = static_cast<hsize_t>(height);
+  const hsize_t w = static_cast<hsize_t>(width);
+  hsize_t dims[4] = {0, h, w, 3};
+  hsize_t max_dims[4] = {H5S_UNLIMITED, h, w, 3};
+  hsize_t chunk[4] = {1, h, w, 3};
+  MM_ASSIGN_OR_RETURN(h5::Dataspace space,
+                      h5::Own<h5::Dataspace>(H5Screate_simple(4, dims, max_dims), "H5S"));
+  MM_ASSIGN_OR_RETURN(h5::PropList dcpl, BaseDcpl(/*variable_length=*/false));
+  MM_RETURN_NOT_OK(h5::Check(H5Pset_chunk(dcpl.get(), 4, chunk), "H5Pset_chunk"));
+  MM_RETURN_NOT_OK(
+      h5::Check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR), "H5Pset_alloc_time"));
+  if (codec == format::Codec::kZstd) {
+    // A negative (fast) level is stored as its 32-bit two's complement (-1: 4294967295, as
+    // h5dump prints it); filters read cd_values[0] back as an int.
+    const unsigned cd_values[1] = {static_cast<unsigned>(level)};
+    MM_RETURN_NOT_OK(
+        h5::Check(H5Pset_filter(dcpl.get(), format::kZstdFilterId, H5Z_FLAG_OPTIONAL, 1, cd_values),
+                  "H5Pset_filter(zstd)"));
+  }
+  MM_ASSIGN_OR_RETURN(hid_t file_type, NumericFileType(schema.dtype));
+  return h5::Own<h5::Dataset>(H5Dcreate2(file, format::kImages, file_type, space.get(), H5P_DEFAULT,
+                                         dcpl.get(), H5P_DEFAULT),
+                              "H5Dcreate2(images)");
+}
+
+Status AppendImageChunk(hid_t images, int64_t index, int height, int width,
+                        const std::vector<uint8_t>& chunk) {
+  const hsize_t n = static_cast<hsize_t>(index);
+  hsize_t dims[4] = {n + 1, static_cast<hsize_t>(height), static_cast<hsize_t>(width), 3};
+  MM_RETURN_NOT_OK(
+      h5::Check(H5Dset_extent(images, dims), "H5Dset_extent(images)", StatusCode::kIOError));
+  hsize_t offset[4] = {n, 0, 0, 0};
+  return h5::Check(
+      H5Dwrite_chunk(images, H5P_DEFAULT, /*filters=*/0, offset, chunk.size(), chunk.data()),
+      "H5Dwrite_chunk(images)", StatusCode::kIOError);
+}
+
+Status WriteNumericTable(hid_t file, const char* name, const SchemaDataset& schema,
+                         const std::vector<hsize_t>& dims, hid_t mem_type, const void* data) {
+  if (schema.rank != dims.size()) {
+    return Status::Internal(std::string("writer rank of '") + name + "' differs from schema");
+  }
+  MM_ASSIGN_OR_RETURN(hid_t file_type, NumericFileType(schema.dtype));
+  return WriteContiguous(file, name, dims, file_type, mem_type, data);
+}
+
+Status WriteStringTable(hid_t file, const char* name, const SchemaDataset& schema,
+                        const std::vector<std::string>& values) {
+  std::vector<hsize_t> dims = {values.size()};
+  if (schema.dtype == "string-vlen") {
+    MM_ASSIGN_OR_RETURN(h5::Datatype type, h5::VlenUtf8Type());
+    std::vector<const char*> pointers;
+    pointers.reserve(values.size());
+    for (const auto& v : values) pointers.push_back(v.c_str());
+    return WriteContiguous(file, name, dims, type.get(), type.get(), pointers.data());
+  }
+  if (schema.dtype == "string-fixed") {
+    size_t width = 1;
+    for (const auto& v : values) width = std::max(width, v.size());
+    MM_ASSIGN_OR_RETURN(h5::Datatype type, h5::FixedUtf8Type(width));
+    std::vector<char> buffer(values.size() * width, '\0');
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::memcpy(buffer.data() + i * width, values[i].data(), values[i].size());
+    }
+    return WriteContiguous(file, name, dims, type.get(), type.get(), buffer.data());
+  }
+  return Status::Internal(std::string("schema dtype of '") + name + "' is not a string");
+}
+
+}  // namespace mm::pack

@@ -1,0 +1,63 @@
+// verifier.h: one shard file checked end to end against the embedded schema
+// (schemas/shard_v1.json, mm::format::SchemaJson()) and what index.json says of it: root
+// attributes, every dataset's dtype, rank, shape, layout, chunking and filter, the counts and
+// offsets of the ragged tables, token ids inside the vocabulary, keys unique in the set and
+// UTF-8, sources and captions UTF-8, sizes and boxes, and every image chunk decoded. The first
+// problem stops it. `mmpack verify` (commands/verify.cc) runs it on each shard of a set.
+// Not thread-safe; HDF5 from one thread at a time.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "mm/format.h"
+#include "mm/status.h"
+
+namespace mm::pack {
+
+/// What one shard must hold, from the index.
+struct ShardExpectation {
+  std::string file;
+  int64_t index = 0;
+  int64_t samples = 0;
+  int64_t captions = 0;
+  int64_t tokens = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  format::Codec compression = format::Codec::kZstd;
+  std::string tokenizer_sha256;
+  int64_t vocab_size = 0;  // 0: unknown, token ids not range-checked
+};
+
+class ShardVerifier {
+ public:
+  /// `schema`: the parsed shard_v1.json; `keys`: every key seen so far in the set (Verify adds
+  /// the shard's). Both must outlive the verifier.
+  ShardVerifier(const nlohmann::json& schema, std::unordered_set<std::string>* keys)
+      : schema_(schema), keys_(keys) {}
+
+  /// Checks the shard file `path` (whose size and checksum the caller has checked). `sample`
+  /// is set to the first bad sample, or -1 when the problem is not one sample's.
+  /// Errors: Corruption (the first problem), Unsupported (another format version).
+  [[nodiscard]] Status Verify(const std::string& path, const ShardExpectation& e, int64_t* sample);
+
+  /// The keys of the shard last verified (once its keys were read), to name a bad sample.
+  const std::vector<std::string>& keys_of_shard() const { return keys_of_shard_; }
+
+ private:
+  Status CheckAttributes(hid_t file, const ShardExpectation& e);
+  Status CheckDataset(hid_t file, const nlohmann::json& d, const ShardExpectation& e);
+  Status CheckTables(hid_t file, const ShardExpectation& e, int64_t* sample);
+  Status CheckChunks(hid_t file, const ShardExpectation& e, int64_t* sample);
+
+  const nlohmann::json& schema_;
+  std::unordered_set<std::string>* keys_;
+  std::vector<std::string> keys_of_shard_;
+};
+
+}  // namespace mm::pack
