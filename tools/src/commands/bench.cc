@@ -15,9 +15,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -48,6 +50,101 @@ double CpuSeconds() {
          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
+// Peak anonymous RSS while the loader runs: /proc/self/status sampled every 5 ms.
+class RssWatcher {
+ public:
+  RssWatcher() : peak_kb_(ProcStatusKb("RssAnon")), thread_([this] { Watch(); }) {}
+  ~RssWatcher() { Stop(); }
+  void Stop() {
+    done_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  double peak_mb() const { return peak_kb_.load() / 1024.0; }
+
+ private:
+  void Watch() {
+    while (!done_.load()) {
+      int64_t kb = ProcStatusKb("RssAnon");
+      if (kb > peak_kb_.load()) peak_kb_.store(kb);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  std::atomic<bool> done_{false};
+  std::atomic<int64_t> peak_kb_;
+  std::thread thread_;
+};
+
+// What one run measured (bench.cc's header comment says how).
+struct Figures {
+  int64_t samples = 0;
+  double seconds = 0, cpu_seconds = 0;
+  double anon_open_mb = 0, peak_anon_mb = 0, hwm_mb = 0;
+};
+
+// Reads batches through `loader` for `seconds` after one warm-up batch (threads started,
+// first buffers allocated), epoch after epoch. Errors: the loader's.
+Status ReadFor(mm::reader::Loader* loader, double seconds, Figures* f) {
+  int64_t epoch = 0;
+  auto next = [&](int64_t* samples) -> Status {
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(mm::reader::BatchPtr batch, loader->Next());
+      if (batch) {
+        *samples += batch->size;
+        return Status::OK();
+      }
+      loader->StartEpoch(++epoch);
+    }
+  };
+  int64_t warm = 0;
+  MM_RETURN_NOT_OK(next(&warm));
+  using Clock = std::chrono::steady_clock;
+  const double cpu0 = CpuSeconds();
+  const auto t0 = Clock::now();
+  while (f->seconds < seconds) {
+    MM_RETURN_NOT_OK(next(&f->samples));
+    f->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  f->cpu_seconds = CpuSeconds() - cpu0;
+  return Status::OK();
+}
+
+// Rounded to 3 decimals, as the text output prints them.
+double Round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+std::string FiguresJson(const BenchOptions& options, const mm::reader::ShardSet& set,
+                        const Figures& f) {
+  const double sps = f.samples / f.seconds;
+  nlohmann::ordered_json j;
+  j["samples_per_s"] = Round3(sps);
+  j["mb_per_s"] = Round3(sps * static_cast<double>(set.image_bytes()) / 1e6);
+  j["cpu_ms_per_sample"] = Round3(f.cpu_seconds * 1e3 / f.samples);
+  j["peak_anon_rss_mb"] = Round3(f.peak_anon_mb);
+  j["anon_rss_open_mb"] = Round3(f.anon_open_mb);
+  j["vm_hwm_mb"] = Round3(f.hwm_mb);
+  j["samples"] = f.samples;
+  j["seconds"] = Round3(f.seconds);
+  j["threads"] = options.threads;
+  j["batch_size"] = options.batch_size;
+  j["image_bytes"] = set.image_bytes();
+  j["set_samples"] = set.num_samples();
+  return j.dump() + "\n";
+}
+
+std::string FiguresText(const BenchOptions& options, const mm::reader::ShardSet& set,
+                        const Figures& f) {
+  const double sps = f.samples / f.seconds;
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(3);
+  o << "read " << f.samples << " samples in " << f.seconds << " s (" << options.threads
+    << " threads, batch " << options.batch_size << ", set of " << set.num_samples() << " samples)\n"
+    << "  samples/s           " << sps << "\n"
+    << "  MB/s (decoded)      " << sps * static_cast<double>(set.image_bytes()) / 1e6 << "\n"
+    << "  CPU ms per sample   " << f.cpu_seconds * 1e3 / f.samples << "\n"
+    << "  peak anon RSS (MiB) " << f.peak_anon_mb << "  (after open: " << f.anon_open_mb << ")\n"
+    << "  VmHWM (MiB)         " << f.hwm_mb << "  (includes mapped shard pages)\n";
+  return o.str();
+}
+
 }  // namespace
 
 Status RunBench(const BenchOptions& options, std::ostream& out) {
@@ -55,7 +152,8 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
     return Status::InvalidArgument("bench: threads, batch size and seconds must be positive");
   }
   MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(options.dir));
-  const double anon_open_mb = ProcStatusKb("RssAnon") / 1024.0;
+  Figures f;
+  f.anon_open_mb = ProcStatusKb("RssAnon") / 1024.0;
   mm::reader::LoaderOptions lo;
   lo.batch_size = options.batch_size;
   lo.num_threads = options.threads;
@@ -63,77 +161,15 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   lo.drop_last = false;
   lo.seed = 1;
   MM_ASSIGN_OR_RETURN(auto loader, mm::reader::Loader::Create(set, lo));
-
-  std::atomic<bool> done{false};
-  std::atomic<int64_t> peak_anon_kb{ProcStatusKb("RssAnon")};
-  std::thread watcher([&] {
-    while (!done.load()) {
-      int64_t kb = ProcStatusKb("RssAnon");
-      if (kb > peak_anon_kb.load()) peak_anon_kb.store(kb);
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  });
-
-  int64_t epoch = 0;
-  Status failure;
-  auto next = [&](int64_t* samples) -> bool {
-    for (;;) {
-      auto r = loader->Next();
-      if (!r.ok()) {
-        failure = r.status();
-        return false;
-      }
-      if (r.value()) {
-        *samples += r.value()->size;
-        return true;
-      }
-      loader->StartEpoch(++epoch);
-    }
-  };
-  int64_t warm = 0;
-  next(&warm);  // threads started, first buffers allocated
-  using Clock = std::chrono::steady_clock;
-  const double cpu0 = CpuSeconds();
-  const auto t0 = Clock::now();
-  int64_t samples = 0;
-  double elapsed = 0;
-  while (failure.ok() && elapsed < options.seconds) {
-    if (!next(&samples)) break;
-    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  }
-  const double cpu = CpuSeconds() - cpu0;
-  done.store(true);
-  watcher.join();
+  RssWatcher watcher;
+  Status read = ReadFor(loader.get(), options.seconds, &f);
+  watcher.Stop();
   loader.reset();
-  MM_RETURN_NOT_OK(failure);
-  if (samples == 0 || elapsed <= 0) return Status::Internal("bench: no samples read");
-
-  const double sps = samples / elapsed;
-  const double mbps = sps * static_cast<double>(set->image_bytes()) / 1e6;
-  const double cpu_ms = cpu * 1e3 / samples;
-  const double peak_mb = peak_anon_kb.load() / 1024.0;
-  const double hwm_mb = ProcStatusKb("VmHWM") / 1024.0;
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(3);
-  if (options.json) {
-    o << "{\"samples_per_s\": " << sps << ", \"mb_per_s\": " << mbps
-      << ", \"cpu_ms_per_sample\": " << cpu_ms << ", \"peak_anon_rss_mb\": " << peak_mb
-      << ", \"anon_rss_open_mb\": " << anon_open_mb << ", \"vm_hwm_mb\": " << hwm_mb
-      << ", \"samples\": " << samples << ", \"seconds\": " << elapsed
-      << ", \"threads\": " << options.threads << ", \"batch_size\": " << options.batch_size
-      << ", \"image_bytes\": " << set->image_bytes() << ", \"set_samples\": " << set->num_samples()
-      << "}\n";
-  } else {
-    o << "read " << samples << " samples in " << elapsed << " s (" << options.threads
-      << " threads, batch " << options.batch_size << ", set of " << set->num_samples()
-      << " samples)\n"
-      << "  samples/s           " << sps << "\n"
-      << "  MB/s (decoded)      " << mbps << "\n"
-      << "  CPU ms per sample   " << cpu_ms << "\n"
-      << "  peak anon RSS (MiB) " << peak_mb << "  (after open: " << anon_open_mb << ")\n"
-      << "  VmHWM (MiB)         " << hwm_mb << "  (includes mapped shard pages)\n";
-  }
-  out << o.str();
+  MM_RETURN_NOT_OK(read);
+  if (f.samples == 0 || f.seconds <= 0) return Status::Internal("bench: no samples read");
+  f.peak_anon_mb = watcher.peak_mb();
+  f.hwm_mb = ProcStatusKb("VmHWM") / 1024.0;
+  out << (options.json ? FiguresJson(options, *set, f) : FiguresText(options, *set, f));
   return Status::OK();
 }
 

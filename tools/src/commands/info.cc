@@ -32,47 +32,55 @@ Result<json> ReadJsonFile(const fs::path& path) {
   return value;
 }
 
-}  // namespace
+std::string Known(const std::string& s) { return s.empty() ? std::string("?") : s; }
+int64_t Or0(int64_t v) { return v < 0 ? int64_t{0} : v; }
+double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
-Status RunInfo(const std::string& dir, std::ostream& out) {
-  fs::path root(dir);
-  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(dir));
-  const mm::reader::SetInfo& info = index.info;
-  auto known = [](const std::string& s) { return s.empty() ? std::string("?") : s; };
-  auto or0 = [](int64_t v) { return v < 0 ? int64_t{0} : v; };
-  const int64_t samples = or0(index.totals.samples), captions = or0(index.totals.captions);
-  const int64_t tokens = or0(index.totals.tokens), bytes = or0(index.totals.bytes);
-  const int64_t shards = or0(index.totals.shards);
-  const int64_t height = info.image_height, width = info.image_width;
-  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  out << std::fixed << std::setprecision(2);
-  out << "set:          " << fs::absolute(root).lexically_normal().string() << "\n";
-  out << "format:       " << format::kFormatName << " v" << info.format_version << " ("
-      << known(index.created_by) << ")\n";
+// samples, captions, tokens, bytes: index.json's totals.
+void PrintCounts(const mm::reader::internal::IndexDocument& index, std::ostream& out) {
+  const int64_t samples = Or0(index.totals.samples), captions = Or0(index.totals.captions);
+  const int64_t tokens = Or0(index.totals.tokens), bytes = Or0(index.totals.bytes);
+  const int64_t shards = Or0(index.totals.shards);
   out << "samples:      " << samples << " in " << shards << " shard" << (shards == 1 ? "" : "s")
       << "\n";
-  out << "captions:     " << captions << " (" << ratio(captions, samples) << " per sample)\n";
-  out << "tokens:       " << tokens << " (" << ratio(tokens, captions) << " per caption)\n";
+  out << "captions:     " << captions << " (" << Ratio(captions, samples) << " per sample)\n";
+  out << "tokens:       " << tokens << " (" << Ratio(tokens, captions) << " per caption)\n";
   out << "bytes:        " << HumanBytes(static_cast<double>(bytes)) << " ("
-      << HumanBytes(ratio(bytes, samples)) << " per sample)\n";
+      << HumanBytes(Ratio(bytes, samples)) << " per sample)\n";
+}
+
+// images and compression, with the ratio of raw pixels to file bytes.
+void PrintImages(const mm::reader::internal::IndexDocument& index, std::ostream& out) {
+  const mm::reader::SetInfo& info = index.info;
+  const int64_t height = info.image_height, width = info.image_width;
   out << "images:       " << width << "x" << height << "x" << info.channels << " uint8, resize "
-      << known(info.resize_mode) << ", background " << known(index.background) << "\n";
+      << Known(info.resize_mode) << ", background " << Known(index.background) << "\n";
   out << "compression:  " << info.compression;
   if (format::ParseCodec(info.compression) == format::Codec::kZstd) {
     out << " level " << info.compression_level << " (HDF5 filter "
         << (index.hdf5_filter_id >= 0 ? index.hdf5_filter_id : format::kZstdFilterId) << ")";
   }
-  double raw = static_cast<double>(samples) * static_cast<double>(height * width * 3);
-  if (bytes > 0 && raw > 0) out << ", raw pixels / file bytes " << ratio(raw, bytes);
+  const int64_t bytes = Or0(index.totals.bytes);
+  const double raw =
+      static_cast<double>(Or0(index.totals.samples)) * static_cast<double>(height * width * 3);
+  if (bytes > 0 && raw > 0) out << ", raw pixels / file bytes " << Ratio(raw, bytes);
   out << "\n";
+}
+
+void PrintTokenizer(const mm::reader::internal::IndexDocument& index, std::ostream& out) {
+  const mm::reader::SetInfo& info = index.info;
   const std::string& sha = info.tokenizer_sha256;
-  out << "tokenizer:    " << known(index.tokenizer_file) << " (sha256 "
+  out << "tokenizer:    " << Known(index.tokenizer_file) << " (sha256 "
       << sha.substr(0, std::min<size_t>(sha.size(), 16)) << (sha.size() > 16 ? "..." : "")
       << (index.tokenizer_trained ? ", trained on the captions" : ", pretrained") << "), vocab "
       << info.vocab_size << ", pad " << info.pad_id << ", unk " << info.unk_id << ", bos "
       << info.bos_id << ", eos " << info.eos_id << ", max tokens " << info.max_tokens << "\n";
-  auto report = ReadJsonFile(root / format::kReportFile);
-  // Counts by reason: the index's, or report.json's when the index has none.
+}
+
+// dropped (the index's counts by reason, or report.json's when the index has none) and
+// truncated captions (report.json).
+void PrintDrops(const mm::reader::internal::IndexDocument& index, const Result<json>& report,
+                std::ostream& out) {
   std::map<std::string, int64_t> by_reason = index.dropped_by_reason;
   if (by_reason.empty() && report.ok()) {
     const json reported = report->value("dropped_by_reason", json::object());
@@ -82,7 +90,7 @@ Status RunInfo(const std::string& dir, std::ostream& out) {
       }
     }
   }
-  int64_t dropped_total = or0(index.dropped_total);
+  int64_t dropped_total = Or0(index.dropped_total);
   if (dropped_total == 0) {
     for (const auto& [reason, count] : by_reason) dropped_total += count;
   }
@@ -102,6 +110,21 @@ Status RunInfo(const std::string& dir, std::ostream& out) {
     out << "truncated:    " << (truncated.is_number_integer() ? truncated.get<int64_t>() : 0)
         << " captions cut to max tokens (report.json)\n";
   }
+}
+
+}  // namespace
+
+Status RunInfo(const std::string& dir, std::ostream& out) {
+  const fs::path root(dir);
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(dir));
+  out << std::fixed << std::setprecision(2);
+  out << "set:          " << fs::absolute(root).lexically_normal().string() << "\n";
+  out << "format:       " << format::kFormatName << " v" << index.info.format_version << " ("
+      << Known(index.created_by) << ")\n";
+  PrintCounts(index, out);
+  PrintImages(index, out);
+  PrintTokenizer(index, out);
+  PrintDrops(index, ReadJsonFile(root / format::kReportFile), out);
   return Status::OK();
 }
 

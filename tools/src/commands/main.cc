@@ -82,6 +82,114 @@ int Report(const char* command, const mm::Status& status) {
   return 1;
 }
 
+// `mmpack build`'s options as CLI11 fills them: BuildOptions, plus the values that are parsed
+// after CLI11 (sizes, and the typed options as text, so that --help lists their names).
+struct BuildArgs {
+  mm::pack::BuildOptions options;
+  std::string image_size = "224", shard_size = "1GiB";
+  std::string input_format{ToString(options.input_format)};
+  std::string resize_mode{ToString(options.resize_mode)};
+  std::string compression{ToString(options.compression)};
+};
+
+CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
+  mm::pack::BuildOptions& o = a->options;
+  auto* b = app.add_subcommand("build",
+                               "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
+  b->add_option("input", o.input, "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json) or .tar")
+      ->required();
+  b->add_option("-o,--output", o.output, "Output directory for shards")->required();
+  b->add_option("--input-format", a->input_format, "Input format (auto: detect)")
+      ->check(CLI::IsMember(Names(mm::pack::kInputFormats)))
+      ->capture_default_str();
+  b->add_flag("--overwrite", o.overwrite, "Replace an existing output directory");
+  b->add_option("--image-size", a->image_size, "Output size: N (NxN) or WxH, pixels")
+      ->capture_default_str();
+  b->add_option("--resize-mode", a->resize_mode, "How to fit the image to the size")
+      ->check(CLI::IsMember(Names(mm::format::kResizeModes)))
+      ->capture_default_str();
+  b->add_option("--background", o.background,
+                "Colour behind alpha and padding: white, black, gray, #rrggbb or r,g,b")
+      ->capture_default_str();
+  b->add_option("--max-pixels", o.max_pixels,
+                "Skip images with more pixels than this (read from the header)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  b->add_option("--tokenizer", o.tokenizer,
+                "SentencePiece .model (default: train one on the captions)")
+      ->check(CLI::ExistingFile);
+  b->add_option("--vocab-size", o.vocab_size, "Vocabulary size when training a tokenizer")
+      ->check(CLI::Range(16, 1 << 20))
+      ->capture_default_str();
+  b->add_option("--max-tokens", o.max_tokens, "Tokens per caption, bos/eos included")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  b->add_option("--shard-size", a->shard_size, "Close a shard at this size (e.g. 1GiB, 256MB)")
+      ->capture_default_str();
+  b->add_option("--samples-per-shard", o.samples_per_shard,
+                "Close a shard after this many samples (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  b->add_option("--compression", a->compression, "Image chunk codec")
+      ->check(CLI::IsMember(Names(mm::format::kCodecs)))
+      ->capture_default_str();
+  b->add_option("--compression-level", o.compression_level,
+                "zstd level: 1..22, or negative for zstd's fast levels (-N is --fast=N)")
+      ->check(CLI::Range(-(1 << 17), 22))
+      ->capture_default_str();
+  b->add_option("-j,--threads", o.threads, "Worker threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  b->add_flag("-q,--quiet", o.quiet, "Print only errors and the summary");
+  return b;
+}
+
+// The values CLI11 left as text, into `a->options`: false (after one line on stderr) when one
+// cannot be parsed.
+bool FinishBuild(BuildArgs* a) {
+  mm::pack::BuildOptions& o = a->options;
+  if (!ParseImageSize(a->image_size, &o.image_width, &o.image_height)) {
+    std::cerr << "mmpack build: --image-size must be N or WxH (pixels), got '" << a->image_size
+              << "'" << std::endl;
+    return false;
+  }
+  if (!ParseBytes(a->shard_size, &o.shard_size)) {
+    std::cerr << "mmpack build: --shard-size must be bytes with an optional unit "
+                 "(e.g. 1GiB, 256MB), got '"
+              << a->shard_size << "'" << std::endl;
+    return false;
+  }
+  // CLI::IsMember has checked the names.
+  o.input_format = mm::pack::ParseInputFormat(a->input_format).value();
+  o.resize_mode = mm::format::ParseResizeMode(a->resize_mode).value();
+  o.compression = mm::format::ParseCodec(a->compression).value();
+  return true;
+}
+
+CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench) {
+  auto* be = app.add_subcommand("bench", "Measure reader throughput on a shard set");
+  be->add_option("dir", bench->dir, "Shard set directory")->required();
+  be->add_option("--threads", bench->threads, "Decode threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  be->add_option("--batch-size", bench->batch_size, "Batch size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  be->add_option("--seconds", bench->seconds, "How long to read")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  be->add_flag("--json", bench->json, "Print one JSON object");
+  return be;
+}
+
+CLI::App* AddShow(CLI::App& app, mm::pack::ShowOptions* show) {
+  auto* sh = app.add_subcommand("show", "Write sample N as PNG and print its captions and tokens");
+  sh->add_option("dir", show->dir, "Shard set directory")->required();
+  sh->add_option("index", show->index, "Global sample index")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
+  sh->add_option("-o,--output", show->output_png, "PNG file to write")->required();
+  return sh;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,61 +199,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "mmpack " + std::string(mm::kVersion) + " (shard format v" +
                                           std::to_string(mm::format::kFormatVersion) + ")");
-
-    // build
-    mm::pack::BuildOptions build;
-    std::string image_size = "224", shard_size = "1GiB";
-    // Typed options as text for CLI11 (same help), turned into their enums once, below.
-    std::string input_format(ToString(build.input_format));
-    std::string resize_mode(ToString(build.resize_mode));
-    std::string compression(ToString(build.compression));
-    auto* b = app.add_subcommand(
-        "build", "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
-    b->add_option("input", build.input,
-                  "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json) or .tar")
-        ->required();
-    b->add_option("-o,--output", build.output, "Output directory for shards")->required();
-    b->add_option("--input-format", input_format, "Input format (auto: detect)")
-        ->check(CLI::IsMember(Names(mm::pack::kInputFormats)))
-        ->capture_default_str();
-    b->add_flag("--overwrite", build.overwrite, "Replace an existing output directory");
-    b->add_option("--image-size", image_size, "Output size: N (NxN) or WxH, pixels")
-        ->capture_default_str();
-    b->add_option("--resize-mode", resize_mode, "How to fit the image to the size")
-        ->check(CLI::IsMember(Names(mm::format::kResizeModes)))
-        ->capture_default_str();
-    b->add_option("--background", build.background,
-                  "Colour behind alpha and padding: white, black, gray, #rrggbb or r,g,b")
-        ->capture_default_str();
-    b->add_option("--max-pixels", build.max_pixels,
-                  "Skip images with more pixels than this (read from the header)")
-        ->check(CLI::PositiveNumber)
-        ->capture_default_str();
-    b->add_option("--tokenizer", build.tokenizer,
-                  "SentencePiece .model (default: train one on the captions)")
-        ->check(CLI::ExistingFile);
-    b->add_option("--vocab-size", build.vocab_size, "Vocabulary size when training a tokenizer")
-        ->check(CLI::Range(16, 1 << 20))
-        ->capture_default_str();
-    b->add_option("--max-tokens", build.max_tokens, "Tokens per caption, bos/eos included")
-        ->check(CLI::Range(1, 1 << 16))
-        ->capture_default_str();
-    b->add_option("--shard-size", shard_size, "Close a shard at this size (e.g. 1GiB, 256MB)")
-        ->capture_default_str();
-    b->add_option("--samples-per-shard", build.samples_per_shard,
-                  "Close a shard after this many samples (0: no limit)")
-        ->check(CLI::NonNegativeNumber);
-    b->add_option("--compression", compression, "Image chunk codec")
-        ->check(CLI::IsMember(Names(mm::format::kCodecs)))
-        ->capture_default_str();
-    b->add_option("--compression-level", build.compression_level,
-                  "zstd level: 1..22, or negative for zstd's fast levels (-N is --fast=N)")
-        ->check(CLI::Range(-(1 << 17), 22))
-        ->capture_default_str();
-    b->add_option("-j,--threads", build.threads, "Worker threads (0: all cores)")
-        ->check(CLI::NonNegativeNumber);
-    b->add_flag("-q,--quiet", build.quiet, "Print only errors and the summary");
-
+    BuildArgs build;
+    auto* b = AddBuild(app, &build);
     std::string dir;
     auto* info = app.add_subcommand("info", "Summarise a shard set");
     info->add_option("dir", dir, "Shard set directory")->required();
@@ -154,50 +209,13 @@ int main(int argc, char** argv) {
     verify->add_option("dir", dir, "Shard set directory")->required();
     auto* env =
         app.add_subcommand("env", "Print shell lines for h5dump/h5py: eval \"$(mmpack env)\"");
-
     mm::pack::BenchOptions bench;
-    auto* be = app.add_subcommand("bench", "Measure reader throughput on a shard set");
-    be->add_option("dir", bench.dir, "Shard set directory")->required();
-    be->add_option("--threads", bench.threads, "Decode threads")
-        ->check(CLI::PositiveNumber)
-        ->capture_default_str();
-    be->add_option("--batch-size", bench.batch_size, "Batch size")
-        ->check(CLI::PositiveNumber)
-        ->capture_default_str();
-    be->add_option("--seconds", bench.seconds, "How long to read")
-        ->check(CLI::PositiveNumber)
-        ->capture_default_str();
-    be->add_flag("--json", bench.json, "Print one JSON object");
-
+    auto* be = AddBench(app, &bench);
     mm::pack::ShowOptions show;
-    auto* sh =
-        app.add_subcommand("show", "Write sample N as PNG and print its captions and tokens");
-    sh->add_option("dir", show.dir, "Shard set directory")->required();
-    sh->add_option("index", show.index, "Global sample index")
-        ->required()
-        ->check(CLI::NonNegativeNumber);
-    sh->add_option("-o,--output", show.output_png, "PNG file to write")->required();
-
+    auto* sh = AddShow(app, &show);
     CLI11_PARSE(app, argc, argv);
 
-    if (*b) {
-      if (!ParseImageSize(image_size, &build.image_width, &build.image_height)) {
-        std::cerr << "mmpack build: --image-size must be N or WxH (pixels), got '" << image_size
-                  << "'" << std::endl;
-        return 2;
-      }
-      if (!ParseBytes(shard_size, &build.shard_size)) {
-        std::cerr << "mmpack build: --shard-size must be bytes with an optional unit "
-                     "(e.g. 1GiB, 256MB), got '"
-                  << shard_size << "'" << std::endl;
-        return 2;
-      }
-      // CLI::IsMember has checked the names.
-      build.input_format = mm::pack::ParseInputFormat(input_format).value();
-      build.resize_mode = mm::format::ParseResizeMode(resize_mode).value();
-      build.compression = mm::format::ParseCodec(compression).value();
-      return Report("build", mm::pack::RunBuild(build));
-    }
+    if (*b) return FinishBuild(&build) ? Report("build", mm::pack::RunBuild(build.options)) : 2;
     if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout));
     if (*verify) return Report("verify", mm::pack::RunVerify(dir, std::cout));
     if (*env) {

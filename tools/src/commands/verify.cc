@@ -22,33 +22,140 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-Status VerifySet(const std::string& dir, std::ostream& out) {
-  h5::SilenceErrors();
-  MM_RETURN_NOT_OK(h5::RegisterZstdFilter());
-  json schema = json::parse(format::SchemaJson(), nullptr, false);
-  if (schema.is_discarded()) return Status::Internal("embedded schema is not valid JSON");
-  fs::path root(dir);
-  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndexChecked(dir, schema));
-  const mm::reader::SetInfo& info = index.info;
+// What the shards add up to, for the totals check and the OK line.
+struct Totals {
+  int64_t shards = 0, samples = 0, captions = 0, tokens = 0, bytes = 0;
+};
 
+// The set-level checks around shard/verifier.h, one stage each.
+class SetVerifier {
+ public:
+  SetVerifier(const std::string& dir, const json& schema) : root_(dir), verifier_(schema, &keys_) {}
+
+  // The tokenizer whose ids the shards hold ships with them: its SHA-256 is the index's.
+  Status CheckTokenizer(const mm::reader::internal::IndexDocument& index) const {
+    const std::string file =
+        index.tokenizer_file.empty() ? std::string(format::kTokenizerFile) : index.tokenizer_file;
+    MM_ASSIGN_OR_RETURN(std::string sha, Sha256HexOfFile((root_ / file).string()));
+    const std::string& want = index.info.tokenizer_sha256;
+    if (sha != want) {
+      return Status::Corruption(file + ": sha256 is " + sha + ", index.json says '" + want + "'");
+    }
+    return Status::OK();
+  }
+
+  // Shard `e.index`: its name, its counts, the file's size and XXH3-64, then its contents.
+  Status CheckShard(const ShardExpectation& e, const mm::reader::ShardEntry& entry,
+                    Totals* totals) {
+    const std::string& label = e.file;
+    if (e.file != format::ShardFileName(e.index)) {
+      return Status::Corruption("index.json shard " + std::to_string(e.index) + " is named '" +
+                                e.file + "', expected '" + format::ShardFileName(e.index) + "'");
+    }
+    if (e.samples <= 0 || e.captions < e.samples || e.tokens < 0 || entry.bytes <= 0) {
+      return Status::Corruption(label + ": index.json counts are not valid");
+    }
+    const fs::path path = root_ / e.file;
+    MM_ASSIGN_OR_RETURN(int64_t size, FileSize(path, label, entry.bytes));
+    MM_ASSIGN_OR_RETURN(std::string hash, Xxh3HexOfFile(path.string()));
+    const Status checksum = hash == entry.xxh3_64
+                                ? Status::OK()
+                                : Status::Corruption(label + ": xxh3_64 is " + hash +
+                                                     ", index.json says " + entry.xxh3_64);
+    int64_t bad_sample = -1;
+    Status st = verifier_.Verify(path.string(), e, &bad_sample);
+    if (!st.ok()) return st.WithContext(Where(label, bad_sample, checksum.ok()));
+    MM_RETURN_NOT_OK(checksum);  // structure and chunks fine, but the bytes changed
+    ++totals->shards;
+    totals->samples += e.samples;
+    totals->captions += e.captions;
+    totals->tokens += e.tokens;
+    totals->bytes += size;
+    return Status::OK();
+  }
+
+  // A shard file beyond the index is a leftover of another build.
+  Status CheckNoLeftover(int64_t shards) const {
+    const fs::path extra = root_ / format::ShardFileName(shards);
+    std::error_code ec;
+    if (fs::exists(extra, ec)) {
+      return Status::Corruption(extra.filename().string() +
+                                " exists but index.json does not list it");
+    }
+    return Status::OK();
+  }
+
+ private:
+  // The shard file's size, which must be the index's.
+  static Result<int64_t> FileSize(const fs::path& path, const std::string& label, int64_t want) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {
+      if (fs::exists(path, ec)) {
+        return Status::Corruption(label + ": shard file is not a regular file");
+      }
+      return Status::NotFound(label + ": shard file is missing");
+    }
+    const int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
+    if (ec) return Status::IOError(label + ": " + ec.message());
+    if (size != want) {
+      return Status::Corruption(label + ": " + std::to_string(size) + " bytes, index.json says " +
+                                std::to_string(want) + (size < want ? " (truncated)" : ""));
+    }
+    return size;
+  }
+
+  // "shard-000001.h5 sample 3 (key 'coco-3')": where a shard's problem lies.
+  std::string Where(const std::string& label, int64_t sample, bool checksum_ok) const {
+    std::string where = label;
+    if (sample >= 0) {
+      where += " sample " + std::to_string(sample);
+      if (static_cast<size_t>(sample) < verifier_.keys_of_shard().size()) {
+        where += " (key '" + verifier_.keys_of_shard()[static_cast<size_t>(sample)] + "')";
+      }
+    }
+    if (!checksum_ok) where += " (checksum mismatch too)";
+    return where;
+  }
+
+  fs::path root_;
+  std::unordered_set<std::string> keys_;  // every key of the shards checked so far
+  ShardVerifier verifier_;
+};
+
+// What index.json expects of every shard (ShardExpectation) before its own counts.
+ShardExpectation BaseExpectation(const mm::reader::SetInfo& info) {
   ShardExpectation base;
   base.height = info.image_height;
   base.width = info.image_width;
   base.compression = format::ParseCodec(info.compression).value();  // the decoder checked it
   base.vocab_size = info.vocab_size;
   base.tokenizer_sha256 = info.tokenizer_sha256;
-  // The tokenizer whose ids the shards hold ships with them.
-  const std::string tokenizer_file =
-      index.tokenizer_file.empty() ? std::string(format::kTokenizerFile) : index.tokenizer_file;
-  MM_ASSIGN_OR_RETURN(std::string tokenizer_sha, Sha256HexOfFile((root / tokenizer_file).string()));
-  if (tokenizer_sha != base.tokenizer_sha256) {
-    return Status::Corruption(tokenizer_file + ": sha256 is " + tokenizer_sha +
-                              ", index.json says '" + base.tokenizer_sha256 + "'");
-  }
+  return base;
+}
 
-  std::unordered_set<std::string> keys;
-  ShardVerifier verifier(schema, &keys);
-  int64_t samples = 0, captions = 0, tokens = 0, bytes = 0;
+// index.json's totals, every one present and equal to the shards' sums.
+Status CheckTotals(const mm::reader::internal::IndexDocument::Totals& stored, const Totals& sum) {
+  if (stored.shards != sum.shards || stored.samples != sum.samples ||
+      stored.captions != sum.captions || stored.tokens != sum.tokens || stored.bytes != sum.bytes) {
+    return Status::Corruption(
+        "index.json totals do not match its shards (" + std::to_string(sum.shards) + " shards, " +
+        std::to_string(sum.samples) + " samples, " + std::to_string(sum.captions) + " captions, " +
+        std::to_string(sum.tokens) + " tokens, " + std::to_string(sum.bytes) + " bytes)");
+  }
+  return Status::OK();
+}
+
+Status VerifySet(const std::string& dir, std::ostream& out) {
+  h5::SilenceErrors();
+  MM_RETURN_NOT_OK(h5::RegisterZstdFilter());
+  json schema = json::parse(format::SchemaJson(), nullptr, false);
+  if (schema.is_discarded()) return Status::Internal("embedded schema is not valid JSON");
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndexChecked(dir, schema));
+  const mm::reader::SetInfo& info = index.info;
+  SetVerifier set(dir, schema);
+  MM_RETURN_NOT_OK(set.CheckTokenizer(index));
+  const ShardExpectation base = BaseExpectation(info);
+  Totals totals;
   for (size_t i = 0; i < info.shards.size(); ++i) {
     const mm::reader::ShardEntry& s = info.shards[i];
     ShardExpectation e = base;
@@ -57,72 +164,13 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
     e.samples = s.samples;
     e.captions = s.captions;
     e.tokens = s.tokens;
-    const int64_t want_bytes = s.bytes;
-    const std::string& want_hash = s.xxh3_64;
-    std::string label = e.file;
-    if (e.file != format::ShardFileName(e.index)) {
-      return Status::Corruption("index.json shard " + std::to_string(i) + " is named '" + e.file +
-                                "', expected '" + format::ShardFileName(e.index) + "'");
-    }
-    if (e.samples <= 0 || e.captions < e.samples || e.tokens < 0 || want_bytes <= 0) {
-      return Status::Corruption(label + ": index.json counts are not valid");
-    }
-    fs::path path = root / e.file;
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) {
-      if (fs::exists(path, ec)) {
-        return Status::Corruption(label + ": shard file is not a regular file");
-      }
-      return Status::NotFound(label + ": shard file is missing");
-    }
-    int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
-    if (ec) return Status::IOError(label + ": " + ec.message());
-    if (size != want_bytes) {
-      return Status::Corruption(label + ": " + std::to_string(size) + " bytes, index.json says " +
-                                std::to_string(want_bytes) +
-                                (size < want_bytes ? " (truncated)" : ""));
-    }
-    MM_ASSIGN_OR_RETURN(std::string hash, Xxh3HexOfFile(path.string()));
-    Status checksum =
-        hash == want_hash
-            ? Status::OK()
-            : Status::Corruption(label + ": xxh3_64 is " + hash + ", index.json says " + want_hash);
-    int64_t bad_sample = -1;
-    Status st = verifier.Verify(path.string(), e, &bad_sample);
-    if (!st.ok()) {
-      std::string where = label;
-      if (bad_sample >= 0) {
-        where += " sample " + std::to_string(bad_sample);
-        if (static_cast<size_t>(bad_sample) < verifier.keys_of_shard().size()) {
-          where += " (key '" + verifier.keys_of_shard()[static_cast<size_t>(bad_sample)] + "')";
-        }
-      }
-      if (!checksum.ok()) where += " (checksum mismatch too)";
-      return st.WithContext(where);
-    }
-    MM_RETURN_NOT_OK(checksum);  // structure and chunks fine, but the bytes changed
-    samples += e.samples;
-    captions += e.captions;
-    tokens += e.tokens;
-    bytes += size;
+    MM_RETURN_NOT_OK(set.CheckShard(e, s, &totals));
   }
-  const auto& totals = index.totals;
-  if (totals.shards != static_cast<int64_t>(info.shards.size()) || totals.samples != samples ||
-      totals.captions != captions || totals.tokens != tokens || totals.bytes != bytes) {
-    return Status::Corruption(
-        "index.json totals do not match its shards (" + std::to_string(info.shards.size()) +
-        " shards, " + std::to_string(samples) + " samples, " + std::to_string(captions) +
-        " captions, " + std::to_string(tokens) + " tokens, " + std::to_string(bytes) + " bytes)");
-  }
-  // A shard file beyond the index is a leftover of another build.
-  fs::path extra = root / format::ShardFileName(static_cast<int64_t>(info.shards.size()));
-  std::error_code ec;
-  if (fs::exists(extra, ec)) {
-    return Status::Corruption(extra.filename().string() +
-                              " exists but index.json does not list it");
-  }
-  out << "verify: OK: " << info.shards.size() << " shards, " << samples << " samples, " << captions
-      << " captions, " << tokens << " tokens, " << HumanBytes(static_cast<double>(bytes))
+  MM_RETURN_NOT_OK(CheckTotals(index.totals, totals));
+  MM_RETURN_NOT_OK(set.CheckNoLeftover(totals.shards));
+  out << "verify: OK: " << totals.shards << " shards, " << totals.samples << " samples, "
+      << totals.captions << " captions, " << totals.tokens << " tokens, "
+      << HumanBytes(static_cast<double>(totals.bytes))
       << "; checksums, schema, offsets, keys and every image chunk checked\n";
   return Status::OK();
 }

@@ -17,18 +17,29 @@ namespace mm::pack {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-Result<IngestResult> IngestCoco(const fs::path& file) {
+namespace {
+
+// The images of a COCO file, as samples: which sample each image id is (two ids with the same
+// file_name are the same image: one sample holding the captions of both, in annotation order,
+// not two samples with the same key, which `mmpack verify` would reject).
+struct CocoImages {
+  std::unordered_map<std::string, size_t> by_id;   // id as JSON text -> sample
+  std::unordered_set<std::string> unstorable_ids;  // images reported as invalid_utf8
+};
+
+// The whole file, parsed (lenient_json.h keeps a bad string to its own caption).
+Result<json> ParseCoco(const fs::path& file, NeutralJson* neutral) {
   std::string text;
   MM_RETURN_NOT_OK(ReadRegularFile(file.string(), &text));
-  NeutralJson neutral = NeutralizeJson(text);
+  *neutral = NeutralizeJson(text);
   std::string().swap(text);
   json doc;
   try {
-    doc = json::parse(neutral.text);
+    doc = json::parse(neutral->text);
   } catch (const json::exception& e) {
     return Status::InvalidArgument(file.string() + ": not valid JSON: " + e.what());
   }
-  std::string().swap(neutral.text);
+  std::string().swap(neutral->text);
   if (!doc.is_object()) return Status::InvalidArgument(file.string() + ": not a JSON object");
   auto images = doc.find("images");
   auto annotations = doc.find("annotations");
@@ -37,39 +48,40 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
     return Status::InvalidArgument(file.string() +
                                    ": COCO captions JSON needs arrays 'images' and 'annotations'");
   }
-  IngestResult result;
-  result.format = InputFormat::kCoco;
-  std::string where = file.filename().string();
-  fs::path base = file.parent_path();
-  // Two `images` entries with different ids but the same file_name are the same image: they
-  // become one sample holding the captions of both ids (annotation order), not two samples
-  // with the same key (which `mmpack verify` would reject) or the same image twice.
-  std::unordered_map<std::string, size_t> by_id;    // id as JSON text -> sample
+  return doc;
+}
+
+// images[]: one sample per distinct file_name, resolved against the JSON's folder, else its
+// images/ subfolder.
+CocoImages ReadImages(const json& images, const fs::path& file, const NeutralJson& neutral,
+                      IngestResult* result) {
+  CocoImages out;
   std::unordered_map<std::string, size_t> by_file;  // file_name -> sample
-  std::unordered_set<std::string> unstorable_ids;   // images reported as invalid_utf8
-  for (size_t i = 0; i < images->size(); ++i) {
-    const json& im = (*images)[i];
+  const std::string where = file.filename().string();
+  const fs::path base = file.parent_path();
+  for (size_t i = 0; i < images.size(); ++i) {
+    const json& im = images[i];
     std::string source = where + ":images[" + std::to_string(i) + "]";
     if (!im.is_object() || !im.contains("id") || !im.contains("file_name") ||
         !im["file_name"].is_string()) {
-      result.issues.push_back({source, "", "invalid_manifest_line", "image without id/file_name"});
+      result->issues.push_back({source, "", "invalid_manifest_line", "image without id/file_name"});
       continue;
     }
     std::string file_name = im["file_name"].get<std::string>();
     if (neutral.changed && file_name.find(neutral.mark) != std::string::npos) {
-      result.issues.push_back({source, "", "invalid_utf8",
-                               "file_name is not valid UTF-8 (an invalid byte or a lone "
-                               "surrogate escape)"});
-      unstorable_ids.insert(im["id"].dump());  // its annotations go with it, unreported
+      result->issues.push_back({source, "", "invalid_utf8",
+                                "file_name is not valid UTF-8 (an invalid byte or a lone "
+                                "surrogate escape)"});
+      out.unstorable_ids.insert(im["id"].dump());  // its annotations go with it, unreported
       continue;
     }
     std::string id = im["id"].dump();
-    if (by_id.count(id) != 0) {
-      result.issues.push_back({source, "", "duplicate_key", "image id " + id + " repeated"});
+    if (out.by_id.count(id) != 0) {
+      result->issues.push_back({source, "", "duplicate_key", "image id " + id + " repeated"});
       continue;
     }
-    auto [file_it, new_file] = by_file.emplace(file_name, result.samples.size());
-    by_id.emplace(id, file_it->second);
+    auto [file_it, new_file] = by_file.emplace(file_name, result->samples.size());
+    out.by_id.emplace(id, file_it->second);
     if (!new_file) continue;  // same file as an earlier id: that sample gets these captions
     RawSample s;
     s.source = std::move(file_name);
@@ -79,40 +91,63 @@ Result<IngestResult> IngestCoco(const fs::path& file) {
       std::string alt = Resolve(base / "images", s.source);
       if (fs::exists(alt, ec)) s.path = alt;
     }
-    result.samples.push_back(std::move(s));
+    result->samples.push_back(std::move(s));
   }
-  for (size_t i = 0; i < annotations->size(); ++i) {
-    const json& an = (*annotations)[i];
+  return out;
+}
+
+// annotations[]: each caption to its image's sample, in annotation order.
+void ReadAnnotations(const json& annotations, const std::string& where, const CocoImages& images,
+                     const NeutralJson& neutral, IngestResult* result) {
+  for (size_t i = 0; i < annotations.size(); ++i) {
+    const json& an = annotations[i];
     std::string source = where + ":annotations[" + std::to_string(i) + "]";
     if (!an.is_object() || !an.contains("image_id") || !an.contains("caption") ||
         !an["caption"].is_string()) {
-      result.issues.push_back(
+      result->issues.push_back(
           {source, "", "invalid_manifest_line", "annotation without image_id/caption"});
       continue;
     }
-    auto it = by_id.find(an["image_id"].dump());
-    if (it == by_id.end() && unstorable_ids.count(an["image_id"].dump()) != 0) continue;
-    if (it == by_id.end()) {
-      result.issues.push_back({source, "", "invalid_manifest_line",
-                               "annotation for unknown image_id " + an["image_id"].dump()});
+    auto it = images.by_id.find(an["image_id"].dump());
+    if (it == images.by_id.end() && images.unstorable_ids.count(an["image_id"].dump()) != 0) {
+      continue;
+    }
+    if (it == images.by_id.end()) {
+      result->issues.push_back({source, "", "invalid_manifest_line",
+                                "annotation for unknown image_id " + an["image_id"].dump()});
       continue;
     }
     std::string caption = an["caption"].get<std::string>();
     if (neutral.changed) RestoreInvalid(&caption, neutral.mark);
-    result.samples[it->second].captions.push_back(std::move(caption));
+    result->samples[it->second].captions.push_back(std::move(caption));
   }
-  AssignKeys(&result.samples);
-  // Images that no annotation describes cannot be samples.
+}
+
+// Images that no annotation describes cannot be samples.
+void DropUncaptioned(IngestResult* result) {
   std::vector<RawSample> kept;
-  kept.reserve(result.samples.size());
-  for (RawSample& s : result.samples) {
+  kept.reserve(result->samples.size());
+  for (RawSample& s : result->samples) {
     if (s.captions.empty()) {
-      result.issues.push_back({s.source, s.key, "missing_caption", "no annotation"});
+      result->issues.push_back({s.source, s.key, "missing_caption", "no annotation"});
     } else {
       kept.push_back(std::move(s));
     }
   }
-  result.samples = std::move(kept);
+  result->samples = std::move(kept);
+}
+
+}  // namespace
+
+Result<IngestResult> IngestCoco(const fs::path& file) {
+  NeutralJson neutral;
+  MM_ASSIGN_OR_RETURN(json doc, ParseCoco(file, &neutral));
+  IngestResult result;
+  result.format = InputFormat::kCoco;
+  const CocoImages images = ReadImages(doc["images"], file, neutral, &result);
+  ReadAnnotations(doc["annotations"], file.filename().string(), images, neutral, &result);
+  AssignKeys(&result.samples);
+  DropUncaptioned(&result);
   return result;
 }
 

@@ -30,97 +30,161 @@ struct BadRecord {
 // quote that pairs with one rows later leaves it) is reported in `bad` and only its first
 // line is lost: parsing starts again on the line after it, so the rows a stray quote would
 // swallow are read as rows.
+class DelimitedParser {
+ public:
+  DelimitedParser(const std::string& text, char sep, bool quoting, std::vector<BadRecord>* bad)
+      : text_(text), n_(text.size()), sep_(sep), quoting_(quoting), bad_(bad) {}
+
+  // Every row (blank lines skipped) and the line each starts on (1-based).
+  void Parse(std::vector<std::vector<std::string>>* rows, std::vector<int64_t>* row_lines) {
+    rows_ = rows;
+    row_lines_ = row_lines;
+    for (;;) {
+      if (i_ >= n_) {
+        if (!quoted_) break;
+        Restart("a quoted field is never closed");  // resumes on the record's second line
+        continue;
+      }
+      if (quoted_) {
+        QuotedChar(text_[i_]);
+      } else {
+        UnquotedChar(text_[i_]);
+      }
+    }
+    if (!field_.empty() || !row_.empty() || field_started_) EndRow();
+  }
+
+ private:
+  bool CrLfAt(size_t i) const { return text_[i] == '\r' && i + 1 < n_ && text_[i + 1] == '\n'; }
+
+  void QuotedChar(char c) {
+    if (c == '"') {
+      if (i_ + 1 < n_ && text_[i_ + 1] == '"') {
+        field_.push_back('"');
+        i_ += 2;
+        return;
+      }
+      quoted_ = false;
+      after_quote_ = true;
+      ++i_;
+      return;
+    }
+    if (c == '\n') ++line_;
+    field_.push_back(c);
+    ++i_;
+  }
+
+  void UnquotedChar(char c) {
+    if (after_quote_ && c != sep_ && c != '\n' && !CrLfAt(i_)) {
+      Restart("text after the closing quote of a field (a stray or unescaped quote?)");
+      return;
+    }
+    if (c == '"' && !field_started_ && quoting_) {
+      quoted_ = true;
+      field_started_ = true;
+    } else if (c == sep_) {
+      EndField();
+    } else if (c == '\n') {
+      EndRow();
+      ++line_;
+      row_line_ = line_;
+      row_start_ = i_ + 1;
+    } else if (!CrLfAt(i_)) {
+      field_.push_back(c);
+      field_started_ = true;
+    }
+    ++i_;
+  }
+
+  void EndField() {
+    row_.push_back(std::move(field_));
+    field_.clear();
+    field_started_ = false;
+    after_quote_ = false;
+  }
+
+  void EndRow() {
+    EndField();
+    const bool blank = row_.size() == 1 && row_[0].empty();
+    if (!blank) {
+      rows_->push_back(std::move(row_));
+      row_lines_->push_back(row_line_);
+    }
+    row_.clear();
+  }
+
+  // Drops the record begun at row_start_ and resumes on the line after its first line.
+  void Restart(const char* why) {
+    bad_->push_back({row_line_, why});
+    row_.clear();
+    field_.clear();
+    quoted_ = field_started_ = after_quote_ = false;
+    const size_t nl = text_.find('\n', row_start_);
+    i_ = nl == std::string::npos ? n_ : nl + 1;
+    line_ = row_line_ + 1;
+    row_line_ = line_;
+    row_start_ = i_;
+  }
+
+  const std::string& text_;
+  const size_t n_;
+  const char sep_;
+  const bool quoting_;
+  std::vector<BadRecord>* bad_;
+  std::vector<std::vector<std::string>>* rows_ = nullptr;
+  std::vector<int64_t>* row_lines_ = nullptr;
+  std::vector<std::string> row_;
+  std::string field_;
+  bool quoted_ = false, field_started_ = false, after_quote_ = false;
+  int64_t line_ = 1, row_line_ = 1;
+  size_t i_ = 0, row_start_ = 0;
+};
+
 void ParseDelimited(const std::string& text, char sep, bool quoting,
                     std::vector<std::vector<std::string>>* rows, std::vector<int64_t>* row_lines,
                     std::vector<BadRecord>* bad) {
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, field_started = false, after_quote = false;
-  int64_t line = 1, row_line = 1;
-  size_t i = 0, n = text.size(), row_start = 0;
-  auto end_field = [&] {
-    row.push_back(std::move(field));
-    field.clear();
-    field_started = false;
-    after_quote = false;
-  };
-  auto end_row = [&] {
-    end_field();
-    bool blank = row.size() == 1 && row[0].empty();
-    if (!blank) {
-      rows->push_back(std::move(row));
-      row_lines->push_back(row_line);
+  DelimitedParser(text, sep, quoting, bad).Parse(rows, row_lines);
+}
+
+// The index of the first of `names` among the header's columns (matched without regard to
+// ASCII case and surrounding blanks), or -1.
+int FindColumn(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    for (size_t c = 0; c < header.size(); ++c) {
+      std::string h = AsciiLower(header[c]);
+      const size_t from = h.find_first_not_of(" \t\r");
+      const size_t to = h.find_last_not_of(" \t\r");
+      h = from == std::string::npos ? std::string() : h.substr(from, to - from + 1);
+      if (h == name) return static_cast<int>(c);
     }
-    row.clear();
-  };
-  // Drops the record begun at row_start and resumes on the line after its first line.
-  auto restart = [&](const char* why) {
-    bad->push_back({row_line, why});
-    row.clear();
-    field.clear();
-    quoted = field_started = after_quote = false;
-    size_t nl = text.find('\n', row_start);
-    i = nl == std::string::npos ? n : nl + 1;
-    line = row_line + 1;
-    row_line = line;
-    row_start = i;
-  };
-  for (;;) {
-    if (i >= n) {
-      if (!quoted) break;
-      restart("a quoted field is never closed");  // resumes on the record's second line
-      continue;
-    }
-    char c = text[i];
-    if (quoted) {
-      if (c == '"') {
-        if (i + 1 < n && text[i + 1] == '"') {
-          field.push_back('"');
-          i += 2;
-          continue;
-        }
-        quoted = false;
-        after_quote = true;
-        ++i;
-        continue;
-      }
-      if (c == '\n') ++line;
-      field.push_back(c);
-      ++i;
-      continue;
-    }
-    if (after_quote && c != sep && c != '\n' && !(c == '\r' && i + 1 < n && text[i + 1] == '\n')) {
-      restart("text after the closing quote of a field (a stray or unescaped quote?)");
-      continue;
-    }
-    if (c == '"' && !field_started && quoting) {
-      quoted = true;
-      field_started = true;
-      ++i;
-      continue;
-    }
-    if (c == sep) {
-      end_field();
-      ++i;
-      continue;
-    }
-    if (c == '\r' && i + 1 < n && text[i + 1] == '\n') {
-      ++i;
-      continue;
-    }
-    if (c == '\n') {
-      end_row();
-      ++line;
-      row_line = line;
-      ++i;
-      row_start = i;
-      continue;
-    }
-    field.push_back(c);
-    field_started = true;
-    ++i;
   }
-  if (!field.empty() || !row.empty() || field_started) end_row();
+  return -1;
+}
+
+// The rows after the header into samples (`image_col`, `text_col`), and issues for the
+// malformed records and short rows.
+void AddRows(const fs::path& file, const std::vector<std::vector<std::string>>& rows,
+             const std::vector<int64_t>& lines, const std::vector<BadRecord>& bad, int image_col,
+             int text_col, IngestResult* result) {
+  Grouper grouper(file.parent_path());
+  const std::string where = file.filename().string();
+  for (const BadRecord& b : bad) {
+    result->issues.push_back({where + ":" + std::to_string(b.line), "", "invalid_manifest_line",
+                              "malformed row: " + b.why +
+                                  "; the row is skipped and reading "
+                                  "goes on at the next line"});
+  }
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const auto& row = rows[r];
+    std::string source = where + ":" + std::to_string(lines[r]);
+    if (static_cast<int>(row.size()) <= std::max(image_col, text_col) || row[image_col].empty()) {
+      result->issues.push_back({source, "", "invalid_manifest_line",
+                                "row has " + std::to_string(row.size()) + " fields"});
+      continue;
+    }
+    grouper.Add(row[image_col], row[text_col]);
+  }
+  result->samples = grouper.Take();
 }
 
 }  // namespace
@@ -129,9 +193,6 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
   std::string text;
   MM_RETURN_NOT_OK(ReadRegularFile(file.string(), &text));
   StripBom(&text);
-  std::vector<std::vector<std::string>> rows;
-  std::vector<int64_t> lines;
-  std::vector<BadRecord> bad;
   IngestResult result;
   result.format = format;
   // A ".csv" whose header has no comma but a semicolon is ';'-separated (as spreadsheets in
@@ -144,27 +205,17 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
                            ": read as ';'-separated (the header has "
                            "no comma)");
   }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<int64_t> lines;
+  std::vector<BadRecord> bad;
   ParseDelimited(text, sep, /*quoting=*/sep != '\t', &rows, &lines, &bad);
   if (!bad.empty() && bad[0].line == 1) {
     return Status::InvalidArgument(file.string() + ": malformed header row: " + bad[0].why);
   }
   if (rows.empty()) return Status::InvalidArgument(file.string() + ": no header row");
-  const std::vector<std::string>& header = rows[0];
-  // Header names match without regard to ASCII case and surrounding blanks.
-  auto column = [&](std::initializer_list<const char*> names) -> int {
-    for (const char* name : names) {
-      for (size_t c = 0; c < header.size(); ++c) {
-        std::string h = AsciiLower(header[c]);
-        const size_t from = h.find_first_not_of(" \t\r");
-        const size_t to = h.find_last_not_of(" \t\r");
-        h = from == std::string::npos ? std::string() : h.substr(from, to - from + 1);
-        if (h == name) return static_cast<int>(c);
-      }
-    }
-    return -1;
-  };
-  int image_col = column({"image", "image_path", "file_name", "filepath", "url"});
-  int text_col = column({"text", "caption", "title"});
+  const int image_col =
+      FindColumn(rows[0], {"image", "image_path", "file_name", "filepath", "url"});
+  const int text_col = FindColumn(rows[0], {"text", "caption", "title"});
   if (image_col < 0 || text_col < 0) {
     return Status::InvalidArgument(file.string() +
                                    ": header needs an image column (image, image_path, "
@@ -172,25 +223,7 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
                                    "caption, title); its first line is '" +
                                    first_line.substr(0, 200) + "'");
   }
-  Grouper grouper(file.parent_path());
-  std::string where = file.filename().string();
-  for (const BadRecord& b : bad) {
-    result.issues.push_back({where + ":" + std::to_string(b.line), "", "invalid_manifest_line",
-                             "malformed row: " + b.why +
-                                 "; the row is skipped and reading "
-                                 "goes on at the next line"});
-  }
-  for (size_t r = 1; r < rows.size(); ++r) {
-    const auto& row = rows[r];
-    std::string source = where + ":" + std::to_string(lines[r]);
-    if (static_cast<int>(row.size()) <= std::max(image_col, text_col) || row[image_col].empty()) {
-      result.issues.push_back({source, "", "invalid_manifest_line",
-                               "row has " + std::to_string(row.size()) + " fields"});
-      continue;
-    }
-    grouper.Add(row[image_col], row[text_col]);
-  }
-  result.samples = grouper.Take();
+  AddRows(file, rows, lines, bad, image_col, text_col, &result);
   return result;
 }
 

@@ -27,12 +27,10 @@ bool IsHex4(std::string_view s, size_t at, uint32_t* cp) {
   return true;
 }
 
-}  // namespace
-
-NeutralJson NeutralizeJson(std::string_view text) {
-  NeutralJson out;
-  // Lone surrogate escapes and invalid bytes: is there anything to do at all?
-  std::vector<size_t> lone;  // offsets of the backslash of lone surrogate escapes
+// The offsets of the backslash of every \u escape of a lone surrogate (a high half without a
+// low half after it, or a low half alone).
+std::vector<size_t> LoneSurrogateEscapes(std::string_view text) {
+  std::vector<size_t> lone;
   for (size_t i = 0; i + 1 < text.size(); ++i) {
     if (text[i] != '\\') continue;
     uint32_t cp, low;
@@ -48,36 +46,43 @@ NeutralJson NeutralizeJson(std::string_view text) {
     }
     ++i;  // any other escape, \\ included
   }
-  const bool bad_bytes = FirstInvalidUtf8(text) != std::string_view::npos;
-  if (lone.empty() && !bad_bytes) {
-    out.text.assign(text);
-    return out;
-  }
-  out.changed = true;
+  return lone;
+}
+
+// UTF-8 of a BMP code point at or above U+0800 (three bytes).
+std::string Utf8Of3(uint32_t c) {
+  return {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+          static_cast<char>(0x80 | (c & 0x3F))};
+}
+
+// The first noncharacter (U+FFFF, U+FFFE, U+FDD0..U+FDEF) that `text` holds neither raw nor
+// escaped (in either case); U+FFFF if it holds them all.
+uint32_t ChooseMark(std::string_view text) {
   const std::string lower = AsciiLower(text);
-  uint32_t mark = 0xFFFF;
   std::vector<uint32_t> candidates = {0xFFFF, 0xFFFE};
   for (uint32_t c = 0xFDD0; c <= 0xFDEF; ++c) candidates.push_back(c);
   for (uint32_t c : candidates) {
-    char raw[4] = {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
-                   static_cast<char>(0x80 | (c & 0x3F)), 0};
     char esc[8];
     std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
-    if (text.find(raw) == std::string_view::npos && lower.find(esc) == std::string::npos) {
-      mark = c;
-      break;
+    if (text.find(Utf8Of3(c)) == std::string_view::npos && lower.find(esc) == std::string::npos) {
+      return c;
     }
   }
-  out.mark = {static_cast<char>(0xE0 | (mark >> 12)),
-              static_cast<char>(0x80 | ((mark >> 6) & 0x3F)),
-              static_cast<char>(0x80 | (mark & 0x3F))};
+  return 0xFFFF;
+}
+
+// `text` with the escapes at `lone` replaced by the mark's escape (the same length) and each
+// invalid byte by the mark's UTF-8.
+std::string Rewrite(std::string_view text, const std::vector<size_t>& lone, uint32_t mark) {
+  const std::string mark_utf8 = Utf8Of3(mark);
   char mark_escape[8];
   std::snprintf(mark_escape, sizeof mark_escape, "\\u%04X", static_cast<unsigned>(mark));
-  out.text.reserve(text.size() + 16);
+  std::string out;
+  out.reserve(text.size() + 16);
   size_t next_lone = 0;
   for (size_t i = 0; i < text.size();) {
     if (next_lone < lone.size() && lone[next_lone] == i) {
-      out.text.append(mark_escape);  // same length as the escape it replaces
+      out.append(mark_escape);
       i += 6;
       ++next_lone;
       continue;
@@ -86,17 +91,33 @@ NeutralJson NeutralizeJson(std::string_view text) {
     const size_t end = next_lone < lone.size() ? lone[next_lone] : text.size();
     std::string_view part = text.substr(i, end - i);
     while (!part.empty()) {
-      size_t bad = FirstInvalidUtf8(part);
+      const size_t bad = FirstInvalidUtf8(part);
       if (bad == std::string_view::npos) {
-        out.text.append(part);
+        out.append(part);
         break;
       }
-      out.text.append(part.substr(0, bad));
-      out.text.append(out.mark);
+      out.append(part.substr(0, bad));
+      out.append(mark_utf8);
       part.remove_prefix(bad + 1);
     }
     i = end;
   }
+  return out;
+}
+
+}  // namespace
+
+NeutralJson NeutralizeJson(std::string_view text) {
+  NeutralJson out;
+  const std::vector<size_t> lone = LoneSurrogateEscapes(text);
+  if (lone.empty() && IsValidUtf8(text)) {
+    out.text.assign(text);
+    return out;
+  }
+  out.changed = true;
+  const uint32_t mark = ChooseMark(text);
+  out.mark = Utf8Of3(mark);
+  out.text = Rewrite(text, lone, mark);
   return out;
 }
 

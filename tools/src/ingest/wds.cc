@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ingest/common.h"
@@ -56,20 +57,113 @@ Status ReadMemberData(archive* a, std::string* bytes) {
 
 namespace {
 
-// Appends the samples of one tar to `result`.
-Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestResult* result) {
-  MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(tar.string()));
+// A member's place in a WebDataset sample: its key (the path up to the first dot of its base
+// name) and its field: an image (the extensions of IsImageExtension) or text (a field ending
+// in txt, caption or text: ".txt", ".caption", ".en.txt"). False when it is neither.
+bool ParseMemberName(const std::string& name, std::string* key, bool* is_image) {
+  const size_t slash = name.find_last_of('/');
+  const size_t base_start = slash == std::string::npos ? 0 : slash + 1;
+  const size_t dot = name.find('.', base_start);
+  if (dot == std::string::npos || dot == base_start) return false;
+  *key = name.substr(0, dot);
+  // WebDataset field names: "jpg", "txt", also "caption", "0.txt", "en.caption".
+  const std::string ext = AsciiLower(name.substr(dot + 1));
+  const std::string last = ext.substr(ext.find_last_of('.') + 1);
+  *is_image = IsImageExtension(last);
+  return *is_image || last == "txt" || last == "caption" || last == "text";
+}
+
+// The members of one tar grouped by key, in first-appearance order: one image member each,
+// and its caption members' text (image bytes are read later, by ImageReader).
+class TarGroups {
+ public:
+  explicit TarGroups(std::string tar_label) : label_(std::move(tar_label)) {}
+
+  // Adds the current member (number `index`) of `a`. False when reading must stop here (the
+  // archive is damaged); what was read before is kept.
+  bool AddMember(archive* a, archive_entry* entry, int64_t index, IngestResult* result) {
+    if (archive_entry_filetype(entry) != AE_IFREG) return true;
+    const char* name_c = archive_entry_pathname(entry);
+    if (name_c == nullptr) return true;
+    const std::string name = name_c;
+    std::string key;
+    bool is_image = false;
+    if (!ParseMemberName(name, &key, &is_image)) return true;
+    auto [it, inserted] = groups_.try_emplace(key);
+    if (inserted) order_.push_back(key);
+    Group& g = it->second;
+    if (is_image) {
+      if (g.image.empty()) {
+        g.image = name;
+        g.image_index = index;
+      } else {
+        result->issues.push_back({label_ + ":" + name, key, "duplicate_key",
+                                  "another image member has the same key: " + g.image});
+      }
+      return true;
+    }
+    if (archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) > kMaxCaptionFileBytes) {
+      result->issues.push_back({label_ + ":" + name, key, "file_too_large",
+                                "caption member of " + std::to_string(archive_entry_size(entry)) +
+                                    " bytes, over the " + std::to_string(kMaxCaptionFileBytes) +
+                                    " bytes read of one caption"});
+      return true;  // its data is skipped by the next header read
+    }
+    std::string caption;
+    Status st = ReadMemberData(a, &caption);
+    if (!st.ok()) {
+      result->issues.push_back({label_ + ":" + name, key, "unreadable", st.message()});
+      return st.code() == StatusCode::kUnsupported;  // after a sparse member, the next is readable
+    }
+    StripBom(&caption);
+    StripOneNewline(&caption);
+    g.captions.push_back(std::move(caption));
+    return true;
+  }
+
+  // The groups as samples of `tar`, or as issues (no image member, no caption member).
+  void Emit(const fs::path& tar, IngestResult* result) {
+    for (const std::string& key : order_) {
+      Group& g = groups_[key];
+      if (g.image.empty()) {
+        result->issues.push_back(
+            {label_ + ":" + key, key, "missing_file", "caption member without an image member"});
+        continue;
+      }
+      if (g.captions.empty()) {
+        result->issues.push_back(
+            {label_ + ":" + g.image, key, "missing_caption", "no .txt/.caption member"});
+        continue;
+      }
+      RawSample s;
+      s.key = key;
+      s.source = label_ + ":" + g.image;
+      s.path = tar.string();
+      s.tar_member = g.image;
+      s.tar_member_index = g.image_index;
+      s.captions = std::move(g.captions);
+      result->samples.push_back(std::move(s));
+    }
+  }
+
+ private:
   struct Group {
     std::string image;
     int64_t image_index = -1;
     std::vector<std::string> captions;
   };
-  std::vector<std::string> order;
-  std::unordered_map<std::string, Group> groups;
+  std::string label_;
+  std::vector<std::string> order_;
+  std::unordered_map<std::string, Group> groups_;
+};
+
+// Appends the samples of one tar to `result`.
+Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestResult* result) {
+  MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(tar.string()));
+  TarGroups groups(tar_label);
   archive_entry* entry;
-  int64_t index = -1;
-  for (;;) {
-    int r = archive_read_next_header(a.get(), &entry);
+  for (int64_t index = 0;; ++index) {
+    const int r = archive_read_next_header(a.get(), &entry);
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) {
       const char* msg = archive_error_string(a.get());
@@ -77,75 +171,9 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
           {tar_label, "", "unreadable", std::string("tar read error: ") + (msg ? msg : "unknown")});
       break;  // keep what was read before the damage
     }
-    ++index;
-    if (archive_entry_filetype(entry) != AE_IFREG) continue;
-    const char* name_c = archive_entry_pathname(entry);
-    if (name_c == nullptr) continue;
-    std::string name = name_c;
-    size_t slash = name.find_last_of('/');
-    size_t base_start = slash == std::string::npos ? 0 : slash + 1;
-    size_t dot = name.find('.', base_start);
-    if (dot == std::string::npos || dot == base_start) continue;
-    std::string key = name.substr(0, dot);
-    // WebDataset field names: "jpg", "txt", also "caption", "0.txt", "en.caption".
-    std::string ext = AsciiLower(name.substr(dot + 1));
-    std::string last = ext.substr(ext.find_last_of('.') + 1);
-    bool is_text = last == "txt" || last == "caption" || last == "text";
-    bool is_image = IsImageExtension(last);
-    if (!is_text && !is_image) continue;
-    auto [git, inserted] = groups.try_emplace(key);
-    if (inserted) order.push_back(key);
-    Group& g = git->second;
-    if (is_image) {
-      if (g.image.empty()) {
-        g.image = name;
-        g.image_index = index;
-      } else {
-        result->issues.push_back({tar_label + ":" + name, key, "duplicate_key",
-                                  "another image member has the same key: " + g.image});
-      }
-    } else {
-      if (archive_entry_size_is_set(entry) != 0 &&
-          archive_entry_size(entry) > kMaxCaptionFileBytes) {
-        result->issues.push_back({tar_label + ":" + name, key, "file_too_large",
-                                  "caption member of " + std::to_string(archive_entry_size(entry)) +
-                                      " bytes, over the " + std::to_string(kMaxCaptionFileBytes) +
-                                      " bytes read of one caption"});
-        continue;  // its data is skipped by the next header read
-      }
-      std::string caption;
-      Status st = ReadMemberData(a.get(), &caption);
-      if (!st.ok()) {
-        result->issues.push_back({tar_label + ":" + name, key, "unreadable", st.message()});
-        if (st.code() == StatusCode::kUnsupported) continue;  // the next member is readable
-        break;
-      }
-      StripBom(&caption);
-      StripOneNewline(&caption);
-      g.captions.push_back(std::move(caption));
-    }
+    if (!groups.AddMember(a.get(), entry, index, result)) break;
   }
-  for (const std::string& key : order) {
-    Group& g = groups[key];
-    if (g.image.empty()) {
-      result->issues.push_back(
-          {tar_label + ":" + key, key, "missing_file", "caption member without an image member"});
-      continue;
-    }
-    if (g.captions.empty()) {
-      result->issues.push_back(
-          {tar_label + ":" + g.image, key, "missing_caption", "no .txt/.caption member"});
-      continue;
-    }
-    RawSample s;
-    s.key = key;
-    s.source = tar_label + ":" + g.image;
-    s.path = tar.string();
-    s.tar_member = g.image;
-    s.tar_member_index = g.image_index;
-    s.captions = std::move(g.captions);
-    result->samples.push_back(std::move(s));
-  }
+  groups.Emit(tar, result);
   return Status::OK();
 }
 
@@ -173,10 +201,7 @@ Result<IngestResult> IngestWds(const fs::path& input) {
   }
   bool many = tars.size() > 1;
   for (const fs::path& tar : tars) {
-    std::string label = tar.filename().string();
-    size_t before = result.samples.size();
-    MM_RETURN_NOT_OK(IngestOneTar(tar, label, &result));
-    (void)before;
+    MM_RETURN_NOT_OK(IngestOneTar(tar, tar.filename().string(), &result));
   }
   // Keys from several tars are prefixed with the tar's name where they would collide (what is
   // still repeated after that, e.g. "a.tar" and "a.TAR", is made unique by MakeKeysUnique).

@@ -55,6 +55,161 @@ Status CheckDtype(hid_t type, const std::string& dtype, const std::string& name)
   return Status::Internal("schema dtype '" + dtype + "' is not understood");
 }
 
+// `dims` against the schema's `shape` (rank first, then each entry resolved); `what` names the
+// dataset.
+Status CheckDims(const std::vector<hsize_t>& dims, const json& shape, const ShardExpectation& e,
+                 const std::string& what) {
+  if (dims.size() != shape.size()) {
+    return Status::Corruption(what + " has rank " + std::to_string(dims.size()) +
+                              ", the schema says " + std::to_string(shape.size()));
+  }
+  for (size_t k = 0; k < dims.size(); ++k) {
+    MM_ASSIGN_OR_RETURN(int64_t want, ResolveDim(shape[k], e));
+    if (static_cast<int64_t>(dims[k]) != want) {
+      return Status::Corruption(what + " dimension " + std::to_string(k) + " is " +
+                                std::to_string(dims[k]) + ", expected " + std::to_string(want) +
+                                " (" + shape[k].dump() + ")");
+    }
+  }
+  return Status::OK();
+}
+
+// The schema's layout: contiguous, or chunked with its chunk shape.
+Status CheckLayout(hid_t dcpl, const json& d, size_t rank, const ShardExpectation& e,
+                   const std::string& name) {
+  const H5D_layout_t layout = H5Pget_layout(dcpl);
+  const std::string want_layout = d.value("layout", "any");
+  if (want_layout == "contiguous" && layout != H5D_CONTIGUOUS) {
+    return Status::Corruption("dataset '" + name + "' is not contiguous");
+  }
+  if (want_layout != "chunked") return Status::OK();
+  if (layout != H5D_CHUNKED) return Status::Corruption("dataset '" + name + "' is not chunked");
+  std::vector<hsize_t> chunk(rank);
+  H5Pget_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+  const auto& want_chunk = d["chunk"];
+  for (size_t k = 0; k < chunk.size() && k < want_chunk.size(); ++k) {
+    MM_ASSIGN_OR_RETURN(int64_t want, ResolveDim(want_chunk[k], e));
+    if (static_cast<int64_t>(chunk[k]) != want) {
+      return Status::Corruption("dataset '" + name + "' chunk dimension " + std::to_string(k) +
+                                " is " + std::to_string(chunk[k]) + ", expected " +
+                                std::to_string(want));
+    }
+  }
+  return Status::OK();
+}
+
+// The filter the codec implies: zstd (32015) alone, or none.
+Status CheckFilter(hid_t dcpl, format::Codec codec, const std::string& name) {
+  const bool has_zstd = H5Pget_filter_by_id2(dcpl, format::kZstdFilterId, nullptr, nullptr, nullptr,
+                                             0, nullptr, nullptr) >= 0;
+  h5::ClearErrors();  // a "filter not found" entry
+  const int nfilters = H5Pget_nfilters(dcpl);
+  if (codec == format::Codec::kZstd && (!has_zstd || nfilters != 1)) {
+    return Status::Corruption("dataset '" + name + "' lacks the zstd filter (32015) alone");
+  }
+  if (codec == format::Codec::kNone && nfilters != 0) {
+    return Status::Corruption("dataset '" + name + "' has filters but compression is none");
+  }
+  return Status::OK();
+}
+
+// caption_offsets run from 0 to C, strictly increasing (every sample has a caption);
+// token_offsets from 0 to T, never decreasing; every token id inside the vocabulary.
+Status CheckOffsetsAndTokens(hid_t file, const ShardExpectation& e,
+                             std::vector<int64_t>* caption_offsets_out, int64_t* sample) {
+  const size_t n = static_cast<size_t>(e.samples);
+  const size_t c = static_cast<size_t>(e.captions);
+  MM_ASSIGN_OR_RETURN(auto caption_offsets, h5::ReadNumeric<int64_t>(file, format::kCaptionOffsets,
+                                                                     H5T_NATIVE_INT64, n + 1));
+  if (caption_offsets.front() != 0 || caption_offsets.back() != e.captions) {
+    return Status::Corruption("caption_offsets must run from 0 to " + std::to_string(e.captions));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (caption_offsets[i + 1] <= caption_offsets[i]) {
+      *sample = static_cast<int64_t>(i);
+      return Status::Corruption("caption_offsets not strictly increasing (no caption)");
+    }
+  }
+  // The sample holding caption `k`.
+  auto sample_of = [&](int64_t k) {
+    auto it = std::upper_bound(caption_offsets.begin(), caption_offsets.end(), k);
+    return static_cast<int64_t>(it - caption_offsets.begin()) - 1;
+  };
+  MM_ASSIGN_OR_RETURN(auto token_offsets, h5::ReadNumeric<int64_t>(file, format::kTokenOffsets,
+                                                                   H5T_NATIVE_INT64, c + 1));
+  if (token_offsets.front() != 0 || token_offsets.back() != e.tokens) {
+    return Status::Corruption("token_offsets must run from 0 to " + std::to_string(e.tokens));
+  }
+  for (size_t k = 0; k < c; ++k) {
+    if (token_offsets[k + 1] < token_offsets[k]) {
+      *sample = sample_of(static_cast<int64_t>(k));
+      return Status::Corruption("token_offsets decrease at caption " + std::to_string(k));
+    }
+  }
+  MM_ASSIGN_OR_RETURN(auto tokens, h5::ReadNumeric<int32_t>(file, format::kTokens, H5T_NATIVE_INT32,
+                                                            static_cast<size_t>(e.tokens)));
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] < 0 || (e.vocab_size > 0 && tokens[t] >= e.vocab_size)) {
+      auto ct =
+          std::upper_bound(token_offsets.begin(), token_offsets.end(), static_cast<int64_t>(t));
+      *sample = sample_of(static_cast<int64_t>(ct - token_offsets.begin()) - 1);
+      return Status::Corruption("token id " + std::to_string(tokens[t]) +
+                                " outside the vocabulary of " + std::to_string(e.vocab_size));
+    }
+  }
+  *caption_offsets_out = std::move(caption_offsets);
+  return Status::OK();
+}
+
+// Sources UTF-8; captions non-empty UTF-8.
+Status CheckTexts(hid_t file, const ShardExpectation& e,
+                  const std::vector<int64_t>& caption_offsets, int64_t* sample) {
+  const size_t n = static_cast<size_t>(e.samples);
+  MM_ASSIGN_OR_RETURN(auto sources, h5::ReadVlenStrings(file, format::kSources, n));
+  for (size_t i = 0; i < n; ++i) {
+    if (!IsValidUtf8(sources[i])) {
+      *sample = static_cast<int64_t>(i);
+      return Status::Corruption("source is not valid UTF-8");
+    }
+  }
+  MM_ASSIGN_OR_RETURN(
+      auto captions, h5::ReadVlenStrings(file, format::kCaptions, static_cast<size_t>(e.captions)));
+  for (size_t i = 0; i < n; ++i) {
+    for (int64_t k = caption_offsets[i]; k < caption_offsets[i + 1]; ++k) {
+      const std::string& caption = captions[static_cast<size_t>(k)];
+      if (caption.empty() || !IsValidUtf8(caption)) {
+        *sample = static_cast<int64_t>(i);
+        return Status::Corruption("caption " + std::to_string(k) + " is empty or not UTF-8");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// original_size positive; valid_box inside the image.
+Status CheckGeometry(hid_t file, const ShardExpectation& e, int64_t* sample) {
+  const size_t n = static_cast<size_t>(e.samples);
+  MM_ASSIGN_OR_RETURN(
+      auto sizes, h5::ReadNumeric<int32_t>(file, format::kOriginalSize, H5T_NATIVE_INT32, n * 2));
+  for (size_t i = 0; i < n; ++i) {
+    if (sizes[2 * i] <= 0 || sizes[2 * i + 1] <= 0) {
+      *sample = static_cast<int64_t>(i);
+      return Status::Corruption("original_size is not positive");
+    }
+  }
+  MM_ASSIGN_OR_RETURN(auto boxes,
+                      h5::ReadNumeric<int32_t>(file, format::kValidBox, H5T_NATIVE_INT32, n * 4));
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t* b = &boxes[i * 4];
+    if (b[0] < 0 || b[1] < 0 || b[2] <= 0 || b[3] <= 0 || b[0] + b[2] > e.width ||
+        b[1] + b[3] > e.height) {
+      *sample = static_cast<int64_t>(i);
+      return Status::Corruption("valid_box outside the image");
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status ShardVerifier::Verify(const std::string& path, const ShardExpectation& e, int64_t* sample) {
@@ -115,7 +270,7 @@ Status ShardVerifier::CheckAttributes(hid_t file, const ShardExpectation& e) {
 }
 
 Status ShardVerifier::CheckDataset(hid_t file, const json& d, const ShardExpectation& e) {
-  std::string name = d.value("name", "");
+  const std::string name = d.value("name", "");
   htri_t exists = H5Lexists(file, name.c_str(), H5P_DEFAULT);
   if (exists <= 0) {
     h5::ClearErrors();
@@ -129,95 +284,24 @@ Status ShardVerifier::CheckDataset(hid_t file, const json& d, const ShardExpecta
                       h5::Own<h5::Datatype>(H5Dget_type(dset.get()), "H5Dget_type"));
   MM_RETURN_NOT_OK(CheckDtype(type.get(), d.value("dtype", ""), name));
   MM_ASSIGN_OR_RETURN(std::vector<hsize_t> dims, h5::DatasetDims(dset.get()));
-  const auto& shape = d["shape"];
-  if (dims.size() != shape.size()) {
-    return Status::Corruption("dataset '" + name + "' has rank " + std::to_string(dims.size()) +
-                              ", the schema says " + std::to_string(shape.size()));
-  }
-  for (size_t k = 0; k < dims.size(); ++k) {
-    MM_ASSIGN_OR_RETURN(int64_t want, ResolveDim(shape[k], e));
-    if (static_cast<int64_t>(dims[k]) != want) {
-      return Status::Corruption("dataset '" + name + "' dimension " + std::to_string(k) + " is " +
-                                std::to_string(dims[k]) + ", expected " + std::to_string(want) +
-                                " (" + shape[k].dump() + ")");
-    }
-  }
+  MM_RETURN_NOT_OK(CheckDims(dims, d["shape"], e, "dataset '" + name + "'"));
   MM_ASSIGN_OR_RETURN(h5::PropList dcpl,
                       h5::Own<h5::PropList>(H5Dget_create_plist(dset.get()), "dcpl"));
-  H5D_layout_t layout = H5Pget_layout(dcpl.get());
-  std::string want_layout = d.value("layout", "any");
-  if (want_layout == "contiguous" && layout != H5D_CONTIGUOUS) {
-    return Status::Corruption("dataset '" + name + "' is not contiguous");
-  }
-  if (want_layout == "chunked") {
-    if (layout != H5D_CHUNKED) return Status::Corruption("dataset '" + name + "' is not chunked");
-    std::vector<hsize_t> chunk(dims.size());
-    H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
-    const auto& want_chunk = d["chunk"];
-    for (size_t k = 0; k < chunk.size() && k < want_chunk.size(); ++k) {
-      MM_ASSIGN_OR_RETURN(int64_t want, ResolveDim(want_chunk[k], e));
-      if (static_cast<int64_t>(chunk[k]) != want) {
-        return Status::Corruption("dataset '" + name + "' chunk dimension " + std::to_string(k) +
-                                  " is " + std::to_string(chunk[k]) + ", expected " +
-                                  std::to_string(want));
-      }
-    }
-  }
-  if (d.contains("filter")) {
-    bool has_zstd = H5Pget_filter_by_id2(dcpl.get(), format::kZstdFilterId, nullptr, nullptr,
-                                         nullptr, 0, nullptr, nullptr) >= 0;
-    h5::ClearErrors();  // a "filter not found" entry
-    int nfilters = H5Pget_nfilters(dcpl.get());
-    if (e.compression == format::Codec::kZstd && (!has_zstd || nfilters != 1)) {
-      return Status::Corruption("dataset '" + name + "' lacks the zstd filter (32015) alone");
-    }
-    if (e.compression == format::Codec::kNone && nfilters != 0) {
-      return Status::Corruption("dataset '" + name + "' has filters but compression is none");
-    }
-  }
+  MM_RETURN_NOT_OK(CheckLayout(dcpl.get(), d, dims.size(), e, name));
+  if (d.contains("filter")) MM_RETURN_NOT_OK(CheckFilter(dcpl.get(), e.compression, name));
   return Status::OK();
 }
 
 Status ShardVerifier::CheckTables(hid_t file, const ShardExpectation& e, int64_t* sample) {
+  std::vector<int64_t> caption_offsets;
+  MM_RETURN_NOT_OK(CheckOffsetsAndTokens(file, e, &caption_offsets, sample));
+  MM_RETURN_NOT_OK(CheckKeys(file, e, sample));
+  MM_RETURN_NOT_OK(CheckTexts(file, e, caption_offsets, sample));
+  return CheckGeometry(file, e, sample);
+}
+
+Status ShardVerifier::CheckKeys(hid_t file, const ShardExpectation& e, int64_t* sample) {
   const size_t n = static_cast<size_t>(e.samples);
-  const size_t c = static_cast<size_t>(e.captions);
-  MM_ASSIGN_OR_RETURN(auto caption_offsets, h5::ReadNumeric<int64_t>(file, format::kCaptionOffsets,
-                                                                     H5T_NATIVE_INT64, n + 1));
-  if (caption_offsets.front() != 0 || caption_offsets.back() != e.captions) {
-    return Status::Corruption("caption_offsets must run from 0 to " + std::to_string(e.captions));
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (caption_offsets[i + 1] <= caption_offsets[i]) {
-      *sample = static_cast<int64_t>(i);
-      return Status::Corruption("caption_offsets not strictly increasing (no caption)");
-    }
-  }
-  MM_ASSIGN_OR_RETURN(auto token_offsets, h5::ReadNumeric<int64_t>(file, format::kTokenOffsets,
-                                                                   H5T_NATIVE_INT64, c + 1));
-  if (token_offsets.front() != 0 || token_offsets.back() != e.tokens) {
-    return Status::Corruption("token_offsets must run from 0 to " + std::to_string(e.tokens));
-  }
-  for (size_t k = 0; k < c; ++k) {
-    if (token_offsets[k + 1] < token_offsets[k]) {
-      auto it =
-          std::upper_bound(caption_offsets.begin(), caption_offsets.end(), static_cast<int64_t>(k));
-      *sample = static_cast<int64_t>(it - caption_offsets.begin()) - 1;
-      return Status::Corruption("token_offsets decrease at caption " + std::to_string(k));
-    }
-  }
-  MM_ASSIGN_OR_RETURN(auto tokens, h5::ReadNumeric<int32_t>(file, format::kTokens, H5T_NATIVE_INT32,
-                                                            static_cast<size_t>(e.tokens)));
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    if (tokens[t] < 0 || (e.vocab_size > 0 && tokens[t] >= e.vocab_size)) {
-      auto ct =
-          std::upper_bound(token_offsets.begin(), token_offsets.end(), static_cast<int64_t>(t));
-      int64_t caption = static_cast<int64_t>(ct - token_offsets.begin()) - 1;
-      auto st = std::upper_bound(caption_offsets.begin(), caption_offsets.end(), caption);
-      *sample = static_cast<int64_t>(st - caption_offsets.begin()) - 1;
-      return Status::Corruption("token id " + std::to_string(tokens[t]) +
-                                " outside the vocabulary of " + std::to_string(e.vocab_size));
-    }
-  }
   MM_ASSIGN_OR_RETURN(auto keys, h5::ReadFixedStrings(file, format::kKeys, n));
   for (size_t i = 0; i < n; ++i) {
     if (keys[i].empty() || !keys_->insert(keys[i]).second) {
@@ -232,41 +316,6 @@ Status ShardVerifier::CheckTables(hid_t file, const ShardExpectation& e, int64_t
     }
   }
   keys_of_shard_ = std::move(keys);
-  MM_ASSIGN_OR_RETURN(auto sources, h5::ReadVlenStrings(file, format::kSources, n));
-  for (size_t i = 0; i < n; ++i) {
-    if (!IsValidUtf8(sources[i])) {
-      *sample = static_cast<int64_t>(i);
-      return Status::Corruption("source is not valid UTF-8");
-    }
-  }
-  MM_ASSIGN_OR_RETURN(auto captions, h5::ReadVlenStrings(file, format::kCaptions, c));
-  for (size_t i = 0; i < n; ++i) {
-    for (int64_t k = caption_offsets[i]; k < caption_offsets[i + 1]; ++k) {
-      const std::string& caption = captions[static_cast<size_t>(k)];
-      if (caption.empty() || !IsValidUtf8(caption)) {
-        *sample = static_cast<int64_t>(i);
-        return Status::Corruption("caption " + std::to_string(k) + " is empty or not UTF-8");
-      }
-    }
-  }
-  MM_ASSIGN_OR_RETURN(
-      auto sizes, h5::ReadNumeric<int32_t>(file, format::kOriginalSize, H5T_NATIVE_INT32, n * 2));
-  for (size_t i = 0; i < n; ++i) {
-    if (sizes[2 * i] <= 0 || sizes[2 * i + 1] <= 0) {
-      *sample = static_cast<int64_t>(i);
-      return Status::Corruption("original_size is not positive");
-    }
-  }
-  MM_ASSIGN_OR_RETURN(auto boxes,
-                      h5::ReadNumeric<int32_t>(file, format::kValidBox, H5T_NATIVE_INT32, n * 4));
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t* b = &boxes[i * 4];
-    if (b[0] < 0 || b[1] < 0 || b[2] <= 0 || b[3] <= 0 || b[0] + b[2] > e.width ||
-        b[1] + b[3] > e.height) {
-      *sample = static_cast<int64_t>(i);
-      return Status::Corruption("valid_box outside the image");
-    }
-  }
   return Status::OK();
 }
 

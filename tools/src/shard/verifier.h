@@ -53,6 +53,7 @@ class ShardVerifier {
   Status CheckAttributes(hid_t file, const ShardExpectation& e);
   Status CheckDataset(hid_t file, const nlohmann::json& d, const ShardExpectation& e);
   Status CheckTables(hid_t file, const ShardExpectation& e, int64_t* sample);
+  Status CheckKeys(hid_t file, const ShardExpectation& e, int64_t* sample);
   Status CheckChunks(hid_t file, const ShardExpectation& e, int64_t* sample);
 
   const nlohmann::json& schema_;
