@@ -10,7 +10,7 @@ if [ ! -d "$root/../shared/data" ]; then
 fi
 bash tools/install-deps.sh
 export BUILD_DIR=${BUILD_DIR:-$root/build}
-bash tools/build.sh
+bash tools/build.sh -DMM_WERROR=ON  # warnings are errors here (mm_target_warnings)
 cd "$BUILD_DIR"
 # Benchmarks (label "bench") are run by hand: tests/bench/*.sh.
 ctest --output-on-failure --timeout 900 -j "${MM_TEST_JOBS:-2}" -LE bench "$@"

@@ -16,12 +16,7 @@ Status ErrnoStatus(int err, const std::string& what) {
   return Status::IOError(std::move(message));
 }
 
-void UniqueFd::Reset() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
-}
+void FdTraits::Close(int fd) { ::close(fd); }
 
 Result<RegularFile> OpenRegularFile(const std::string& path) {
   RegularFile file;

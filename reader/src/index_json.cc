@@ -49,13 +49,12 @@ Status GetString(const json& obj, const char* key, std::string* out, const std::
   return Status::OK();
 }
 
-Status GetObject(const json& obj, const char* key, const json** out) {
+Result<const json*> GetObject(const json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end() || !it->is_object()) {
     return Bad(std::string("missing object \"") + key + "\"");
   }
-  *out = &*it;
-  return Status::OK();
+  return &*it;
 }
 
 // Optional fields: taken when present with the right type, else left as they are.
@@ -103,20 +102,17 @@ Status DecodeFormat(const json& doc, SetInfo* info) {
 }
 
 Status DecodeImage(const json& doc, IndexDocument* out) {
-  const json* image = nullptr;
-  MM_RETURN_NOT_OK(GetObject(doc, "image", &image));
-  SetInfo& info = out->info;
-  MM_RETURN_NOT_OK(GetInt32(*image, "height", 1, 1 << 15, &info.image_height, "image: "));
-  MM_RETURN_NOT_OK(GetInt32(*image, "width", 1, 1 << 15, &info.image_width, "image: "));
-  MM_RETURN_NOT_OK(GetInt32(*image, "channels", 3, 3, &info.channels, "image: "));
-  OptString(*image, "resize_mode", &info.resize_mode);
+  MM_ASSIGN_OR_RETURN(const json* image, GetObject(doc, "image"));
+  MM_RETURN_NOT_OK(GetInt32(*image, "height", 1, 1 << 15, &out->info.image_height, "image: "));
+  MM_RETURN_NOT_OK(GetInt32(*image, "width", 1, 1 << 15, &out->info.image_width, "image: "));
+  MM_RETURN_NOT_OK(GetInt32(*image, "channels", 3, 3, &out->info.channels, "image: "));
+  OptString(*image, "resize_mode", &out->info.resize_mode);
   OptString(*image, "background", &out->background);
   return Status::OK();
 }
 
 Status DecodeCompression(const json& doc, IndexDocument* out) {
-  const json* comp = nullptr;
-  MM_RETURN_NOT_OK(GetObject(doc, "compression", &comp));
+  MM_ASSIGN_OR_RETURN(const json* comp, GetObject(doc, "compression"));
   SetInfo& info = out->info;
   MM_RETURN_NOT_OK(GetString(*comp, "codec", &info.compression, "compression: "));
   if (!mm::format::ParseCodec(info.compression).has_value()) {
@@ -135,16 +131,19 @@ Status DecodeCompression(const json& doc, IndexDocument* out) {
 }
 
 Status DecodeTokenizer(const json& doc, IndexDocument* out) {
-  const json* tok = nullptr;
-  MM_RETURN_NOT_OK(GetObject(doc, "tokenizer", &tok));
+  MM_ASSIGN_OR_RETURN(const json* tok, GetObject(doc, "tokenizer"));
   SetInfo& info = out->info;
-  const std::string where = "tokenizer: ";
-  MM_RETURN_NOT_OK(GetInt32(*tok, "vocab_size", 0, kMaxInt, &info.vocab_size, where));
-  MM_RETURN_NOT_OK(GetInt32(*tok, "pad_id", -1, kMaxInt, &info.pad_id, where));
-  MM_RETURN_NOT_OK(GetInt32(*tok, "unk_id", -1, kMaxInt, &info.unk_id, where));
-  MM_RETURN_NOT_OK(GetInt32(*tok, "bos_id", -1, kMaxInt, &info.bos_id, where));
-  MM_RETURN_NOT_OK(GetInt32(*tok, "eos_id", -1, kMaxInt, &info.eos_id, where));
-  MM_RETURN_NOT_OK(GetInt32(*tok, "max_tokens", 0, kMaxInt, &info.max_tokens, where));
+  // The ids the reader needs, in this order; -1 means "none" for the special pieces.
+  const struct {
+    const char* key;
+    int64_t min;
+    int* value;
+  } kFields[] = {{"vocab_size", 0, &info.vocab_size}, {"pad_id", -1, &info.pad_id},
+                 {"unk_id", -1, &info.unk_id},        {"bos_id", -1, &info.bos_id},
+                 {"eos_id", -1, &info.eos_id},        {"max_tokens", 0, &info.max_tokens}};
+  for (const auto& f : kFields) {
+    MM_RETURN_NOT_OK(GetInt32(*tok, f.key, f.min, kMaxInt, f.value, "tokenizer: "));
+  }
   OptString(*tok, "sha256", &info.tokenizer_sha256);
   OptString(*tok, "file", &out->tokenizer_file);
   OptBool(*tok, "trained", &out->tokenizer_trained);
@@ -200,8 +199,9 @@ Status CheckTotal(const json& totals, const char* key, int64_t sum, const char* 
 }
 
 Status DecodeTotals(const json& doc, IndexDocument* out) {
-  const json* totals = nullptr;
-  if (!GetObject(doc, "totals", &totals).ok()) return Status::OK();
+  Result<const json*> found = GetObject(doc, "totals");
+  if (!found.ok()) return Status::OK();  // optional
+  const json* totals = *found;
   const SetInfo& info = out->info;
   IndexDocument::Totals& t = out->totals;
   MM_RETURN_NOT_OK(CheckTotal(*totals, "samples", info.num_samples, "the shards hold", &t.samples));

@@ -64,7 +64,6 @@ void Progress::Draw(int64_t done, int64_t dropped, bool final) {
                  eta.c_str(), static_cast<long long>(dropped));
   }
   std::fflush(stream_);
-  drawn_ = true;
 }
 
 void Progress::Finish() {

@@ -17,8 +17,6 @@ class Progress {
  public:
   /// `total`: samples expected (0: unknown). `stream`: usually stderr.
   Progress(int64_t total, bool quiet, std::FILE* stream = stderr);
-  /// Forces the plain-line style (tests; the terminal check otherwise decides).
-  void SetInteractive(bool interactive) { interactive_ = interactive; }
 
   /// `done`: samples handled (written or dropped), `dropped` of them dropped.
   void Update(int64_t done, int64_t dropped);
@@ -37,7 +35,6 @@ class Progress {
   Clock::time_point last_draw_;
   int64_t last_done_ = 0;
   int64_t last_dropped_ = 0;
-  bool drawn_ = false;
   bool finished_ = false;
 };
 

@@ -15,45 +15,34 @@ int PowerOfTwoShrink(double limit) {
   return k;
 }
 
+// EXIF orientation o (1..8) as the transform from a shown pixel (dx, dy) to the stored one:
+// transpose first (5..8 turn the image by 90 degrees), then mirror each axis of the stored image
+// (TIFF 6.0 / EXIF 2.3 tag 0x0112; what Pillow's exif_transpose undoes).
+struct Orientation {
+  bool transpose, flip_x, flip_y;
+};
+constexpr Orientation kOrientations[9] = {
+    {false, false, false},  // 0: not a value; as 1
+    {false, false, false},  // 1: upright
+    {false, true, false},   // 2: mirrored left-right
+    {false, true, true},    // 3: turned 180 degrees
+    {false, false, true},   // 4: mirrored top-bottom
+    {true, false, false},   // 5: transposed
+    {true, false, true},    // 6: turned 90 degrees clockwise to view
+    {true, true, true},     // 7: transversed
+    {true, true, false},    // 8: turned 90 degrees anticlockwise to view
+};
+
 // The stored pixel of `resized` ([win_h, win_w] of the plan) that the oriented image shows at
-// (dx, dy): EXIF orientation 2..8 mirror and turn the whole stored image; 1 reads the window.
+// (dx, dy): orientations 2..8 address the whole stored image; 1 reads the plan's window.
 const uint8_t* StoredPixel(const uint8_t* resized, int bands, int orientation, const FitPlan& plan,
                            int dx, int dy) {
-  const int sw = plan.need_w, sh = plan.need_h;
-  int sx, sy;
-  switch (orientation) {
-    case 2:
-      sx = sw - 1 - dx;
-      sy = dy;
-      break;
-    case 3:
-      sx = sw - 1 - dx;
-      sy = sh - 1 - dy;
-      break;
-    case 4:
-      sx = dx;
-      sy = sh - 1 - dy;
-      break;
-    case 5:
-      sx = dy;
-      sy = dx;
-      break;
-    case 6:
-      sx = dy;
-      sy = sh - 1 - dx;
-      break;
-    case 7:
-      sx = sw - 1 - dy;
-      sy = sh - 1 - dx;
-      break;
-    case 8:
-      sx = sw - 1 - dy;
-      sy = dx;
-      break;
-    default:
-      sx = dx - plan.win_x;
-      sy = dy - plan.win_y;
-      break;
+  int sx = dx - plan.win_x, sy = dy - plan.win_y;
+  if (orientation >= 2 && orientation <= 8) {
+    const Orientation& o = kOrientations[orientation];
+    const int u = o.transpose ? dy : dx, v = o.transpose ? dx : dy;
+    sx = o.flip_x ? plan.need_w - 1 - u : u;
+    sy = o.flip_y ? plan.need_h - 1 - v : v;
   }
   return resized + (static_cast<size_t>(sy) * plan.win_w + sx) * bands;
 }

@@ -46,9 +46,17 @@ std::string IccDescription(const uint8_t* p, size_t n) {
   return {};
 }
 
-}  // namespace
+// One segment of a JPEG before its image data: its marker and where it lies (`at`: its 0xFF;
+// `len`: the length field, which counts itself and the payload after it).
+struct JpegSegment {
+  unsigned marker;
+  size_t at, len;
+};
 
-int JpegExifOrientation(const std::string& b) {
+// Calls `visit(segment)` on each whole segment from SOI up to the image data (SOS) or EOI, in
+// file order, while it returns true.
+template <typename Visit>
+void ForEachSegment(const std::string& b, Visit visit) {
   auto u8 = [&](size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(b[i])); };
   size_t i = 2;
   while (i + 4 <= b.size() && u8(i) == 0xFF) {
@@ -56,55 +64,62 @@ int JpegExifOrientation(const std::string& b) {
     if (marker == 0xDA || marker == 0xD9) break;  // image data: no metadata after this
     const size_t len = u8(i + 2) << 8 | u8(i + 3);
     if (len < 2 || i + 2 + len > b.size()) break;
-    if (marker == 0xE1 && len >= 8 && b.compare(i + 4, 6, std::string("Exif\0\0", 6)) == 0) {
-      const size_t tiff = i + 10, end = i + 2 + len;
-      if (tiff + 8 > end) return 1;
-      const bool le = b.compare(tiff, 2, "II") == 0;
-      if (!le && b.compare(tiff, 2, "MM") != 0) return 1;
-      auto get16 = [&](size_t at) {
-        return le ? u8(at) | u8(at + 1) << 8 : u8(at) << 8 | u8(at + 1);
-      };
-      auto get32 = [&](size_t at) { return le ? Le32(b, at) : Be32(b, at); };
-      const size_t ifd = tiff + get32(tiff + 4);
-      if (ifd + 2 > end) return 1;
-      const unsigned entries = get16(ifd);
-      for (unsigned e = 0; e < entries; ++e) {
-        const size_t at = ifd + 2 + 12 * static_cast<size_t>(e);
-        if (at + 12 > end) return 1;
-        if (get16(at) == 0x0112) {
-          const unsigned type = get16(at + 2), v = get16(at + 8);
-          return type == 3 && v >= 1 && v <= 8 ? static_cast<int>(v) : 1;  // SHORT
-        }
-      }
-      return 1;
-    }
+    if (!visit(JpegSegment{marker, i, len})) return;
     i += 2 + len;
   }
-  return 1;
+}
+
+}  // namespace
+
+int JpegExifOrientation(const std::string& b) {
+  auto u8 = [&](size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(b[i])); };
+  int orientation = 1;
+  ForEachSegment(b, [&](const JpegSegment& s) {
+    if (s.marker != 0xE1 || s.len < 8 || b.compare(s.at + 4, 6, std::string("Exif\0\0", 6)) != 0) {
+      return true;  // not the first Exif segment: go on
+    }
+    const size_t tiff = s.at + 10, end = s.at + 2 + s.len;
+    if (tiff + 8 > end) return false;
+    const bool le = b.compare(tiff, 2, "II") == 0;
+    if (!le && b.compare(tiff, 2, "MM") != 0) return false;
+    auto get16 = [&](size_t at) {
+      return le ? u8(at) | u8(at + 1) << 8 : u8(at) << 8 | u8(at + 1);
+    };
+    auto get32 = [&](size_t at) { return le ? Le32(b, at) : Be32(b, at); };
+    const size_t ifd = tiff + get32(tiff + 4);
+    if (ifd + 2 > end) return false;
+    const unsigned entries = get16(ifd);
+    for (unsigned e = 0; e < entries; ++e) {
+      const size_t at = ifd + 2 + 12 * static_cast<size_t>(e);
+      if (at + 12 > end) return false;
+      if (get16(at) == 0x0112) {
+        const unsigned type = get16(at + 2), v = get16(at + 8);
+        if (type == 3 && v >= 1 && v <= 8) orientation = static_cast<int>(v);  // SHORT
+        return false;
+      }
+    }
+    return false;
+  });
+  return orientation;
 }
 
 std::string JpegIccProfile(const std::string& b) {
   auto u8 = [&](size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(b[i])); };
   static const std::string kTag("ICC_PROFILE\0", 12);
   std::vector<std::string> pieces;
-  size_t i = 2;
-  while (i + 4 <= b.size() && u8(i) == 0xFF) {
-    const unsigned marker = u8(i + 1);
-    if (marker == 0xDA || marker == 0xD9) break;  // image data: no metadata after this
-    const size_t len = u8(i + 2) << 8 | u8(i + 3);
-    if (len < 2 || i + 2 + len > b.size()) break;
-    if (marker == 0xE2 && len >= 2 + 14 && b.compare(i + 4, 12, kTag) == 0) {
-      const unsigned seq = u8(i + 16), count = u8(i + 17);
-      if (count == 0 || seq == 0 || seq > count) return {};
-      if (pieces.empty()) pieces.resize(count);
-      if (pieces.size() != count) return {};
-      pieces[seq - 1] = b.substr(i + 18, len - 16);
-    }
-    i += 2 + len;
-  }
+  bool bad = false;
+  ForEachSegment(b, [&](const JpegSegment& s) {
+    if (s.marker != 0xE2 || s.len < 2 + 14 || b.compare(s.at + 4, 12, kTag) != 0) return true;
+    const unsigned seq = u8(s.at + 16), count = u8(s.at + 17);
+    if (count == 0 || seq == 0 || seq > count) return !(bad = true);
+    if (pieces.empty()) pieces.resize(count);
+    if (pieces.size() != count) return !(bad = true);
+    pieces[seq - 1] = b.substr(s.at + 18, s.len - 16);
+    return true;
+  });
   std::string profile;
   for (const std::string& piece : pieces) {
-    if (piece.empty()) return {};
+    if (bad || piece.empty()) return {};
     profile += piece;
   }
   return profile;

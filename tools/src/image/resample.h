@@ -5,8 +5,11 @@
 // mapped into the source and, when shrinking, stretched by the scale so that it also
 // low-passes (antialiasing); weights are normalised, turned into 14-bit fixed point, applied
 // horizontally then vertically with rounding and clamping to 0..255. mmpack uses it instead
-// of vips_resize because it is about three times faster on the sizes mmpack sees (decoded
-// JPEGs of 0.1..1 Mpx down to 224 px), which matters: resizing was most of mmpack build's CPU.
+// of vips_resize because it is faster on the sizes mmpack sees (decoded JPEGs of 0.1..1 Mpx
+// down to 224 px), which matters: resizing was most of mmpack build's CPU.
+// tests/bench/resample_bench.cc re-measures both on the same pixels in one run and prints the
+// ratio (7.4x whole-image with AVX2 on the 51 coco-cc photos at 224 px, one thread, 2-core
+// build machine under load, November 2026).
 #pragma once
 
 #include <cstdint>

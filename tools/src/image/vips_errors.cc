@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <utility>
 
 #include "mm/internal/c_handles.h"
 #include "text/ascii.h"
@@ -64,30 +65,15 @@ std::string g_vips_error;
 // g_vips_error_gate exclusively (see there). (The reason never comes from this text: see
 // LooksTruncated.)
 std::string TakeVipsError(ImageKind kind) {
-  std::unique_ptr<char, GFreeDeleter> text(vips_error_buffer_copy());
+  GStringPtr text(vips_error_buffer_copy());
   std::string all = text ? text.get() : "";
+  // The word libvips' loader of each type puts in its messages (BMP goes through magick).
+  static constexpr std::pair<ImageKind, const char*> kLoaders[] = {
+      {ImageKind::kJpeg, "jpeg"}, {ImageKind::kPng, "png"},   {ImageKind::kGif, "gif"},
+      {ImageKind::kWebp, "webp"}, {ImageKind::kTiff, "tiff"}, {ImageKind::kBmp, "magick"}};
   const char* name = nullptr;
-  switch (kind) {
-    case ImageKind::kJpeg:
-      name = "jpeg";
-      break;
-    case ImageKind::kPng:
-      name = "png";
-      break;
-    case ImageKind::kGif:
-      name = "gif";
-      break;
-    case ImageKind::kWebp:
-      name = "webp";
-      break;
-    case ImageKind::kTiff:
-      name = "tiff";
-      break;
-    case ImageKind::kBmp:
-      name = "magick";
-      break;
-    default:
-      break;
+  for (const auto& [k, loader] : kLoaders) {
+    if (k == kind) name = loader;
   }
   std::string first, match;
   size_t start = 0;

@@ -1,31 +1,28 @@
 // input_format.cc: see input_format.h.
 #include "ingest/input_format.h"
 
+#include <utility>
+
 namespace mm::pack {
+namespace {
+
+constexpr std::pair<InputFormat, std::string_view> kNames[] = {
+    {InputFormat::kAuto, "auto"}, {InputFormat::kFiles, "files"}, {InputFormat::kJsonl, "jsonl"},
+    {InputFormat::kCsv, "csv"},   {InputFormat::kTsv, "tsv"},     {InputFormat::kCoco, "coco"},
+    {InputFormat::kWds, "wds"}};
+
+}  // namespace
 
 std::string_view ToString(InputFormat format) {
-  switch (format) {
-    case InputFormat::kFiles:
-      return "files";
-    case InputFormat::kJsonl:
-      return "jsonl";
-    case InputFormat::kCsv:
-      return "csv";
-    case InputFormat::kTsv:
-      return "tsv";
-    case InputFormat::kCoco:
-      return "coco";
-    case InputFormat::kWds:
-      return "wds";
-    case InputFormat::kAuto:
-      break;
+  for (const auto& [f, name] : kNames) {
+    if (f == format) return name;
   }
   return "auto";
 }
 
 std::optional<InputFormat> ParseInputFormat(std::string_view text) {
-  for (InputFormat f : kInputFormats) {
-    if (text == ToString(f)) return f;
+  for (const auto& [f, name] : kNames) {
+    if (name == text) return f;
   }
   return std::nullopt;
 }

@@ -6,7 +6,7 @@
 
 namespace mm::pack {
 
-/// The layout of `mmpack build`'s input (the formats above). Parsed once from --input-format;
+/// The layout of `mmpack build`'s input (ingest.h). Parsed once from --input-format;
 /// ToString's text is what report.json ("input_format") and index.json
 /// ("build_options.input_format") store.
 enum class InputFormat { kAuto, kFiles, kJsonl, kCsv, kTsv, kCoco, kWds };

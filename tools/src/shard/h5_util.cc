@@ -8,7 +8,7 @@
 
 #include "h5z_zstd.h"  // the zstd filter of tools/plugin, linked in (mm_h5z_zstd)
 
-namespace mm::pack::h5 {
+namespace mm::h5 {
 
 Status RegisterZstdFilter() {
   static std::once_flag once;
@@ -115,18 +115,23 @@ Result<int64_t> ReadIntAttribute(hid_t object, const char* name) {
   return value;
 }
 
+Result<Dataset> OpenDataset(hid_t file, const char* name) {
+  return Own<Dataset>(H5Dopen2(file, name, H5P_DEFAULT), std::string("opening ") + name,
+                      StatusCode::kCorruption);
+}
+
+Status ReadWhole(hid_t dset, hid_t mem_type, void* buffer, size_t count, const char* name) {
+  if (count == 0) return Status::OK();
+  return Check(H5Dread(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer),
+               std::string("reading ") + name, StatusCode::kCorruption);
+}
+
 Result<std::vector<std::string>> ReadFixedStrings(hid_t file, const char* name, size_t count) {
-  MM_ASSIGN_OR_RETURN(
-      Dataset dset, Own<Dataset>(H5Dopen2(file, name, H5P_DEFAULT), std::string("opening ") + name,
-                                 StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(Dataset dset, OpenDataset(file, name));
   MM_ASSIGN_OR_RETURN(Datatype type, Own<Datatype>(H5Dget_type(dset.get()), "H5Dget_type"));
-  size_t width = H5Tget_size(type.get());
+  const size_t width = H5Tget_size(type.get());
   std::vector<char> buffer(count * width);
-  if (count > 0) {
-    MM_RETURN_NOT_OK(
-        Check(H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
-              std::string("reading ") + name, StatusCode::kCorruption));
-  }
+  MM_RETURN_NOT_OK(ReadWhole(dset.get(), type.get(), buffer.data(), count, name));
   std::vector<std::string> out(count);
   for (size_t i = 0; i < count; ++i) {
     const char* p = buffer.data() + i * width;
@@ -136,16 +141,10 @@ Result<std::vector<std::string>> ReadFixedStrings(hid_t file, const char* name, 
 }
 
 Result<std::vector<std::string>> ReadVlenStrings(hid_t file, const char* name, size_t count) {
-  MM_ASSIGN_OR_RETURN(
-      Dataset dset, Own<Dataset>(H5Dopen2(file, name, H5P_DEFAULT), std::string("opening ") + name,
-                                 StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(Dataset dset, OpenDataset(file, name));
   MM_ASSIGN_OR_RETURN(Datatype type, VlenUtf8Type());
   std::vector<char*> pointers(count, nullptr);
-  if (count > 0) {
-    MM_RETURN_NOT_OK(
-        Check(H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()),
-              std::string("reading ") + name, StatusCode::kCorruption));
-  }
+  MM_RETURN_NOT_OK(ReadWhole(dset.get(), type.get(), pointers.data(), count, name));
   std::vector<std::string> out(count);
   for (size_t i = 0; i < count; ++i) {
     if (pointers[i] != nullptr) out[i] = pointers[i];
@@ -165,4 +164,4 @@ Result<std::vector<hsize_t>> DatasetDims(hid_t dataset) {
   return dims;
 }
 
-}  // namespace mm::pack::h5
+}  // namespace mm::h5

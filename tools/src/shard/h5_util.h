@@ -1,10 +1,8 @@
 // h5_util.h: the HDF5 helpers of mm_pack's writer and verifier (string types, scalar
-// attributes, whole-dataset reads, dataset dimensions, the linked-in zstd filter), on top of the
-// handle owners and the error translation of mm/internal/h5.h (mm_reader's, shared so that HDF5's
-// error stack becomes a Status in exactly one place). Private to mm_pack.
-//
-// Thread safety: Debian's HDF5 is built without thread safety; call HDF5 from one thread at a
-// time. Handle objects are move-only values.
+// attributes, whole-dataset reads, dataset dimensions, the linked-in zstd filter), in the same
+// namespace as the handle owners and the error translation of mm/internal/h5.h (mm_reader's,
+// shared so that HDF5's error stack becomes a Status in exactly one place), which says what
+// HDF5's thread safety is. Private to mm_pack.
 #pragma once
 
 #include <hdf5.h>
@@ -16,21 +14,7 @@
 #include "mm/internal/h5.h"
 #include "mm/status.h"
 
-namespace mm::pack::h5 {
-
-// The owners and the error translation, by the names tools/ has always used.
-using mm::h5::Attribute;
-using mm::h5::Check;
-using mm::h5::ClearErrors;
-using mm::h5::Dataset;
-using mm::h5::Dataspace;
-using mm::h5::Datatype;
-using mm::h5::ErrorFromStack;
-using mm::h5::File;
-using mm::h5::Handle;
-using mm::h5::Own;
-using mm::h5::PropList;
-using mm::h5::SilenceErrors;
+namespace mm::h5 {
 
 /// Registers the zstd filter (id 32015, the code of tools/plugin/h5z_zstd.c) with this process's
 /// HDF5, so that reads and writes need no HDF5_PLUGIN_PATH. Idempotent. Errors: Internal.
@@ -52,19 +36,19 @@ Result<std::string> ReadStringAttribute(hid_t object, const char* name);
 /// Corruption (not an integer).
 Result<int64_t> ReadIntAttribute(hid_t object, const char* name);
 
+/// Opens dataset `name` of `file`. Errors: Corruption ("opening NAME: ...").
+Result<Dataset> OpenDataset(hid_t file, const char* name);
+/// Reads all of `dset` (`count` elements of `mem_type`, nothing when 0) into `buffer`.
+/// Errors: Corruption ("reading NAME: ...").
+Status ReadWhole(hid_t dset, hid_t mem_type, void* buffer, size_t count, const char* name);
+
 /// The whole dataset `name` of `file` as `count` elements of `mem_type` (a numeric type of T).
 /// Errors: Corruption (missing, unreadable, or of another size).
 template <typename T>
 Result<std::vector<T>> ReadNumeric(hid_t file, const char* name, hid_t mem_type, size_t count) {
-  MM_ASSIGN_OR_RETURN(
-      Dataset dset, Own<Dataset>(H5Dopen2(file, name, H5P_DEFAULT), std::string("opening ") + name,
-                                 StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(Dataset dset, OpenDataset(file, name));
   std::vector<T> values(count);
-  if (count > 0) {
-    MM_RETURN_NOT_OK(
-        Check(H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
-              std::string("reading ") + name, StatusCode::kCorruption));
-  }
+  MM_RETURN_NOT_OK(ReadWhole(dset.get(), mem_type, values.data(), count, name));
   return values;
 }
 
@@ -78,4 +62,4 @@ Result<std::vector<std::string>> ReadVlenStrings(hid_t file, const char* name, s
 /// Dimensions of a dataset's dataspace (empty for a scalar). Errors: Internal.
 Result<std::vector<hsize_t>> DatasetDims(hid_t dataset);
 
-}  // namespace mm::pack::h5
+}  // namespace mm::h5

@@ -4,7 +4,7 @@
 // offsets of the ragged tables, token ids inside the vocabulary, keys unique in the set and
 // UTF-8, sources and captions UTF-8, sizes and boxes, and every image chunk decoded. The first
 // problem stops it. `mmpack verify` (commands/verify.cc) runs it on each shard of a set.
-// Not thread-safe; HDF5 from one thread at a time.
+// Not thread-safe: one ShardVerifier per thread.
 #pragma once
 
 #include <hdf5.h>

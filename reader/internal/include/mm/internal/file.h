@@ -13,8 +13,8 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 
+#include "mm/internal/unique_handle.h"
 #include "mm/status.h"
 
 namespace mm {
@@ -24,31 +24,13 @@ namespace mm {
 /// "cannot open /x/a.jpg: Permission denied".
 Status ErrnoStatus(int err, const std::string& what);
 
-/// Move-only owner of a file descriptor; closes it in the destructor (a failed close of a
-/// read-only descriptor loses nothing, so it is not reported).
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~UniqueFd() { Reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void Reset();
-
- private:
-  int fd_ = -1;
+struct FdTraits {
+  static constexpr int kInvalid = -1;
+  static bool Valid(int fd) { return fd >= 0; }
+  static void Close(int fd);  // ::close; a failed close of a read-only descriptor loses nothing
 };
+/// Move-only owner of a file descriptor; closes it in the destructor.
+using UniqueFd = UniqueHandle<int, FdTraits>;
 
 /// A regular file opened for reading, and its size in bytes when opened.
 struct RegularFile {

@@ -11,8 +11,10 @@
 // calling thread, and ErrorFromStack() walks the stack (H5Ewalk2) into a Status message such as
 // "H5Dwrite_chunk(images): H5D__chunk_direct_write: unable to write raw data chunk".
 //
-// Thread safety: Debian's HDF5 is built without thread safety; call HDF5 from one thread at a
-// time. Handle objects are move-only values.
+// Thread safety: Debian 12's libhdf5 (1.10.8, serial) is built thread-safe (H5_HAVE_THREADSAFE:
+// one library-wide lock, so calls from several threads are safe but run one at a time). The
+// reader still queries shards one at a time under its own mutex (reader/src/shard.cc), so it
+// stays safe with an HDF5 built without that option. Handle objects are move-only values.
 #pragma once
 
 #include <hdf5.h>
@@ -20,6 +22,7 @@
 #include <string>
 #include <utility>
 
+#include "mm/internal/unique_handle.h"
 #include "mm/status.h"
 
 namespace mm::h5 {
@@ -36,45 +39,28 @@ void ClearErrors();
 /// one line. Just `what` when the stack is empty. Clears the stack.
 Status ErrorFromStack(StatusCode code, const std::string& what);
 
-/// Move-only owner of an HDF5 identifier, closed with `CloseFn` (H5Fclose, H5Dclose, ...).
-/// The destructor closes quietly; where a failed close matters (H5Fclose flushes), call Close().
 template <herr_t (*CloseFn)(hid_t)>
-class Handle {
- public:
-  Handle() = default;
-  explicit Handle(hid_t id) : id_(id) {}
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  Handle(Handle&& other) noexcept : id_(std::exchange(other.id_, H5I_INVALID_HID)) {}
-  Handle& operator=(Handle&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      id_ = std::exchange(other.id_, H5I_INVALID_HID);
-    }
-    return *this;
-  }
-  ~Handle() { Reset(); }
+struct HidTraits {
+  static constexpr hid_t kInvalid = H5I_INVALID_HID;
+  static bool Valid(hid_t id) { return id >= 0; }
+  static void Close(hid_t id) { (void)CloseFn(id); }
+};
 
-  hid_t get() const { return id_; }
-  bool valid() const { return id_ >= 0; }
-  /// Closes now; for handles whose close matters (H5Fclose flushes). Errors: IOError with
-  /// HDF5's message.
+/// Move-only owner of an HDF5 identifier, closed with `CloseFn` (H5Fclose, H5Dclose, ...).
+/// The destructor (Reset) closes quietly; where a failed close matters (H5Fclose flushes),
+/// call Close().
+template <herr_t (*CloseFn)(hid_t)>
+class Handle : public UniqueHandle<hid_t, HidTraits<CloseFn>> {
+ public:
+  using UniqueHandle<hid_t, HidTraits<CloseFn>>::UniqueHandle;
+  /// Closes now. Errors: IOError with HDF5's message.
   Status Close() {
-    if (id_ < 0) return Status::OK();
-    hid_t id = std::exchange(id_, H5I_INVALID_HID);
-    if (CloseFn(id) < 0) return ErrorFromStack(StatusCode::kIOError, "closing HDF5 object");
+    if (!this->valid()) return Status::OK();
+    if (CloseFn(this->Release()) < 0) {
+      return ErrorFromStack(StatusCode::kIOError, "closing HDF5 object");
+    }
     return Status::OK();
   }
-  /// Closes quietly (destructor path; a failure is dropped).
-  void Reset() {
-    if (id_ >= 0) {
-      (void)CloseFn(id_);
-      id_ = H5I_INVALID_HID;
-    }
-  }
-
- private:
-  hid_t id_ = H5I_INVALID_HID;
 };
 
 using File = Handle<H5Fclose>;
