@@ -57,9 +57,9 @@ Decoded Load(const fs::path& path, int size) {
   Decoded d;
   VipsPtr header(vips_image_new_from_file(path.c_str(), nullptr));
   if (!header) return d;
-  d.plan = mm::pack::PlanFit(vips_image_get_width(header.get()),
-                             vips_image_get_height(header.get()), /*orientation=*/1, size, size,
-                             mm::pack::ResizeMode::kCenterCrop);
+  d.plan =
+      mm::pack::PlanFit(vips_image_get_width(header.get()), vips_image_get_height(header.get()),
+                        /*orientation=*/1, size, size, mm::pack::ResizeMode::kCenterCrop);
   VipsPtr image(vips_image_new_from_file(path.c_str(), "shrink", d.plan.shrink, nullptr));
   size_t bytes = 0;
   void* mem = image ? vips_image_write_to_memory(image.get(), &bytes) : nullptr;
@@ -91,8 +91,8 @@ void VipsResize(const Decoded& d, double gap) {
 
 void MmpackResize(const Decoded& d, bool window, std::vector<uint8_t>* out) {
   const mm::pack::FitPlan& p = d.plan;
-  mm::pack::ResizeLanczos3(d.pixels.data(), d.width, d.height, d.width * d.bands, d.bands,
-                           p.need_w, p.need_h, window ? p.win_x : 0, window ? p.win_y : 0,
+  mm::pack::ResizeLanczos3(d.pixels.data(), d.width, d.height, d.width * d.bands, d.bands, p.need_w,
+                           p.need_h, window ? p.win_x : 0, window ? p.win_y : 0,
                            window ? p.win_w : p.need_w, window ? p.win_h : p.need_h, out);
 }
 
@@ -103,9 +103,9 @@ int main(int argc, char** argv) {
   vips_concurrency_set(1);
   vips_cache_set_max(0);
   const char* shared = std::getenv("MM_SHARED_DIR");
-  const fs::path dir = argc > 1 ? fs::path(argv[1])
-                                : fs::path(shared ? shared : MM_SHARED_DIR) / "data" / "coco-cc" /
-                                      "images";
+  const fs::path dir =
+      argc > 1 ? fs::path(argv[1])
+               : fs::path(shared ? shared : MM_SHARED_DIR) / "data" / "coco-cc" / "images";
   const int size = argc > 2 ? std::stoi(argv[2]) : 224;
   const int repeats = argc > 3 ? std::stoi(argv[3]) : 20;
   std::vector<fs::path> files;
