@@ -1,0 +1,50 @@
+"""mmpack: read mmpack shard sets from Python at the C++ reader's speed.
+
+    import mmpack
+    loader = mmpack.Loader("shards/", batch_size=32, as_torch=True)
+    for epoch in range(10):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            images = batch["images"]   # [B, H, W, 3] uint8 (torch.Tensor with as_torch=True)
+            tokens = batch["tokens"]   # [B, L] int32, padded with the set's pad_id
+
+- ShardSet(path): random access to samples (image, captions, token ids, key, source).
+- Loader(path_or_set, batch_size, ...): this rank's shuffled batches, decoded by C++ threads
+  outside the GIL; set_epoch / state_dict / load_state_dict as PyTorch's DistributedSampler
+  and torchdata's StatefulDataLoader have them.
+- build(raw, out, **options): runs `mmpack build` (the compiler of raw image-text pairs).
+
+Importing mmpack registers the zstd HDF5 filter (id 32015) with the process's libhdf5, so h5py
+(Debian's, which links the same libhdf5) reads zstd shards without HDF5_PLUGIN_PATH.
+
+Errors: FileNotFoundError (no set, no shard), ValueError (a bad option or loader state),
+IndexError (a sample index out of range), mmpack.CorruptionError (a damaged shard; the
+message names the shard file and the sample), mmpack.UnsupportedError (a format version this
+mmpack cannot read), mmpack.BuildError (`mmpack build` failed); all of mmpack's own derive
+from mmpack.Error.
+"""
+
+from mmpack._mmpack import (  # noqa: F401  (re-exported)
+    CorruptionError,
+    Error,
+    UnsupportedError,
+    hdf5_version,
+    zstd_filter_registered,
+)
+from mmpack._build import BuildError, build, find_mmpack  # noqa: F401
+from mmpack._config import VERSION as __version__  # noqa: F401
+from mmpack._loader import Loader  # noqa: F401
+from mmpack._shard_set import ShardSet  # noqa: F401
+
+__all__ = [
+    "BuildError",
+    "CorruptionError",
+    "Error",
+    "Loader",
+    "ShardSet",
+    "UnsupportedError",
+    "build",
+    "find_mmpack",
+    "hdf5_version",
+    "zstd_filter_registered",
+]

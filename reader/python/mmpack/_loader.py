@@ -1,0 +1,252 @@
+"""mmpack.Loader: this rank's batches of a shard set, for PyTorch training loops."""
+
+import json
+import os
+import sys
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
+
+from mmpack import _mmpack
+from mmpack._shard_set import PathLike, ShardSet
+
+# The batch entries that are arrays (numpy, or torch tensors with as_torch=True).
+_ARRAY_KEYS = ("images", "tokens", "lengths", "indices", "caption_index")
+_CAPTION_MODES = {"random": _mmpack.CaptionMode.RANDOM, "all": _mmpack.CaptionMode.ALL}
+_STATE_KEYS = ("seed", "epoch", "consumed", "world_size", "batch_size")
+
+
+def _augmentation(options: "_mmpack.LoaderOptions", random_crop_scale: float,
+                  horizontal_flip: bool) -> None:
+    """The one place where the Python augmentation keywords become LoaderOptions fields (issue
+    10 replaces them with RandomResizedCrop-style options)."""
+    options.random_crop_scale = float(random_crop_scale)
+    options.horizontal_flip = bool(horizontal_flip)
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError("%s=%r is not an integer" % (name, value)) from None
+
+
+def default_rank_and_world_size() -> Tuple[int, int]:
+    """(rank, world_size): torch.distributed's when it is initialised, else the RANK and
+    WORLD_SIZE environment variables (as torchrun and mpirun wrappers set them), else (0, 1).
+    torch is not imported for this: if it is not imported yet, no process group exists."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
+
+
+class Loader:
+    """This rank's batches of a shard set: a seeded permutation of the whole set per epoch,
+    split so that every rank gets the same number of batches, decoded by C++ threads into a
+    bounded pool of reusable buffers while the GIL is released.
+
+    Iterating gives one epoch of batches, each a dict:
+        "images":        [B, H, W, 3] uint8, RGB
+        "tokens":        [B, L] int32, L = the longest caption in the batch (>= 1), rows
+                         padded with the set's pad_id
+        "lengths":       [B] int32, tokens per row before padding
+        "indices":       [B] int64, global sample index (ShardSet(path)[i] is the sample)
+        "caption_index": [B] int32, which caption of the sample the tokens are
+        "keys":          list of B str, the samples' keys
+        "epoch", "step": int, the epoch and the batch's index among this rank's batches
+    The arrays are numpy arrays, or torch.Tensors with as_torch=True (torch.from_numpy: no copy).
+
+    Buffer lifetime: the arrays are views of the C++ batch's buffers, whose numpy base object
+    holds the batch (a shared_ptr). The batch goes back to the loader's pool only when the last
+    array (and every tensor made from one) is gone, so keeping a batch, or a tensor, past the
+    next batches, past the end of the epoch or past the Loader itself is safe and costs only its
+    memory; the loader allocates a new buffer meanwhile and never blocks on it. The arrays are
+    writable (in-place normalisation is fine).
+
+    Epochs, ranks, resume (the conventions of torch's DistributedSampler and torchdata's
+    StatefulDataLoader):
+      - set_epoch(e) before iterating picks epoch e's order; without it every iteration repeats
+        the same epoch (as DistributedSampler). A new iter() restarts the epoch.
+      - drop_last=True drops the tail that does not fill world_size * batch_size; False pads the
+        last global batch with the epoch's first items, so every rank gets full batches.
+      - state_dict() after any batch, load_state_dict() into a new Loader (any world size, same
+        set and caption_mode): the next iteration continues that epoch's global order exactly
+        where it stopped. A following set_epoch with the same epoch keeps the position.
+
+    Args:
+        path_or_set: a set directory or an open ShardSet (shared, not copied).
+        batch_size: samples per batch on this rank (B).
+        shuffle: a seeded permutation per (seed, epoch); False: file order.
+        seed: the permutation's and caption choice's seed (the same on every rank).
+        rank, world_size: None: default_rank_and_world_size() (torch.distributed, else RANK /
+            WORLD_SIZE, else 0 / 1).
+        drop_last: see above.
+        num_threads: C++ decode threads.
+        prefetch: batches decoded ahead (in flight or waiting), at most.
+        caption_mode: "random" (one item per image, its caption drawn per seed, epoch and
+            sample) or "all" (one item per (image, caption) pair).
+        random_crop_scale: random crop of (1 - s)..1 of each side, resized back by nearest
+            neighbour, seeded per (seed, epoch, sample); 0 = off; in [0, 1).
+        horizontal_flip: mirror with probability 1/2, seeded likewise.
+        as_torch: give torch.Tensors (torch.from_numpy) instead of numpy arrays.
+
+    Errors: FileNotFoundError (no set), ValueError (a bad option: batch_size < 1, rank outside
+    [0, world_size), caption_mode, random_crop_scale; drop_last with fewer items than one
+    global batch; an empty set), mmpack.CorruptionError while iterating (a damaged chunk; names
+    shard and sample).
+    """
+
+    def __init__(self, path_or_set: Union[PathLike, ShardSet], batch_size: int, *,
+                 shuffle: bool = True, seed: int = 0, rank: Optional[int] = None,
+                 world_size: Optional[int] = None, drop_last: bool = True,
+                 num_threads: int = 2, prefetch: int = 4, caption_mode: str = "random",
+                 random_crop_scale: float = 0.0, horizontal_flip: bool = False,
+                 as_torch: bool = False) -> None:
+        self._set = path_or_set if isinstance(path_or_set, ShardSet) else ShardSet(path_or_set)
+        if caption_mode not in _CAPTION_MODES:
+            raise ValueError("caption_mode must be 'random' or 'all', not %r" % (caption_mode,))
+        default_rank, default_world = default_rank_and_world_size()
+        options = _mmpack.LoaderOptions()
+        options.batch_size = batch_size
+        options.shuffle = shuffle
+        options.seed = seed
+        options.rank = default_rank if rank is None else rank
+        options.world_size = default_world if world_size is None else world_size
+        options.drop_last = drop_last
+        options.num_threads = num_threads
+        options.prefetch_batches = prefetch
+        options.caption_mode = _CAPTION_MODES[caption_mode]
+        _augmentation(options, random_crop_scale, horizontal_flip)
+        self._options = options
+        self._impl = _mmpack.Loader(self._set._set, options)
+        self._from_numpy = None
+        if as_torch:
+            import torch  # only when asked for: importing torch takes a second
+            self._from_numpy = torch.from_numpy
+        self._seed = seed         # the order's seed (a restored state brings its own)
+        self._epoch = 0           # the epoch the next iteration runs
+        self._run_epoch = None    # the epoch the C++ loader was last started or restored at
+        self._resume = False      # load_state_dict happened; the next iteration continues it
+        self._generation = 0      # bumped by iter() and load_state_dict: older iterators stop
+
+    # --- iteration -------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        self._generation += 1
+        if self._resume:
+            self._resume = False
+        else:
+            self._impl.start_epoch(self._epoch)
+            self._run_epoch = self._epoch
+        return self._batches(self._generation)
+
+    def _batches(self, generation: int) -> Iterator[Dict[str, Any]]:
+        next_batch = self._impl.next
+        from_numpy = self._from_numpy
+        while True:
+            if generation != self._generation:
+                raise RuntimeError("this iterator of the Loader was superseded by a newer "
+                                   "iter() or load_state_dict()")
+            batch = next_batch()
+            if batch is None:
+                return
+            if from_numpy is not None:
+                for k in _ARRAY_KEYS:
+                    batch[k] = from_numpy(batch[k])
+            yield batch
+
+    def __len__(self) -> int:
+        """Batches this rank gets in one full epoch (the same on every rank)."""
+        return self._impl.batches_per_epoch
+
+    # --- epochs and resume -----------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next iteration run epoch `epoch` (>= 0), as DistributedSampler.set_epoch.
+        After load_state_dict, set_epoch with the restored epoch keeps the restored position."""
+        epoch = int(epoch)
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0, not %d" % epoch)
+        if self._resume and epoch == self._epoch:
+            return
+        self._resume = False
+        self._epoch = epoch
+
+    def state_dict(self) -> Dict[str, int]:
+        """Where this loader is, after the last batch it gave: {"seed", "epoch", "consumed" (items
+        of the epoch's global order handed out over all ranks), "world_size", "batch_size",
+        "items_per_epoch"}, ints; torch.save-able. Save it on any rank (ranks in lockstep agree)."""
+        if self._run_epoch == self._epoch:
+            state = json.loads(self._impl.state_json())
+        else:  # set_epoch moved on and nothing ran yet: the start of that epoch
+            state = {"seed": self._seed, "epoch": self._epoch, "consumed": 0,
+                     "world_size": self._options.world_size,
+                     "batch_size": self._options.batch_size}
+        state["items_per_epoch"] = self._impl.items_per_epoch
+        return state
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        """Continues from `state` (a state_dict() of a Loader over the same set and
+        caption_mode, at any world size and batch size): the next iteration gives the rest of
+        that epoch. Errors: ValueError (missing keys, consumed past the epoch, a state from a
+        set or caption_mode with another number of items per epoch)."""
+        missing = [k for k in ("seed", "epoch", "consumed") if k not in state]
+        if missing:
+            raise ValueError("loader state lacks %s" % ", ".join(missing))
+        items = self._impl.items_per_epoch
+        if "items_per_epoch" in state and int(state["items_per_epoch"]) != items:
+            raise ValueError("loader state is from a loader with %d items per epoch, this one "
+                             "has %d (another set or caption_mode?)"
+                             % (int(state["items_per_epoch"]), items))
+        self._impl.restore_json(json.dumps({k: int(state[k]) for k in _STATE_KEYS if k in state}))
+        self._epoch = self._run_epoch = int(state["epoch"])
+        self._seed = int(state["seed"])
+        self._resume = True
+        self._generation += 1
+
+    # --- the rest --------------------------------------------------------------------------
+    @property
+    def dataset(self) -> ShardSet:
+        """The ShardSet the loader reads."""
+        return self._set
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next (or current) iteration runs."""
+        return self._epoch
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in [0, world_size)."""
+        return self._options.rank
+
+    @property
+    def world_size(self) -> int:
+        """The number of ranks the epoch is split over."""
+        return self._options.world_size
+
+    @property
+    def batch_size(self) -> int:
+        """Samples per batch on this rank (B)."""
+        return self._options.batch_size
+
+    @property
+    def items_per_epoch(self) -> int:
+        """Items (images, or (image, caption) pairs with caption_mode="all") in one epoch's
+        global order, over all ranks."""
+        return self._impl.items_per_epoch
+
+    def close(self) -> None:
+        """Stops the decode threads now (also done when the Loader is garbage-collected).
+        Batches already handed out stay valid."""
+        self._impl.close()
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "mmpack.Loader(%r, batch_size=%d, rank=%d, world_size=%d, epoch=%d)" % (
+            self._set.root, self.batch_size, self.rank, self.world_size, self._epoch)

@@ -1,0 +1,144 @@
+// loader_py.cc: _mmpack.Loader and _mmpack.LoaderOptions, the C++ half of mmpack.Loader.
+//
+// Batches reach Python without a copy. Each batch's arrays (images, tokens, lengths, indices,
+// caption_index) are numpy views of the C++ Batch's buffers whose numpy `base` is one capsule
+// holding a heap copy of the BatchPtr (a shared_ptr). While any of the arrays, or a
+// torch.from_numpy tensor made from one (it keeps the array alive), is alive, the capsule is,
+// so the batch is not handed back to the loader's pool and its buffers are neither reused nor
+// freed, whatever the loader does next or whether it still exists (the pool's shared state
+// outlives the loader). When the last of them dies, the capsule's destructor drops the BatchPtr
+// and the buffer returns to the pool. The arrays are writable: the batch belongs to the caller
+// until then.
+//
+// The GIL is released inside Loader::Next (waiting for the decode threads) and while the
+// loader shuts its threads down; the decode threads never touch Python.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <utility>
+
+#include "bindings.h"
+#include "errors.h"
+
+namespace py = pybind11;
+
+namespace mm::python {
+namespace {
+
+using reader::Batch;
+using reader::BatchPtr;
+
+// A numpy view of `data` with `shape`, kept alive by `owner`. const_cast: the caller owns the
+// batch while the view lives (see the file comment).
+template <typename T>
+py::array_t<T> View(const std::vector<T>& data, std::vector<py::ssize_t> shape,
+                    const py::capsule& owner) {
+  return py::array_t<T>(std::move(shape), const_cast<T*>(data.data()), owner);
+}
+
+py::dict ToDict(BatchPtr batch) {
+  const Batch& b = *batch;
+  auto* held = new BatchPtr(std::move(batch));
+  py::capsule owner(held, [](void* p) { delete static_cast<BatchPtr*>(p); });
+  const py::ssize_t B = b.size;
+  py::dict d;
+  d["images"] = View(b.images, {B, b.height, b.width, 3}, owner);  // [B, H, W, 3] uint8
+  d["tokens"] = View(b.tokens, {B, b.max_length}, owner);          // [B, L] int32
+  d["lengths"] = View(b.lengths, {B}, owner);                      // [B] int32
+  d["indices"] = View(b.indices, {B}, owner);                      // [B] int64
+  d["caption_index"] = View(b.caption, {B}, owner);                // [B] int32
+  py::list keys(B);
+  for (py::ssize_t j = 0; j < B; ++j) keys[j] = Utf8(b.keys[j]);
+  d["keys"] = std::move(keys);
+  d["epoch"] = b.epoch;
+  d["step"] = b.step_in_epoch;
+  return d;
+}
+
+class PyLoader {
+ public:
+  PyLoader(const PyShardSet& set, const reader::LoaderOptions& options)
+      : loader_(ValueOrThrow(reader::Loader::Create(set.set, options))) {}
+  ~PyLoader() { Close(); }
+
+  // The next batch as a dict of numpy arrays, or None at the end of the epoch.
+  py::object Next() {
+    reader::Loader& loader = Get();
+    Result<BatchPtr> next = Status::Internal("no batch");
+    {
+      py::gil_scoped_release nogil;
+      next = loader.Next();
+    }
+    BatchPtr batch = ValueOrThrow(std::move(next));
+    if (!batch) return py::none();
+    return ToDict(std::move(batch));
+  }
+
+  void StartEpoch(int64_t epoch) {
+    if (epoch < 0) throw py::value_error("epoch must be >= 0, not " + std::to_string(epoch));
+    Get().StartEpoch(epoch);
+  }
+  std::string StateJson() { return Get().state().ToJson(); }
+  void RestoreJson(const std::string& json) {
+    reader::LoaderState state = ValueOrThrow(reader::LoaderState::FromJson(json));
+    ThrowIfError(Get().Restore(state));
+  }
+  int64_t ItemsPerEpoch() { return Get().items_per_epoch(); }
+  int64_t BatchesPerEpoch() { return Get().batches_per_epoch(); }
+
+  // Stops and joins the decode threads (GIL released: a thread may be finishing a batch).
+  void Close() {
+    if (!loader_) return;
+    std::unique_ptr<reader::Loader> dying = std::move(loader_);
+    py::gil_scoped_release nogil;
+    dying.reset();
+  }
+  bool closed() const { return !loader_; }
+
+ private:
+  reader::Loader& Get() {
+    if (!loader_) throw py::value_error("the Loader is closed");
+    return *loader_;
+  }
+  std::unique_ptr<reader::Loader> loader_;
+};
+
+void BindOptions(py::module_& m) {
+  py::enum_<reader::CaptionMode>(m, "CaptionMode")
+      .value("RANDOM", reader::CaptionMode::kRandomCaption)
+      .value("ALL", reader::CaptionMode::kAllCaptions);
+  using O = reader::LoaderOptions;
+  py::class_<O>(m, "LoaderOptions", "mm::reader::LoaderOptions (reader/include/mm/reader.h).")
+      .def(py::init<>())
+      .def_readwrite("batch_size", &O::batch_size)
+      .def_readwrite("shuffle", &O::shuffle)
+      .def_readwrite("seed", &O::seed)
+      .def_readwrite("rank", &O::rank)
+      .def_readwrite("world_size", &O::world_size)
+      .def_readwrite("drop_last", &O::drop_last)
+      .def_readwrite("caption_mode", &O::caption_mode)
+      .def_readwrite("num_threads", &O::num_threads)
+      .def_readwrite("prefetch_batches", &O::prefetch_batches)
+      .def_readwrite("random_crop_scale", &O::random_crop_scale)
+      .def_readwrite("horizontal_flip", &O::horizontal_flip);
+}
+
+}  // namespace
+
+void BindLoader(py::module_& m) {
+  BindOptions(m);
+  py::class_<PyLoader>(m, "Loader", "The C++ half of mmpack.Loader (see there).")
+      .def(py::init<const PyShardSet&, const reader::LoaderOptions&>(), py::arg("set"),
+           py::arg("options"), py::keep_alive<1, 2>())
+      .def("next", &PyLoader::Next)
+      .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
+      .def("state_json", &PyLoader::StateJson)
+      .def("restore_json", &PyLoader::RestoreJson, py::arg("state"))
+      .def_property_readonly("items_per_epoch", &PyLoader::ItemsPerEpoch)
+      .def_property_readonly("batches_per_epoch", &PyLoader::BatchesPerEpoch)
+      .def("close", &PyLoader::Close)
+      .def_property_readonly("closed", &PyLoader::closed);
+}
+
+}  // namespace mm::python

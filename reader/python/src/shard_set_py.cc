@@ -1,0 +1,169 @@
+// shard_set_py.cc: _mmpack.ShardSet, random access to one sample (image, token ids, key,
+// captions, source). The Python class mmpack.ShardSet derives from it (reader/python/mmpack).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "errors.h"
+
+namespace py = pybind11;
+
+namespace mm::python {
+
+py::str Utf8(std::string_view s) {
+  PyObject* o =
+      PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+namespace {
+
+// Python's index rules: -1 is the last sample; IndexError past either end.
+int64_t SampleIndex(const PyShardSet& s, int64_t i) {
+  const int64_t n = s.set->num_samples();
+  if (i < 0) i += n;
+  if (i < 0 || i >= n) {
+    throw py::index_error("sample index " + std::to_string(i < 0 ? i - n : i) +
+                          " out of range for a set of " + std::to_string(n) + " samples");
+  }
+  return i;
+}
+
+std::unique_ptr<PyShardSet> Open(const py::object& path, bool verify_checksums) {
+  std::string dir = py::module_::import("os").attr("fspath")(path).cast<std::string>();
+  reader::OpenOptions options;
+  options.verify_checksums = verify_checksums;
+  Result<std::shared_ptr<reader::ShardSet>> opened = Status::Internal("not opened");
+  {
+    py::gil_scoped_release nogil;  // HDF5 queries, checksums: milliseconds to minutes
+    opened = reader::ShardSet::Open(dir, options);
+  }
+  auto out = std::make_unique<PyShardSet>();
+  out->set = ValueOrThrow(std::move(opened));
+  out->text = std::make_unique<reader::SampleText>(out->set);
+  out->verify_checksums = verify_checksums;
+  return out;
+}
+
+// Decodes sample i into `out` (a C-contiguous, writable uint8 [H, W, 3] array) or a new array.
+py::array_t<uint8_t> Image(const PyShardSet& s, int64_t i, const py::object& out) {
+  i = SampleIndex(s, i);
+  const reader::SetInfo& info = s.set->info();
+  py::array_t<uint8_t> dst;
+  if (out.is_none()) {
+    dst = py::array_t<uint8_t>({info.image_height, info.image_width, info.channels});
+  } else {
+    const bool fits = [&] {
+      if (!py::isinstance<py::array_t<uint8_t>>(out)) return false;
+      auto a = py::reinterpret_borrow<py::array>(out);
+      return a.ndim() == 3 && a.shape(0) == info.image_height && a.shape(1) == info.image_width &&
+             a.shape(2) == info.channels && (a.flags() & py::array::c_style) && a.writeable();
+    }();
+    if (!fits) {
+      throw py::value_error("out must be a writable C-contiguous uint8 array of shape (" +
+                            std::to_string(info.image_height) + ", " +
+                            std::to_string(info.image_width) + ", " +
+                            std::to_string(info.channels) + ")");
+    }
+    dst = py::reinterpret_borrow<py::array_t<uint8_t>>(out);  // the caller's array, no copy
+  }
+  uint8_t* data = dst.mutable_data();
+  Status status;
+  {
+    py::gil_scoped_release nogil;  // zstd decode, ~0.1 ms
+    status = s.set->ReadImage(i, data);
+  }
+  ThrowIfError(std::move(status));
+  return dst;
+}
+
+py::list Tokens(const PyShardSet& s, int64_t i) {
+  i = SampleIndex(s, i);
+  py::list out;
+  for (int c = 0; c < s.set->NumCaptions(i); ++c) {
+    std::basic_string_view<int32_t> ids = s.set->Tokens(i, c);
+    py::array_t<int32_t> a(static_cast<py::ssize_t>(ids.size()));
+    if (!ids.empty()) std::memcpy(a.mutable_data(), ids.data(), ids.size() * sizeof(int32_t));
+    out.append(std::move(a));
+  }
+  return out;
+}
+
+py::list Captions(const PyShardSet& s, int64_t i) {
+  i = SampleIndex(s, i);
+  Result<std::vector<std::string>> captions = Status::Internal("not read");
+  {
+    py::gil_scoped_release nogil;  // HDF5 reads (format 1 keeps text as HDF5 strings)
+    captions = s.text->Captions(i);
+  }
+  py::list out;
+  for (const std::string& c : ValueOrThrow(std::move(captions))) out.append(Utf8(c));
+  return out;
+}
+
+py::str Source(const PyShardSet& s, int64_t i) {
+  i = SampleIndex(s, i);
+  Result<std::string> source = Status::Internal("not read");
+  {
+    py::gil_scoped_release nogil;
+    source = s.text->Source(i);
+  }
+  return Utf8(ValueOrThrow(std::move(source)));
+}
+
+py::dict Sample(const PyShardSet& s, int64_t i) {
+  i = SampleIndex(s, i);
+  py::dict d;
+  d["index"] = i;
+  d["key"] = Utf8(s.set->Key(i));
+  d["image"] = Image(s, i, py::none());
+  d["tokens"] = Tokens(s, i);
+  d["captions"] = Captions(s, i);
+  d["source"] = Source(s, i);
+  return d;
+}
+
+}  // namespace
+
+void BindShardSet(py::module_& m) {
+  py::class_<PyShardSet>(m, "ShardSet", "The C++ half of mmpack.ShardSet (see there).")
+      .def(py::init(&Open), py::arg("path"), py::kw_only(), py::arg("verify_checksums") = false)
+      .def("__len__", [](const PyShardSet& s) { return s.set->num_samples(); })
+      .def("__getitem__", &Sample, py::arg("i"))
+      .def("image", &Image, py::arg("i"), py::kw_only(), py::arg("out") = py::none())
+      .def("tokens", &Tokens, py::arg("i"))
+      .def("captions", &Captions, py::arg("i"))
+      .def("source", &Source, py::arg("i"))
+      .def(
+          "key", [](const PyShardSet& s, int64_t i) { return Utf8(s.set->Key(SampleIndex(s, i))); },
+          py::arg("i"))
+      .def(
+          "num_captions_of",
+          [](const PyShardSet& s, int64_t i) { return s.set->NumCaptions(SampleIndex(s, i)); },
+          py::arg("i"))
+      .def(
+          "locate", [](const PyShardSet& s, int64_t i) { return s.set->Locate(SampleIndex(s, i)); },
+          py::arg("i"))
+      .def_property_readonly("root", [](const PyShardSet& s) { return s.set->info().root; })
+      .def_property_readonly("verify_checksums",
+                             [](const PyShardSet& s) { return s.verify_checksums; })
+      .def_property_readonly("image_shape",
+                             [](const PyShardSet& s) {
+                               const reader::SetInfo& info = s.set->info();
+                               return py::make_tuple(info.image_height, info.image_width,
+                                                     info.channels);
+                             })
+      .def_property_readonly("num_captions",
+                             [](const PyShardSet& s) { return s.set->info().num_captions; })
+      .def_property_readonly("pad_id", [](const PyShardSet& s) { return s.set->info().pad_id; })
+      .def_property_readonly("vocab_size",
+                             [](const PyShardSet& s) { return s.set->info().vocab_size; });
+}
+
+}  // namespace mm::python

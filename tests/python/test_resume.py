@@ -1,0 +1,119 @@
+"""Loader.state_dict / load_state_dict: resume mid-epoch exactly, also at another world size."""
+
+import io
+
+import numpy as np
+import pytest
+
+import mmpack
+from loader_util import global_order, rank_batches
+
+N = 51
+
+
+def take(loader, k):
+    it = iter(loader)
+    return [next(it) for _ in range(k)], it
+
+
+def test_resume_gives_the_same_remaining_batches(coco_multi):
+    a = mmpack.Loader(coco_multi, 4, seed=5, drop_last=False)
+    a.set_epoch(2)
+    _, it = take(a, 5)
+    state = a.state_dict()
+    assert state == {"seed": 5, "epoch": 2, "consumed": 20, "world_size": 1, "batch_size": 4,
+                     "items_per_epoch": N}
+    rest = list(it)
+    assert len(rest) == 13 - 5
+
+    b = mmpack.Loader(coco_multi, 4, seed=0, drop_last=False)  # the state brings its seed
+    b.load_state_dict(state)
+    b.set_epoch(2)  # the same epoch: keeps the restored position (a training loop's habit)
+    resumed = list(b)
+    assert [x["indices"].tolist() for x in resumed] == [x["indices"].tolist() for x in rest]
+    assert [x["step"] for x in resumed] == [x["step"] for x in rest] == list(range(5, 13))
+    for x, y in zip(resumed, rest):
+        np.testing.assert_array_equal(x["images"], y["images"])
+        np.testing.assert_array_equal(x["tokens"], y["tokens"])
+    assert b.state_dict()["consumed"] == N
+    # The next epoch after a resumed one is a whole, fresh epoch.
+    b.set_epoch(3)
+    a.set_epoch(3)
+    assert [x["indices"].tolist() for x in b] == [x["indices"].tolist() for x in a]
+
+
+@pytest.mark.parametrize("before,after", [((2, 4), (3, 5)), ((3, 2), (1, 7)), ((1, 8), (2, 8))])
+def test_resume_at_another_world_size(coco_multi, before, after):
+    (w0, b0), (w1, b1) = before, after
+    reference = global_order(rank_batches(coco_multi, 1, 1, epoch=1, drop_last=False))
+    states = []
+    for rank in range(w0):  # ranks in lockstep, 3 batches each
+        loader = mmpack.Loader(coco_multi, b0, rank=rank, world_size=w0, drop_last=False)
+        loader.set_epoch(1)
+        take(loader, 3)
+        states.append(loader.state_dict())
+    assert all(s == states[0] for s in states)  # any rank's state will do
+    consumed = states[0]["consumed"]
+    assert consumed == 3 * w0 * b0
+    rest = global_order(rank_batches(coco_multi, w1, b1, state=states[0], drop_last=False))
+    # The rest of the same global order from `consumed`, padded with the epoch's first items.
+    assert rest[:N - consumed] == reference[consumed:]
+    assert rest[N - consumed:] == reference[:len(rest) - (N - consumed)]
+
+
+def test_resume_with_all_captions(coco):
+    a = mmpack.Loader(coco, 16, caption_mode="all", seed=3)
+    _, it = take(a, 7)
+    state = a.state_dict()
+    b = mmpack.Loader(coco, 16, caption_mode="all")
+    b.load_state_dict(state)
+    pairs = [(x["indices"].tolist(), x["caption_index"].tolist()) for x in b]
+    assert pairs == [(x["indices"].tolist(), x["caption_index"].tolist()) for x in it]
+    assert len(pairs) == 255 // 16 - 7
+
+
+def test_state_round_trips_through_torch_save(coco):
+    torch = pytest.importorskip("torch")
+    a = mmpack.Loader(coco, 8, seed=9)
+    take(a, 2)
+    buf = io.BytesIO()
+    torch.save({"loader": a.state_dict()}, buf)
+    buf.seek(0)
+    b = mmpack.Loader(coco, 8)
+    b.load_state_dict(torch.load(buf)["loader"])
+    assert b.state_dict() == a.state_dict()
+
+
+def test_state_before_and_between_epochs(coco):
+    loader = mmpack.Loader(coco, 10, seed=4)
+    assert loader.state_dict()["consumed"] == 0 and loader.state_dict()["epoch"] == 0
+    loader.set_epoch(6)
+    assert (loader.state_dict()["epoch"], loader.state_dict()["consumed"]) == (6, 0)
+    list(loader)
+    assert (loader.state_dict()["epoch"], loader.state_dict()["consumed"]) == (6, 50)  # drop_last
+    loader.set_epoch(7)
+    assert (loader.state_dict()["epoch"], loader.state_dict()["consumed"]) == (7, 0)
+    assert loader.state_dict()["seed"] == 4
+    # A state saved at the end of an epoch resumes to an empty rest of that epoch.
+    end = mmpack.Loader(coco, 10)
+    end.load_state_dict({"seed": 4, "epoch": 6, "consumed": 51})
+    assert list(end) == []
+    # set_epoch to another epoch drops a restored position.
+    other = mmpack.Loader(coco, 10)
+    other.load_state_dict({"seed": 4, "epoch": 6, "consumed": 20})
+    other.set_epoch(8)
+    assert len(list(other)) == 5
+
+
+def test_bad_states_are_value_errors(coco):
+    loader = mmpack.Loader(coco, 10)
+    with pytest.raises(ValueError, match="lacks consumed"):
+        loader.load_state_dict({"seed": 1, "epoch": 0})
+    with pytest.raises(ValueError, match="outside the epoch's 51 items"):
+        loader.load_state_dict({"seed": 1, "epoch": 0, "consumed": 52})
+    with pytest.raises(ValueError, match="epoch"):
+        loader.load_state_dict({"seed": 1, "epoch": -1, "consumed": 0})
+    with pytest.raises(ValueError, match="255 items per epoch, this one has 51"):
+        loader.load_state_dict({"seed": 1, "epoch": 0, "consumed": 0, "items_per_epoch": 255})
+    with pytest.raises(ValueError, match="epoch must be >= 0"):
+        loader.set_epoch(-1)
