@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mmpack quick start on the bundled real data (examples/data/coco-cc: 51 COCO photos, 255 human
 # captions): install dependencies, build, pack a train/val split into shards, inspect them
-# (info, verify, h5dump, one sample as PNG), train the CoCa-style model, evaluate.
+# (info, verify, h5dump, one sample as PNG), read them from Python and train a small CLIP model
+# with PyTorch (examples/train_clip.py), train the CoCa-style model with mmtrain, evaluate.
 # Usage: bash examples/quickstart.sh        (OUT=... to write elsewhere; default out/quickstart)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +36,12 @@ h5dump -d images -s 0,0,0,0 -c 1,2,2,3 "$out/train/shard-000000.h5" | sed -n '/D
 step "inspect: sample 0 as the model sees it"
 "$bin/mmpack" show "$out/train" 0 -o "$out/sample0.png"
 
+step "python: import mmpack (PYTHONPATH=$BUILD_DIR/python), one sample, then a CLIP-style PyTorch loop"
+export PYTHONPATH="$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
+/usr/bin/python3 -c 'import sys, mmpack; s = mmpack.ShardSet(sys.argv[1]); x = s[0]
+print(s); print(x["key"], x["image"].shape, x["image"].dtype, x["captions"][0], x["tokens"][0][:8])' "$out/train"
+/usr/bin/python3 examples/train_clip.py --shards "$out/train" --out "$out/clip" --steps 60
+
 step "train + evaluate: CoCa-style fusion model on 2 CPU cores"
 "$bin/mmtrain" --shards "$out/train" --val-shards "$out/val" --out "$out/run" \
   --steps ${STEPS:-150} --batch-size 16 --eval-every 50 --log-every 10 --amp bf16
@@ -43,4 +50,5 @@ echo "quickstart: 41 training images teach the captioning loss (it falls) but ar
 echo "  retrieval to generalise: val recall on 10 images stays near the chance level printed beside"
 echo "  it. tests/trainer (TrainerTest.LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) trains on"
 echo "  all three sets of ../shared/data (326/80 images) and checks val recall@5 above chance."
-echo "quickstart: done. Shards in $out/{train,val}, sample image $out/sample0.png, run in $out/run"
+echo "quickstart: done. Shards in $out/{train,val}, sample image $out/sample0.png, run in $out/run,"
+echo "  the Python example's checkpoint and metrics in $out/clip"
