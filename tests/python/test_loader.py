@@ -192,3 +192,25 @@ def test_properties_and_context_manager(coco):
         next(iter(loader))
     assert batch["images"].shape[0] == 8  # still readable after close
     assert "batch_size=8" in repr(loader)
+
+
+def test_state_dict_from_another_thread_while_iterating(coco):
+    # The C++ Loader wants one consumer; the binding serialises calls (GIL released), so a
+    # watcher thread may read the state while the main thread iterates.
+    import threading
+    loader = mmpack.Loader(coco, 3, drop_last=False)
+    seen, stop = [], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            seen.append(loader.state_dict()["consumed"])
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    try:
+        batches = [b["indices"].tolist() for b in loader]
+    finally:
+        stop.set()
+        thread.join()
+    assert sorted(i for b in batches for i in b) == list(range(N))
+    assert seen == sorted(seen) and all(c % 3 == 0 for c in seen) and seen

@@ -75,6 +75,9 @@ class Loader:
         set and caption_mode): the next iteration continues that epoch's global order exactly
         where it stopped. A following set_epoch with the same epoch keeps the position.
 
+    Threads: iterate from one thread at a time; calls from other threads (state_dict, close)
+    are serialised with it in C++ and never hold the GIL while they wait.
+
     Args:
         path_or_set: a set directory or an open ShardSet (shared, not copied).
         batch_size: samples per batch on this rank (B).

@@ -10,11 +10,12 @@
 // and the buffer returns to the pool. The arrays are writable: the batch belongs to the caller
 // until then.
 //
-// The GIL is released inside Loader::Next (waiting for the decode threads) and while the
-// loader shuts its threads down; the decode threads never touch Python.
+// The GIL is released inside every call into the C++ Loader (Next waits for the decode threads;
+// Close joins them); the decode threads never touch Python.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -56,6 +57,10 @@ py::dict ToDict(BatchPtr batch) {
   return d;
 }
 
+// One mm::reader::Loader. The C++ Loader wants one consumer thread; Python threads may share
+// this object, so every call into it holds mu_, always taken with the GIL released (a thread
+// that waits in Next() holds mu_ and needs the GIL to return: taking mu_ while holding the
+// GIL could deadlock).
 class PyLoader {
  public:
   PyLoader(const PyShardSet& set, const reader::LoaderOptions& options)
@@ -64,44 +69,53 @@ class PyLoader {
 
   // The next batch as a dict of numpy arrays, or None at the end of the epoch.
   py::object Next() {
-    reader::Loader& loader = Get();
-    Result<BatchPtr> next = Status::Internal("no batch");
-    {
-      py::gil_scoped_release nogil;
-      next = loader.Next();
-    }
-    BatchPtr batch = ValueOrThrow(std::move(next));
+    BatchPtr batch = ValueOrThrow(Locked([](reader::Loader& l) { return l.Next(); }));
     if (!batch) return py::none();
     return ToDict(std::move(batch));
   }
 
   void StartEpoch(int64_t epoch) {
     if (epoch < 0) throw py::value_error("epoch must be >= 0, not " + std::to_string(epoch));
-    Get().StartEpoch(epoch);
+    Locked([epoch](reader::Loader& l) { l.StartEpoch(epoch); });
   }
-  std::string StateJson() { return Get().state().ToJson(); }
+  std::string StateJson() {
+    return Locked([](reader::Loader& l) { return l.state().ToJson(); });
+  }
   void RestoreJson(const std::string& json) {
     reader::LoaderState state = ValueOrThrow(reader::LoaderState::FromJson(json));
-    ThrowIfError(Get().Restore(state));
+    ThrowIfError(Locked([&state](reader::Loader& l) { return l.Restore(state); }));
   }
-  int64_t ItemsPerEpoch() { return Get().items_per_epoch(); }
-  int64_t BatchesPerEpoch() { return Get().batches_per_epoch(); }
+  int64_t ItemsPerEpoch() {
+    return Locked([](reader::Loader& l) { return l.items_per_epoch(); });
+  }
+  int64_t BatchesPerEpoch() {
+    return Locked([](reader::Loader& l) { return l.batches_per_epoch(); });
+  }
 
-  // Stops and joins the decode threads (GIL released: a thread may be finishing a batch).
+  // Stops and joins the decode threads (a thread may be finishing a batch). Idempotent.
   void Close() {
-    if (!loader_) return;
-    std::unique_ptr<reader::Loader> dying = std::move(loader_);
     py::gil_scoped_release nogil;
-    dying.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    loader_.reset();
   }
-  bool closed() const { return !loader_; }
+  bool closed() {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mu_);
+    return !loader_;
+  }
 
  private:
-  reader::Loader& Get() {
-    if (!loader_) throw py::value_error("the Loader is closed");
-    return *loader_;
+  // f(loader) with the GIL released and mu_ held. Errors: ValueError once closed.
+  template <typename F>
+  auto Locked(F f) -> decltype(f(std::declval<reader::Loader&>())) {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!loader_) throw StatusError{Status::InvalidArgument("the Loader is closed")};
+    return f(*loader_);
   }
-  std::unique_ptr<reader::Loader> loader_;
+
+  std::mutex mu_;
+  std::unique_ptr<reader::Loader> loader_;  // null once closed
 };
 
 void BindOptions(py::module_& m) {

@@ -1,0 +1,9 @@
+# The Python module's benchmark (issue 11): tests/bench/python_bench.sh drives it. A ctest
+# labelled "bench" that only runs in the Bench configuration:
+#   ctest --test-dir BUILD -C Bench -R python_bench --output-on-failure
+if(MM_WITH_PYTHON)
+  add_test(NAME python_bench CONFIGURATIONS Bench
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/python_bench.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(python_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
+                       TIMEOUT 1800)
+endif()
