@@ -69,7 +69,8 @@ def main():
         ", ".join("%.0f" % x["samples_per_s"] for x in py)))
     print("  %-36s %10.1f samples/s" % ("h5py Dataset, DataLoader 2 workers", h5["samples_per_s"]))
     checks = [
-        ("Python / C++ samples/s", ratios["python_vs_cxx"], ">= 0.9x", ratios["python_vs_cxx"] >= 0.9),
+        ("Python / C++ samples/s", ratios["python_vs_cxx"], ">= 0.9x",
+         ratios["python_vs_cxx"] >= 0.9),
         ("Python / h5py DataLoader samples/s", ratios["python_vs_h5py"], ">= 10x",
          ratios["python_vs_h5py"] >= 10),
         ("Python / C++ CPU-ms per sample", ratios["cpu_python_vs_cxx"], "<= 1.2x",

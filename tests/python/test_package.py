@@ -101,8 +101,8 @@ def test_cmake_install_gives_a_working_package(tmp_path, coco):
             "print(mmpack.find_mmpack())\n"
             "index = mmpack.build(%r, %r, tokenizer=%r, image_size=16)\n"
             "print(len(mmpack.ShardSet(%r)), mmpack.__file__)\n"
-            % (os.path.join(DATA_DIR, "skimage-micro", "captions.jsonl"), str(tmp_path / "s"), ALBERT,
-               str(tmp_path / "s")))
+            % (os.path.join(DATA_DIR, "skimage-micro", "captions.jsonl"), str(tmp_path / "s"),
+               ALBERT, str(tmp_path / "s")))
     env = {k: v for k, v in os.environ.items() if k not in ("MMPACK_BIN", "PYTHONPATH")}
     env["PYTHONPATH"] = str(site)
     r = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
