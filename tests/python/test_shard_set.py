@@ -96,6 +96,14 @@ def test_tokens_and_text_accessors_agree_with_getitem(coco):
     assert all(np.array_equal(a, b) for a, b in zip(s.tokens(7), sample["tokens"]))
 
 
+def test_root_is_absolute(coco, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(coco))
+    s = mmpack.ShardSet(os.path.basename(coco))
+    assert s.root == coco
+    monkeypatch.chdir("/")
+    assert s.info["totals"]["samples"] == 51
+
+
 def test_pickles_as_its_path(coco):
     s = mmpack.ShardSet(coco, verify_checksums=True)
     t = pickle.loads(pickle.dumps(s))

@@ -31,7 +31,9 @@ class ShardSet:
     """
 
     def __init__(self, path: PathLike, *, verify_checksums: bool = False) -> None:
-        self._set = _mmpack.ShardSet(path, verify_checksums=verify_checksums)
+        # Absolute, so that info, pickling and messages do not depend on a later chdir.
+        root = os.path.abspath(os.fspath(path))
+        self._set = _mmpack.ShardSet(root, verify_checksums=verify_checksums)
         self._info: Optional[Dict[str, Any]] = None
 
     def __len__(self) -> int:
@@ -97,7 +99,7 @@ class ShardSet:
 
     @property
     def root(self) -> str:
-        """The set's directory, as given."""
+        """The set's directory (absolute)."""
         return self._set.root
 
     @property
