@@ -87,7 +87,7 @@ py::list Tokens(const PyShardSet& s, int64_t i) {
   i = SampleIndex(s, i);
   py::list out;
   for (int c = 0; c < s.set->NumCaptions(i); ++c) {
-    std::basic_string_view<int32_t> ids = s.set->Tokens(i, c);
+    mm::Span<const int32_t> ids = s.set->Tokens(i, c);
     py::array_t<int32_t> a(static_cast<py::ssize_t>(ids.size()));
     if (!ids.empty()) std::memcpy(a.mutable_data(), ids.data(), ids.size() * sizeof(int32_t));
     out.append(std::move(a));
