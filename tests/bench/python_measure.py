@@ -2,9 +2,9 @@
 """Drives the Python-module benchmark (see python_bench.sh): prepares the shards, then measures
 on the same cores, one after another: the C++ reader (`mmpack bench`), the same loader from a
 Python loop (python_loader_bench.py: mmpack.Loader, as_torch=True) and h5py through a PyTorch
-DataLoader with 2 workers (reader_h5py_baseline.py). The C++ and Python runs alternate, ROUNDS
-times each, and the medians are compared, so that a burst of load from elsewhere on the
-machine hits both. Prints the figures and the ratios against issue 11's targets; writes
+DataLoader with 2 workers (reader_h5py_baseline.py). The C++ and Python runs alternate (in
+turn first), ROUNDS times each, and the medians are compared, so that load from elsewhere on
+the machine hits both alike. Prints the figures and the ratios against issue 11's targets; writes
 WORK/python_bench.json; exits 1 if a target is missed.
 
 Usage: python_measure.py BUILD_DIR WORK_DIR SHARED_DIR N SECONDS ROUNDS
@@ -35,14 +35,19 @@ def main():
     py_env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     py_env.pop("HDF5_PLUGIN_PATH", None)
     h5_env = dict(os.environ, HDF5_PLUGIN_PATH=os.path.join(build, "hdf5-plugins"))
-    cxx, py = [], []
-    for r in range(rounds):
-        print("round %d/%d: mmpack bench (C++), then the Python loop ..." % (r + 1, rounds),
-              flush=True)
+    def run_cxx():
         cxx.append(run_json([mmpack, "bench", shards, "--threads", "2", "--batch-size", "32",
                              "--seconds", str(seconds), "--json"]))
+
+    def run_py():
         py.append(run_json(["/usr/bin/python3", os.path.join(here, "python_loader_bench.py"),
                             shards, str(seconds)], env=py_env))
+
+    cxx, py = [], []
+    for r in range(rounds):  # the order alternates, so that neither always runs first
+        print("round %d/%d ..." % (r + 1, rounds), flush=True)
+        for run in ((run_cxx, run_py) if r % 2 == 0 else (run_py, run_cxx)):
+            run()
     print("h5py Dataset in a DataLoader, 2 workers ...", flush=True)
     h5 = run_json(["/usr/bin/python3", os.path.join(here, "reader_h5py_baseline.py"), shards,
                    str(max(seconds, 10.0))], env=h5_env)
