@@ -14,7 +14,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"  # here, root, shared, bench_require
 build="$(cd "${1:-$root/build}" && pwd)"
-work="${2:-$build/bench-python}"
+work="$(realpath -m "${2:-$build/bench-python}")"  # absolute: the driver runs in tests/bench
 bench_require python_bench "mmpack h5z_zstd _mmpack" mmpack
 [[ -f "$build/python/mmpack/__init__.py" ]] || {
   echo "python_bench: no Python module in $build/python (MM_BUILD_PYTHON)" >&2; exit 1; }

@@ -1,5 +1,6 @@
-// zstd_filter.cc: registers the zstd HDF5 filter (id 32015, tools/plugin/h5z_zstd.c) with the
-// libhdf5 this module is linked against, when `import mmpack` loads it.
+// zstd_filter.cc: registers the zstd HDF5 filter (id 32015, tools/plugin/h5z_zstd.c, linked in
+// as the object library mm_h5z_zstd) with the libhdf5 this module is linked against, when
+// `import mmpack` loads it.
 //
 // Debian's h5py links the same shared libhdf5 (libhdf5_serial.so.103) as mm_reader, and a
 // shared library is loaded once per process, so after `import mmpack` h5py reads zstd shards
@@ -11,11 +12,8 @@
 #include <string>
 
 #include "bindings.h"
+#include "h5z_zstd.h"  // the zstd filter of tools/plugin, linked in (mm_h5z_zstd)
 #include "mm/internal/h5.h"
-
-// The filter's code, compiled into this module (as tools/src/h5_util.cc does for mmpack).
-#define MM_H5Z_ZSTD_EMBEDDED 1
-#include "../../../tools/plugin/h5z_zstd.c"  // NOLINT(bugprone-suspicious-include)
 
 namespace py = pybind11;
 
@@ -23,7 +21,7 @@ namespace mm::python {
 
 void RegisterZstdFilter(py::module_& m) {
   h5::SilenceErrors();
-  Status status = h5::Check(H5Zregister(H5Z_ZSTD), "H5Zregister(zstd, 32015)");
+  Status status = h5::Check(H5Zregister(mm_h5z_zstd_class), "H5Zregister(zstd, 32015)");
   // The reader never needs the filter (it decompresses chunks itself); h5py does. A failure is
   // a warning, not an ImportError.
   m.attr("zstd_filter_registered") = status.ok();
