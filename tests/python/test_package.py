@@ -111,3 +111,28 @@ def test_cmake_install_gives_a_working_package(tmp_path, coco):
     lines = r.stdout.splitlines()
     assert lines[0] == str(prefix / "bin" / "mmpack")
     assert lines[1] == "6 %s" % (site / "mmpack" / "__init__.py")
+
+
+def cache_value(build_dir, name):
+    """A variable of BUILD/CMakeCache.txt (NAME:TYPE=value)."""
+    with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
+        for line in f:
+            if line.split(":", 1)[0] == name and "=" in line:
+                return line.rstrip("\n").split("=", 1)[1]
+    raise KeyError(name)
+
+
+def test_default_install_lands_on_the_system_pythons_path():
+    # `cmake --install BUILD` without --prefix writes PREFIX/MM_PYTHON_INSTALL_DIR: that folder
+    # must be on sys.path of the Python the module was built for, with no PYTHONPATH (on Debian:
+    # /usr/local/lib/python3.11/dist-packages, from site.py). Not installed here: the machine's
+    # /usr/local is shared.
+    build_dir = os.path.dirname(PYTHON_DIR)
+    prefix = cache_value(build_dir, "CMAKE_INSTALL_PREFIX")
+    target = os.path.join(prefix, cache_value(build_dir, "MM_PYTHON_INSTALL_DIR"))
+    python = cache_value(build_dir, "MM_PYTHON")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    r = subprocess.run([python, "-c", "import sys; print('\\n'.join(sys.path))"], env=env,
+                       stdout=subprocess.PIPE, text=True, check=True, cwd="/")
+    assert os.path.normpath(target) in [os.path.normpath(p) for p in r.stdout.splitlines()], (
+        target, r.stdout)
