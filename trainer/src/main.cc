@@ -8,7 +8,7 @@
 #include <exception>
 #include <sstream>
 
-#include "trainer.h"
+#include "train.h"
 
 int main(int argc, char** argv) {
   mm::train::TrainConfig c;

@@ -1,24 +1,10 @@
 #include "model.h"
 
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 namespace mm::train {
 
 namespace F = torch::nn::functional;
-
-std::string ModelConfig::ToJson() const {
-  nlohmann::json j = {{"dim", dim},
-                      {"layers", layers},
-                      {"heads", heads},
-                      {"patch", patch},
-                      {"image_size", image_size},
-                      {"vocab_size", vocab_size},
-                      {"max_tokens", max_tokens},
-                      {"embed_dim", embed_dim},
-                      {"mlp_ratio", mlp_ratio}};
-  return j.dump();
-}
 
 AttentionImpl::AttentionImpl(int64_t dim, int64_t heads) : heads_(heads) {
   TORCH_CHECK(dim % heads == 0, "--dim ", dim, " is not a multiple of --heads ", heads);

@@ -1,4 +1,4 @@
-// trainer.h: the mmtrain training loop (see ../README.md and issue 4).
+// trainer.h: the mmtrain training loop (see ../README.md).
 //
 // One optimizer step = accum_steps micro-batches of batch_size items on each of world_size
 // ranks. Loss of one micro-batch on rank r:
@@ -14,52 +14,88 @@
 // would widen the negatives over ranks; it is not done here.)
 #pragma once
 
-#include <cstdint>
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "amp.h"
+#include "config.h"
+#include "data.h"
+#include "distributed.h"
+#include "evaluate.h"
+#include "metrics.h"
+#include "model.h"
 
 namespace mm::train {
 
-struct TrainConfig {
-  std::string shards;          // --shards: training shard set (directory with index.json)
-  std::string val_shards;      // --val-shards: evaluation set ("" = no evaluation)
-  std::string out;             // --out RUN: metrics.jsonl, checkpoints, summary.json
-  std::string preset = "cpu";  // cpu | gpu: default model size
-  int64_t dim = 0, layers = 0, heads = 0, patch = 0;  // 0: the preset's value
-  double w_contrastive = 1.0, w_caption = 1.0;        // --loss-weights "c,k"
-  std::string amp = "off";                            // off | bf16 | fp16
-  std::string device = "cpu";  // cpu | cuda | cuda:N (LOCAL_RANK picks N when only "cuda")
-  int batch_size = 32;         // per rank, per micro-batch
-  int accum_steps = 1;         // K
-  int64_t steps = 0;           // optimizer steps (0: from epochs)
-  int64_t epochs = 1;          // used when steps == 0
-  double lr = 1e-3;
-  double weight_decay = 0.05;
-  int64_t warmup = -1;     // steps of linear warmup (-1: 5% of steps)
-  double clip_grad = 1.0;  // max global gradient L2 norm (0: off)
-  uint64_t seed = 0;
-  int64_t log_every = 10, eval_every = 0, save_every = 0;
-  int64_t patience = 0;        // evaluations without val-loss improvement before stopping
-  std::string resume;          // checkpoint file to continue from
-  int64_t stop_after = 0;      // leave after this step as if killed (schedule still --steps)
-  std::string dump_params;     // write final parameters (torch::save of a tensor list)
-  std::string dump_grads;      // write the first step's (reduced) gradients, then go on
-  double dist_timeout_s = 60;  // c10d rendezvous and collective timeout, seconds
-  int threads = 0;             // LibTorch intra-op threads (0: LibTorch's default)
-  int loader_threads = 2;      // reader decode threads
-  int prefetch = 4;            // reader batches in flight
-  bool shuffle = true;
-  int64_t eval_max = 0;  // evaluate on at most this many val samples (0: all)
-  bool quiet = false;
-  bool reuse_batches =
-      false;  // benchmark baseline: the first step's batches every step
-              // (model compute without the reader)            // no per-step log lines on stdout
-  std::string ToJson() const;
+/// One training run: construction opens the data, builds (or resumes) model, optimizer, loader
+/// and process group; Run() trains to the end and writes the summary. Not thread-safe; every
+/// rank constructs one and runs it in step with the others (collectives inside).
+class Trainer {
+ public:
+  /// Throws std::invalid_argument for bad settings, std::runtime_error for I/O and
+  /// rendezvous failures, each a one-line message.
+  explicit Trainer(const TrainConfig& config);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  void Run();
+
+ private:
+  void OpenData();
+  void BuildModel();
+  void BuildOptimizer();
+  void CreateLoader();
+  void MaybeResume();
+  void OpenMetrics();
+
+  StepStats TrainStep();
+  std::vector<DeviceBatch> FetchMicroBatches(double* wait_s);
+  /// Forward and backward over the step's micro-batches; returns {contrastive sum, caption
+  /// CE sum} of this rank.
+  std::pair<double, double> ForwardBackward(const std::vector<DeviceBatch>& micro,
+                                            double global_tokens);
+  /// Unscales, (dumps the first step's gradients,) clips, sets `lr` and steps the optimizer.
+  /// Returns the gradient norm before clipping (0 when clipping is off).
+  double ClipAndStep(double lr);
+  void MaybeLog(const StepStats& s);
+  void MaybeEvaluate();
+  void MaybeCheckpoint();
+  void SaveCheckpointTo(const std::string& path);
+  void Finish();
+
+  const TrainConfig c_;
+  DistEnv env_;
+  torch::Device device_{torch::kCPU};
+  AmpMode amp_ = AmpMode::kOff;
+  std::unique_ptr<Distributed> dist_;
+  bool lead_ = true;  // rank 0: prints, writes metrics and checkpoints
+  std::shared_ptr<reader::ShardSet> set_, val_set_;
+  ModelConfig mc_;
+  Coca model_{nullptr};
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<BatchStream> stream_;
+  std::unique_ptr<GradReducer> reducer_;
+  MetricsLog metrics_;
+
+  int64_t total_steps_ = 0, warmup_ = 0;
+  int64_t step_ = 0;       // optimizer steps done (a resumed run starts at the checkpoint's)
+  int64_t steps_run_ = 0;  // optimizer steps this process ran
+  double best_val_ = 1e30;
+  int64_t evals_since_best_ = 0;
+  bool stopped_early_ = false;
+  MetricsWindow window_, run_;  // the current log window; the whole run
+  double first_caption_ = -1, last_caption_ = 0, last_loss_ = 0;
+  EvalResult last_eval_;
+  Clock::time_point run_start_;
+  double cpu_start_ = 0;
+  std::vector<DeviceBatch> reused_micro_;  // --reuse-batches
 };
-
-/// This process's rank as the launcher's environment says (0 when none); never throws.
-int RankFromEnvironment();
-
-/// Runs training. Throws std::exception with a one-line message on any error.
-void Train(const TrainConfig& config);
 
 }  // namespace mm::train

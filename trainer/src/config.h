@@ -1,0 +1,71 @@
+// config.h: mmtrain's run settings, as the command line gives them (see main.cc) and as a
+// checkpoint stores them (ToJson), and the model's shape they lead to. No LibTorch header:
+// main.cc parses into it cheaply.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mm::reader {
+struct SetInfo;
+}  // namespace mm::reader
+
+namespace mm::train {
+
+struct ModelConfig {
+  int64_t dim = 128;         // D: width of every transformer
+  int64_t layers = 2;        // blocks in each of image encoder, text encoder, fusion decoder
+  int64_t heads = 4;         // attention heads (dim % heads == 0)
+  int64_t patch = 32;        // P: patch side in pixels
+  int64_t image_size = 224;  // H == W of the shards, pixels
+  int64_t vocab_size = 0;    // V: from the shard set's index
+  int64_t max_tokens = 77;   // longest caption, bos/eos included: position-embedding rows
+  int64_t embed_dim = 128;   // E: joint contrastive embedding
+  int64_t mlp_ratio = 4;
+  std::string ToJson() const;
+};
+
+struct TrainConfig {
+  std::string shards;          // --shards: training shard set (directory with index.json)
+  std::string val_shards;      // --val-shards: evaluation set ("" = no evaluation)
+  std::string out;             // --out RUN: metrics.jsonl, checkpoints, summary.json
+  std::string preset = "cpu";  // cpu | gpu: default model size
+  int64_t dim = 0, layers = 0, heads = 0, patch = 0;  // 0: the preset's value
+  double w_contrastive = 1.0, w_caption = 1.0;        // --loss-weights "c,k"
+  std::string amp = "off";                            // off | bf16 | fp16
+  std::string device = "cpu";  // cpu | cuda | cuda:N (LOCAL_RANK picks N when only "cuda")
+  int batch_size = 32;         // per rank, per micro-batch
+  int accum_steps = 1;         // K
+  int64_t steps = 0;           // optimizer steps (0: from epochs)
+  int64_t epochs = 1;          // used when steps == 0
+  double lr = 1e-3;
+  double weight_decay = 0.05;
+  int64_t warmup = -1;     // steps of linear warmup (-1: 5% of steps)
+  double clip_grad = 1.0;  // max global gradient L2 norm (0: off)
+  uint64_t seed = 0;
+  int64_t log_every = 10, eval_every = 0, save_every = 0;
+  int64_t patience = 0;        // evaluations without val-loss improvement before stopping
+  std::string resume;          // checkpoint file to continue from
+  int64_t stop_after = 0;      // leave after this step as if killed (schedule still --steps)
+  std::string dump_params;     // write final parameters (torch::save of a tensor list)
+  std::string dump_grads;      // write the first step's (reduced) gradients, then go on
+  double dist_timeout_s = 60;  // c10d rendezvous and collective timeout, seconds
+  int threads = 0;             // LibTorch intra-op threads (0: LibTorch's default)
+  int loader_threads = 2;      // reader decode threads
+  int prefetch = 4;            // reader batches in flight
+  bool shuffle = true;
+  int64_t eval_max = 0;  // evaluate on at most this many val samples (0: all)
+  bool quiet = false;    // no per-step log lines on stdout
+  // Benchmark baseline: the first step's batches every step (model compute without the reader).
+  bool reuse_batches = false;
+
+  /// The settings that define the run (not the logging and process ones), one-line JSON.
+  std::string ToJson() const;
+};
+
+/// The model's shape: the preset's, overridden by --dim/--layers/--heads/--patch; image size,
+/// vocabulary and text length from the shard set. Throws std::invalid_argument naming the
+/// flag (unknown preset, non-square images, a patch that does not divide the image size).
+ModelConfig MakeModelConfig(const TrainConfig& c, const reader::SetInfo& info);
+
+}  // namespace mm::train

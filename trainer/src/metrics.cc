@@ -1,0 +1,77 @@
+#include "metrics.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace mm::train {
+
+void MetricsWindow::Add(const StepStats& s) {
+  wait_s += s.wait_s, time_s += s.time_s, loss += s.loss, contrastive += s.contrastive,
+      caption += s.caption, steps += 1, samples += s.samples;
+}
+
+void MetricsLog::Open(const std::string& path) {
+  file_.open(path, std::ios::app);
+  if (!file_) throw std::runtime_error("cannot open " + path);
+}
+
+void MetricsLog::Emit(const nlohmann::json& record) {
+  if (file_.is_open()) file_ << record.dump() << "\n" << std::flush;
+}
+
+nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,
+                           int64_t epoch, double loss_scale) {
+  return {{"event", "train"},
+          {"step", step},
+          {"loss", w.mean_loss()},
+          {"contrastive", w.mean_contrastive()},
+          {"caption", w.mean_caption()},
+          {"lr", last.lr},
+          {"grad_norm", last.grad_norm},
+          {"samples_per_s", w.samples_per_s()},
+          {"data_wait_pct", w.wait_pct()},
+          {"epoch", epoch},
+          {"loss_scale", loss_scale}};
+}
+
+void PrintTrainLine(int64_t step, int64_t total_steps, const MetricsWindow& w, double lr,
+                    bool show_scale, double loss_scale) {
+  std::printf(
+      "step %6lld/%lld  loss %.4f (contrastive %.4f caption %.4f)  lr %.3e  %.1f samples/s  "
+      "data-wait %.1f%%%s\n",
+      static_cast<long long>(step), static_cast<long long>(total_steps), w.mean_loss(),
+      w.mean_contrastive(), w.mean_caption(), lr, w.samples_per_s(), w.wait_pct(),
+      show_scale ? ("  scale " + std::to_string(loss_scale)).c_str() : "");
+  std::fflush(stdout);
+}
+
+nlohmann::json EvalRecord(int64_t step, const EvalResult& e) {
+  const double n = static_cast<double>(e.n);
+  return {{"event", "eval"},
+          {"step", step},
+          {"caption_loss", e.caption_loss},
+          {"perplexity", e.perplexity},
+          {"n", e.n},
+          {"i2t_r1", e.i2t[0]},
+          {"i2t_r5", e.i2t[1]},
+          {"i2t_r10", e.i2t[2]},
+          {"t2i_r1", e.t2i[0]},
+          {"t2i_r5", e.t2i[1]},
+          {"t2i_r10", e.t2i[2]},
+          {"chance_r1", std::min(1.0, 1 / n)},
+          {"chance_r5", std::min(1.0, 5 / n)},
+          {"chance_r10", std::min(1.0, 10 / n)}};
+}
+
+void PrintEvalLine(int64_t step, const EvalResult& e, double seconds) {
+  const double n = static_cast<double>(e.n);
+  std::printf(
+      "eval  %6lld  val caption loss %.4f  ppl %.1f  i2t R@1/5/10 %.3f/%.3f/%.3f  t2i "
+      "R@1/5/10 %.3f/%.3f/%.3f  (chance %.3f/%.3f/%.3f, N=%lld)  %.1fs\n",
+      static_cast<long long>(step), e.caption_loss, e.perplexity, e.i2t[0], e.i2t[1], e.i2t[2],
+      e.t2i[0], e.t2i[1], e.t2i[2], std::min(1.0, 1 / n), std::min(1.0, 5 / n),
+      std::min(1.0, 10 / n), static_cast<long long>(e.n), seconds);
+  std::fflush(stdout);
+}
+
+}  // namespace mm::train

@@ -1,0 +1,62 @@
+// metrics.h: what a run reports: per-step figures summed over a log window, the log lines on
+// stdout, and RUN/metrics.jsonl (one JSON object per line: "start", "train", "eval",
+// "summary" events).
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "evaluate.h"
+
+namespace mm::train {
+
+/// One optimizer step as the whole world saw it.
+struct StepStats {
+  double loss = 0;         // w_c * contrastive + w_cap * caption
+  double contrastive = 0;  // InfoNCE, mean over micro-batches and ranks
+  double caption = 0;      // caption cross-entropy per predicted token of the global batch
+  double lr = 0;
+  double grad_norm = 0;  // before clipping (0 when clipping is off)
+  double wait_s = 0;     // seconds blocked in the reader
+  double time_s = 0;     // seconds of the whole step
+  int64_t samples = 0;   // items in the global batch
+};
+
+/// Sums over a span of steps (a log window, or the whole run).
+struct MetricsWindow {
+  double wait_s = 0, time_s = 0, loss = 0, contrastive = 0, caption = 0;
+  int64_t steps = 0, samples = 0;
+
+  void Add(const StepStats& s);
+  double samples_per_s() const { return samples / std::max(time_s, 1e-9); }
+  /// Time blocked in the reader over step time, percent.
+  double wait_pct() const { return 100.0 * wait_s / std::max(time_s, 1e-9); }
+  double mean_loss() const { return loss / steps; }
+  double mean_contrastive() const { return contrastive / steps; }
+  double mean_caption() const { return caption / steps; }
+};
+
+/// RUN/metrics.jsonl, appended to; a closed log ignores Emit (ranks other than 0, no --out).
+class MetricsLog {
+ public:
+  /// Throws std::runtime_error naming the file when it cannot be opened.
+  void Open(const std::string& path);
+  void Emit(const nlohmann::json& record);
+
+ private:
+  std::ofstream file_;
+};
+
+/// The "train" record of a window ending at `step`, and its stdout line.
+nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,
+                           int64_t epoch, double loss_scale);
+void PrintTrainLine(int64_t step, int64_t total_steps, const MetricsWindow& w, double lr,
+                    bool show_scale, double loss_scale);
+
+/// The "eval" record of an evaluation at `step`, and its stdout line (`seconds` it took).
+nlohmann::json EvalRecord(int64_t step, const EvalResult& e);
+void PrintEvalLine(int64_t step, const EvalResult& e, double seconds);
+
+}  // namespace mm::train
