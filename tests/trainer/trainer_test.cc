@@ -333,6 +333,108 @@ TEST_F(TrainerTest, MissingShardsFailWithOneLine) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 }
 
+// --- hostile sizes and files (issue 9) ---------------------------------------------------------
+
+/// Runs mmtrain with `args` under `timeout 60` (a hang shows as status 124); returns the status
+/// and puts the output in *out.
+int RunMmtrain(const std::string& args, const std::string& dir, std::string* out) {
+  static int runs = 0;
+  const std::string log = dir + "/log_" + std::to_string(++runs);
+  const int rc = RunCmd("timeout 60 " + Mmtrain() + " " + args, log);
+  *out = ReadFile(log);
+  return rc;
+}
+
+/// The run failed with exactly one line, "mmtrain (rank 0): error: ...", holding `needle`.
+void ExpectOneErrorLine(int rc, const std::string& out, const std::string& needle) {
+  EXPECT_EQ(rc, 1) << out;  // not 124 (hung), not 134 (aborted)
+  EXPECT_EQ(out.rfind("mmtrain (rank 0): error: ", 0), 0u) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(out.find(needle), std::string::npos) << "no '" << needle << "' in: " << out;
+}
+
+TEST_F(TrainerTest, HugeResourceFlagsAreRefusedWithOneLineNotAHangOrAbort) {
+  // Before: --accum-steps 1e9 and --threads 5000 hung, --loader-threads 100000 aborted
+  // ("terminate called without an active exception").
+  const std::string dir = TempDir("huge");
+  const std::string base = "--shards " + kShards + "/coco --steps 1 --dim 64 --layers 1 --patch 16";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--accum-steps 1000000000", "--accum-steps 1000000000 is outside [1, 65536]"},
+      {"--batch-size 2000000000", "--batch-size 2000000000 is outside [1, 65536]"},
+      {"--threads 5000", "--threads 5000 is outside [0, "},
+      {"--loader-threads 100000", "--loader-threads 100000 is outside [1, 256]"},
+      {"--prefetch 1000000000", "--prefetch 1000000000 is outside [1, 1024]"},
+      // Within each bound, but 65536 x 65536 images of 64x64 as float32 are 211 TB a step.
+      {"--accum-steps 65536 --batch-size 65536", "of images a step, more than half of this"},
+  };
+  for (const auto& [flags, needle] : cases) {
+    std::string out;
+    const int rc = RunMmtrain(base + " " + flags, dir, &out);
+    SCOPED_TRACE(flags);
+    ExpectOneErrorLine(rc, out, needle);
+  }
+}
+
+/// A 2-step run of the small model on coco with a checkpoint at step 2 in DIR/run.
+std::string SmallRunWithCheckpoint(const std::string& dir) {
+  const std::string log = dir + "/log";
+  EXPECT_EQ(RunCmd(Mmtrain() + " --shards " + kShards + "/coco --steps 2 --batch-size 8" + kSmall +
+                       " --out " + dir + "/run --save-every 2",
+                   log),
+            0)
+      << ReadFile(log);
+  return dir + "/run/checkpoint-000002.pt";
+}
+
+TEST_F(TrainerTest, DamagedCheckpointIsRefusedNamingTheFile) {
+  // Before: 64 corrupted bytes in the tensor data resumed silently with wrong weights
+  // (LibTorch's zip reader skips the CRCs).
+  const std::string dir = TempDir("damaged");
+  const std::string ckpt = SmallRunWithCheckpoint(dir);
+  const std::string bytes = ReadFile(ckpt);
+  ASSERT_GT(bytes.size(), 100000u);
+  const std::string resume = " --shards " + kShards + "/coco --steps 4 --batch-size 8" + kSmall;
+  std::string out;
+  // The intact file resumes (the check is not simply refusing everything).
+  ASSERT_EQ(RunMmtrain(resume + " --resume " + ckpt, dir, &out), 0) << out;
+  std::string damaged = bytes;
+  for (size_t i = 0; i < 64; ++i) damaged[bytes.size() / 2 + i] ^= 0x5a;
+  std::ofstream(dir + "/damaged.pt", std::ios::binary) << damaged;
+  ExpectOneErrorLine(RunMmtrain(resume + " --resume " + dir + "/damaged.pt", dir, &out), out,
+                     "checkpoint " + dir + "/damaged.pt is damaged");
+  std::ofstream(dir + "/short.pt", std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  ExpectOneErrorLine(RunMmtrain(resume + " --resume " + dir + "/short.pt", dir, &out), out,
+                     "checkpoint " + dir + "/short.pt has no mmtrain checksum trailer");
+}
+
+TEST_F(TrainerTest, ResumeOnOtherShardsIsRefusedUnlessOverridden) {
+  // Before: a checkpoint trained on coco resumed on the train split without a word.
+  const std::string dir = TempDir("othershards");
+  const std::string ckpt = SmallRunWithCheckpoint(dir);
+  const std::string other = " --shards " + kShards + "/val --steps 3 --batch-size 8" + kSmall;
+  std::string out;
+  ExpectOneErrorLine(RunMmtrain(other + " --resume " + ckpt, dir, &out), out,
+                     "--shards " + kShards + "/val is not the training set of --resume " + ckpt);
+  EXPECT_NE(out.find("--resume-override"), std::string::npos) << out;
+  // Overridden, it trains on (both sets were packed with --max-tokens 32: the same model).
+  EXPECT_EQ(RunMmtrain(other + " --resume " + ckpt + " --resume-override", dir, &out), 0) << out;
+  EXPECT_NE(out.find("training set differs from the checkpoint's"), std::string::npos) << out;
+}
+
+TEST_F(TrainerTest, FifosAreRefusedNotWaitedOn) {
+  // Before: --resume FIFO and a FIFO standing as RUN/metrics.jsonl blocked in open() for ever.
+  const std::string dir = TempDir("fifo");
+  ASSERT_EQ(::mkfifo((dir + "/ckpt.pt").c_str(), 0644), 0);
+  ASSERT_EQ(::mkdir((dir + "/run").c_str(), 0755), 0);
+  ASSERT_EQ(::mkfifo((dir + "/run/metrics.jsonl").c_str(), 0644), 0);
+  const std::string base = " --shards " + kShards + "/coco --steps 1 --batch-size 8" + kSmall;
+  std::string out;
+  ExpectOneErrorLine(RunMmtrain(base + " --resume " + dir + "/ckpt.pt", dir, &out), out,
+                     "checkpoint " + dir + "/ckpt.pt is not a regular file");
+  ExpectOneErrorLine(RunMmtrain(base + " --out " + dir + "/run", dir, &out), out,
+                     dir + "/run/metrics.jsonl is not a regular file");
+}
+
 // --- pieces, in process -----------------------------------------------------------------------
 
 TEST(DistEnv, ReadsTorchrunOpenMpiAndSlurmVariables) {

@@ -1,5 +1,9 @@
 #include "config.h"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -69,6 +73,51 @@ ModelConfig MakeModelConfig(const TrainConfig& c, const reader::SetInfo& info) {
                                 " does not divide the image size " + std::to_string(m.image_size));
   }
   return m;
+}
+
+namespace {
+
+void CheckRange(const char* flag, int64_t value, int64_t lo, int64_t hi,
+                const std::string& why = "") {
+  if (value >= lo && value <= hi) return;
+  throw std::invalid_argument(std::string(flag) + " " + std::to_string(value) + " is outside [" +
+                              std::to_string(lo) + ", " + std::to_string(hi) + "]" + why);
+}
+
+std::string Gigabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+
+}  // namespace
+
+void CheckLimits(const TrainConfig& c, int cpus) {
+  CheckRange("--batch-size", c.batch_size, 1, kMaxBatchSize);
+  CheckRange("--accum-steps", c.accum_steps, 1, kMaxAccumSteps);
+  CheckRange("--threads", c.threads, 0, cpus,
+             ": this process may run on " + std::to_string(cpus) + " CPU(s)");
+  CheckRange("--loader-threads", c.loader_threads, 1, kMaxLoaderThreads);
+  CheckRange("--prefetch", c.prefetch, 1, kMaxPrefetch);
+}
+
+void CheckStepMemory(const TrainConfig& c, uint64_t image_bytes, uint64_t memory_bytes) {
+  if (memory_bytes == 0) return;  // unknown
+  const double batch = static_cast<double>(c.batch_size) * static_cast<double>(image_bytes);
+  const double need = batch * (4.0 * c.accum_steps + c.prefetch);
+  if (need <= memory_bytes / 2.0) return;
+  throw std::invalid_argument(
+      "--accum-steps " + std::to_string(c.accum_steps) + " x --batch-size " +
+      std::to_string(c.batch_size) + " (+ --prefetch " + std::to_string(c.prefetch) + ") hold " +
+      Gigabytes(need) + " of images a step, more than half of this machine's " +
+      Gigabytes(static_cast<double>(memory_bytes)));
+}
+
+int AvailableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
 }
 
 }  // namespace mm::train

@@ -44,15 +44,16 @@ struct TrainConfig {
   double clip_grad = 1.0;  // max global gradient L2 norm (0: off)
   uint64_t seed = 0;
   int64_t log_every = 10, eval_every = 0, save_every = 0;
-  int64_t patience = 0;        // evaluations without val-loss improvement before stopping
-  std::string resume;          // checkpoint file to continue from
-  int64_t stop_after = 0;      // leave after this step as if killed (schedule still --steps)
-  std::string dump_params;     // write final parameters (torch::save of a tensor list)
-  std::string dump_grads;      // write the first step's (reduced) gradients, then go on
-  double dist_timeout_s = 60;  // c10d rendezvous and collective timeout, seconds
-  int threads = 0;             // LibTorch intra-op threads (0: LibTorch's default)
-  int loader_threads = 2;      // reader decode threads
-  int prefetch = 4;            // reader batches in flight
+  int64_t patience = 0;          // evaluations without val-loss improvement before stopping
+  std::string resume;            // checkpoint file to continue from
+  bool resume_override = false;  // resume although the training set differs from the saved one
+  int64_t stop_after = 0;        // leave after this step as if killed (schedule still --steps)
+  std::string dump_params;       // write final parameters (torch::save of a tensor list)
+  std::string dump_grads;        // write the first step's (reduced) gradients, then go on
+  double dist_timeout_s = 60;    // c10d rendezvous and collective timeout, seconds
+  int threads = 0;               // LibTorch intra-op threads (0: LibTorch's default)
+  int loader_threads = 2;        // reader decode threads
+  int prefetch = 4;              // reader batches in flight
   bool shuffle = true;
   int64_t eval_max = 0;  // evaluate on at most this many val samples (0: all)
   bool quiet = false;    // no per-step log lines on stdout
@@ -62,6 +63,27 @@ struct TrainConfig {
   /// The settings that define the run (not the logging and process ones), one-line JSON.
   std::string ToJson() const;
 };
+
+// Upper bounds of the resource flags: beyond them a run would not fail but hang, thrash or
+// abort (a thread the system refuses to start), so they are refused up front.
+constexpr int kMaxBatchSize = 1 << 16;   // --batch-size, items per rank and micro-batch
+constexpr int kMaxAccumSteps = 1 << 16;  // --accum-steps
+constexpr int kMaxLoaderThreads = 256;   // --loader-threads
+constexpr int kMaxPrefetch = 1024;       // --prefetch, batches
+
+/// Checks the flags that need no data: --batch-size, --accum-steps, --loader-threads and
+/// --prefetch within [1, kMax...], --threads within [0, `cpus`] (more LibTorch threads than
+/// CPUs only thrash: 5000 on 2 CPUs never finish a step). Throws std::invalid_argument, one
+/// line naming the flag, its value and the bound.
+void CheckLimits(const TrainConfig& c, int cpus);
+
+/// Checks that one step's images fit in half of `memory_bytes`: K micro-batches of B images of
+/// `image_bytes` held as float32 (4 bytes a pixel channel) for the step, plus `prefetch`
+/// uint8 batches in the reader. Throws std::invalid_argument naming the flags and the sizes.
+void CheckStepMemory(const TrainConfig& c, uint64_t image_bytes, uint64_t memory_bytes);
+
+/// CPUs this process may run on (its affinity mask), at least 1.
+int AvailableCpus();
 
 /// The model's shape: the preset's, overridden by --dim/--layers/--heads/--patch; image size,
 /// vocabulary and text length from the shard set. Throws std::invalid_argument naming the

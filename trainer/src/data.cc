@@ -1,5 +1,11 @@
 #include "data.h"
 
+#include <xxhash.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
 #include "model.h"
 
 namespace mm::train {
@@ -14,6 +20,21 @@ constexpr double kStd[3] = {0.26862954, 0.26130258, 0.27577711};
 
 void ThrowIfError(const Status& st, const std::string& what) {
   if (!st.ok()) throw std::runtime_error(what + ": " + st.ToString());
+}
+
+std::string SetIdentity(const reader::SetInfo& info) {
+  std::string shards;
+  for (const auto& e : info.shards) {
+    shards += e.file + "\t" + std::to_string(e.samples) + "\t" + e.xxh3_64 + "\n";
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016" PRIx64,
+                static_cast<uint64_t>(XXH3_64bits(shards.data(), shards.size())));
+  return nlohmann::json({{"tokenizer_sha256", info.tokenizer_sha256},
+                         {"vocab_size", info.vocab_size},
+                         {"samples", info.num_samples},
+                         {"shards_xxh3_64", hex}})
+      .dump();
 }
 
 DeviceBatch ToDevice(const reader::Batch& b, const torch::Device& device, int64_t max_tokens) {

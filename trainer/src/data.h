@@ -30,6 +30,12 @@ T Take(Result<T> r, const std::string& what) {
   return std::move(r).value();
 }
 
+/// What makes a training set itself, as one-line JSON: its tokenizer (SHA-256, vocabulary
+/// size), its sample count and an XXH3-64 over its shards' names, sample counts and file
+/// checksums (index.json's). The same set moved to another directory keeps its identity; a set
+/// with another tokenizer or other shards does not.
+std::string SetIdentity(const reader::SetInfo& info);
+
 /// A batch as tensors on the training device.
 struct DeviceBatch {
   torch::Tensor images;          // [B,3,H,W] float32, normalised with CLIP's mean and std

@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
                  "stop after this many evaluations without "
                  "val-loss improvement (0: never)");
   app.add_option("--resume", c.resume, "checkpoint to continue from");
+  app.add_flag("--resume-override", c.resume_override,
+               "resume although --shards is not the set the checkpoint was trained on");
   app.add_option("--stop-after", c.stop_after,
                  "stop after this step, keeping the schedule of "
                  "--steps (to test --resume)");

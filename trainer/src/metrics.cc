@@ -11,12 +11,17 @@ void MetricsWindow::Add(const StepStats& s) {
 }
 
 void MetricsLog::Open(const std::string& path) {
-  file_.open(path, std::ios::app);
-  if (!file_) throw std::runtime_error("cannot open " + path);
+  path_ = path;
+  file_ = OpenRegularForAppend(path);
 }
 
 void MetricsLog::Emit(const nlohmann::json& record) {
-  if (file_.is_open()) file_ << record.dump() << "\n" << std::flush;
+  if (!file_) return;
+  const std::string line = record.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_.get()) != line.size() ||
+      std::fflush(file_.get()) != 0) {
+    throw std::runtime_error("cannot write " + path_);
+  }
 }
 
 nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,

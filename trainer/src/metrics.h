@@ -4,11 +4,11 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "evaluate.h"
+#include "files.h"
 
 namespace mm::train {
 
@@ -41,12 +41,15 @@ struct MetricsWindow {
 /// RUN/metrics.jsonl, appended to; a closed log ignores Emit (ranks other than 0, no --out).
 class MetricsLog {
  public:
-  /// Throws std::runtime_error naming the file when it cannot be opened.
+  /// Throws std::runtime_error naming the file when it cannot be opened or is not a regular
+  /// file (a FIFO is refused, not waited on).
   void Open(const std::string& path);
+  /// Appends one line and flushes it. Throws std::runtime_error when the write fails.
   void Emit(const nlohmann::json& record);
 
  private:
-  std::ofstream file_;
+  std::string path_;
+  FilePtr file_;
 };
 
 /// The "train" record of a window ending at `step`, and its stdout line.

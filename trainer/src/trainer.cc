@@ -6,9 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
-#include "checkpoint.h"
+#include "files.h"
 #include "train.h"
 
 namespace mm::train {
@@ -44,7 +45,19 @@ std::string CheckpointName(const std::string& out, int64_t step) {
 void DumpTensors(const std::vector<torch::Tensor>& params, bool grads, const std::string& path) {
   std::vector<torch::Tensor> ts;
   for (const auto& p : params) ts.push_back((grads ? p.grad() : p).detach().clone().cpu());
-  torch::save(ts, path);
+  std::ostringstream bytes;
+  torch::save(ts, bytes);
+  WriteFileAtomically(path, bytes.str());
+}
+
+/// A SetIdentity JSON in words: "326 samples, shards XXH3-64 2039daa1a0c67245, tokenizer
+/// SHA-256 fefb02b667a6...".
+std::string DescribeSet(const std::string& identity) {
+  const auto j = nlohmann::json::parse(identity, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "(no identity recorded)";
+  return std::to_string(j.value("samples", int64_t{0})) + " samples, shards XXH3-64 " +
+         j.value("shards_xxh3_64", std::string("?")) + ", tokenizer SHA-256 " +
+         j.value("tokenizer_sha256", std::string("?")).substr(0, 12) + "...";
 }
 
 }  // namespace
@@ -65,8 +78,8 @@ void Train(const TrainConfig& config) {
 // --- construction ---------------------------------------------------------------------------
 
 Trainer::Trainer(const TrainConfig& c) : c_(c) {
-  if (c_.batch_size < 1) throw std::invalid_argument("--batch-size must be >= 1");
-  if (c_.accum_steps < 1) throw std::invalid_argument("--accum-steps must be >= 1");
+  CheckLimits(c_, AvailableCpus());
+  if (!c_.resume.empty()) resume_ = Checkpoint::Read(c_.resume);
   if (c_.threads > 0) torch::set_num_threads(c_.threads);
   env_ = ReadDistEnv();
   device_ = torch::Device(c_.device);
@@ -82,6 +95,8 @@ Trainer::Trainer(const TrainConfig& c) : c_(c) {
       env_, device_, std::chrono::milliseconds(static_cast<int64_t>(c_.dist_timeout_s * 1000)));
   lead_ = dist_->rank() == 0;
   OpenData();
+  CheckResumeShards();
+  CheckStepMemory(c_, set_->image_bytes(), PhysicalMemoryBytes());
   BuildModel();
   BuildOptimizer();
   CreateLoader();
@@ -102,14 +117,25 @@ void Trainer::OpenData() {
   }
 }
 
+void Trainer::CheckResumeShards() const {
+  if (!resume_) return;
+  const std::string now = SetIdentity(set_->info()), then = resume_->meta().shards_identity;
+  if (now == then) return;
+  if (c_.resume_override) {
+    if (lead_)
+      std::cout << "resume: training set differs from the checkpoint's (--resume-override)\n";
+    return;
+  }
+  throw std::invalid_argument("--shards " + c_.shards + " is not the training set of --resume " +
+                              c_.resume + ": " + DescribeSet(now) + ", the checkpoint's " +
+                              DescribeSet(then) + " (--resume-override trains on it anyway)");
+}
+
 void Trainer::BuildModel() {
   mc_ = MakeModelConfig(c_, set_->info());
-  if (!c_.resume.empty()) {
-    const CheckpointMeta meta = ReadCheckpointMeta(c_.resume);
-    if (meta.model_config != mc_.ToJson()) {
-      throw std::invalid_argument("--resume " + c_.resume + " holds a model " + meta.model_config +
-                                  ", this run builds " + mc_.ToJson());
-    }
+  if (resume_ && resume_->meta().model_config != mc_.ToJson()) {
+    throw std::invalid_argument("--resume " + c_.resume + " holds a model " +
+                                resume_->meta().model_config + ", this run builds " + mc_.ToJson());
   }
   torch::manual_seed(c_.seed);
   model_ = Coca(mc_);
@@ -159,8 +185,9 @@ void Trainer::CreateLoader() {
 }
 
 void Trainer::MaybeResume() {
-  if (c_.resume.empty()) return;
-  const CheckpointMeta meta = LoadCheckpoint(c_.resume, model_, *optimizer_, *scaler_);
+  if (!resume_) return;
+  resume_->Restore(model_, *optimizer_, *scaler_);
+  const CheckpointMeta& meta = resume_->meta();
   step_ = meta.step;
   best_val_ = meta.best_val;
   evals_since_best_ = meta.evals_since_best;
@@ -351,6 +378,7 @@ void Trainer::SaveCheckpointTo(const std::string& path) {
   m.loader_state = stream_->state().ToJson();
   m.config = c_.ToJson();
   m.model_config = mc_.ToJson();
+  m.shards_identity = SetIdentity(set_->info());
   SaveCheckpoint(path, model_, *optimizer_, *scaler_, m);
 }
 
@@ -396,7 +424,7 @@ void Trainer::Finish() {
       last_caption_);
   std::fflush(stdout);
   metrics_.Emit(s);
-  if (!c_.out.empty()) std::ofstream(c_.out + "/summary.json") << s.dump(2) << "\n";
+  if (!c_.out.empty()) WriteFileAtomically(c_.out + "/summary.json", s.dump(2) + "\n");
 }
 
 }  // namespace mm::train

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "amp.h"
+#include "checkpoint.h"
 #include "config.h"
 #include "data.h"
 #include "distributed.h"
@@ -47,6 +48,8 @@ class Trainer {
 
  private:
   void OpenData();
+  /// Refuses a --resume whose training set differs from --shards (unless --resume-override).
+  void CheckResumeShards() const;
   void BuildModel();
   void BuildOptimizer();
   void CreateLoader();
@@ -69,6 +72,7 @@ class Trainer {
   void Finish();
 
   const TrainConfig c_;
+  std::optional<Checkpoint> resume_;  // --resume, read and checked first
   DistEnv env_;
   torch::Device device_{torch::kCPU};
   AmpMode amp_ = AmpMode::kOff;
