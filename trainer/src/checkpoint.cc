@@ -1,30 +1,26 @@
 #include "checkpoint.h"
 
-#include <xxhash.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 
 #include "files.h"
+#include "mm/internal/checksum.h"
 
 namespace mm::train {
 
 namespace {
 
-constexpr char kTrailerPrefix[] = "mmtrain-checkpoint 1 xxh3-128 ";
-constexpr size_t kTrailerSize = sizeof(kTrailerPrefix) - 1 + 32 + 7 + 20 + 1;  // 90
+constexpr char kTrailerPrefix[] = "mmtrain-checkpoint 1 xxh3-64 ";
+constexpr size_t kTrailerSize = sizeof(kTrailerPrefix) - 1 + 16 + 7 + 20 + 1;  // 73
 
 /// The trailer line of `archive` (see checkpoint.h).
 std::string Trailer(const std::string& archive) {
-  const XXH128_hash_t h = XXH3_128bits(archive.data(), archive.size());
-  char buf[kTrailerSize + 1];
-  std::snprintf(buf, sizeof buf, "%s%016" PRIx64 "%016" PRIx64 " bytes %020" PRIu64 "\n",
-                kTrailerPrefix, static_cast<uint64_t>(h.high64), static_cast<uint64_t>(h.low64),
+  char size[32];
+  std::snprintf(size, sizeof size, " bytes %020" PRIu64 "\n",
                 static_cast<uint64_t>(archive.size()));
-  return std::string(buf, kTrailerSize);
+  return kTrailerPrefix + Xxh3Hex(archive.data(), archive.size()) + size;
 }
 
 /// Splits `file` into archive and trailer and checks them; throws naming `path`.
@@ -39,7 +35,7 @@ std::string VerifiedArchive(std::string file, const std::string& path) {
   const std::string trailer = file.substr(file.size() - kTrailerSize);
   file.resize(file.size() - kTrailerSize);
   if (Trailer(file) != trailer) {
-    throw std::runtime_error(refused + "is damaged: its XXH3-128 or length does not match its " +
+    throw std::runtime_error(refused + "is damaged: its XXH3-64 or length does not match its " +
                              "trailer (" + trailer.substr(0, kTrailerSize - 1) + ")");
   }
   return file;
@@ -106,10 +102,8 @@ Checkpoint Checkpoint::Read(const std::string& path) {
   const uint64_t memory = PhysicalMemoryBytes();
   Checkpoint c;
   c.path_ = path;
-  c.archive_ = VerifiedArchive(
-      ReadRegularFile(path, memory ? memory / 2 : std::numeric_limits<uint64_t>::max(),
-                      "checkpoint"),
-      path);
+  const int64_t limit = memory ? static_cast<int64_t>(memory / 2) : -1;
+  c.archive_ = VerifiedArchive(ReadWholeFile(path, limit, "reading checkpoint"), path);
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(c.archive_.data(), c.archive_.size());

@@ -2,9 +2,10 @@
 // and checked before it is trusted.
 //
 // File layout: a LibTorch archive (torch::serialize, the zip format torch.jit.load and
-// torch.load read; both ignore what follows it) and then one 90-byte text line, the trailer:
-//   "mmtrain-checkpoint 1 xxh3-128 <32 hex digits> bytes <20 decimal digits>\n"
-// giving the XXH3-128 (canonical, high half first) and the length of the archive before it.
+// torch.load read; both ignore what follows it) and then one 73-byte text line, the trailer:
+//   "mmtrain-checkpoint 1 xxh3-64 <16 hex digits> bytes <20 decimal digits>\n"
+// giving the XXH3-64 (mm/internal/checksum.h, as index.json's shard checksums) and the length
+// of the archive before it.
 // A file without that line, of another length, or whose archive hashes otherwise is refused,
 // naming the file, before LibTorch parses a byte of it (LibTorch's reader skips the zip CRCs:
 // corrupted tensor bytes would load silently).
@@ -41,7 +42,7 @@ struct CheckpointMeta {
 void SaveCheckpoint(const std::string& path, Coca& model, torch::optim::Optimizer& optimizer,
                     const LossScaler& scaler, const CheckpointMeta& meta);
 
-/// A checkpoint file read into memory and checked (trailer, length, XXH3-128) before anything
+/// A checkpoint file read into memory and checked (trailer, length, XXH3-64) before anything
 /// parses it. Immutable after Read.
 class Checkpoint {
  public:

@@ -1,11 +1,8 @@
 #include "data.h"
 
-#include <xxhash.h>
-
-#include <cinttypes>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "mm/internal/checksum.h"
 #include "model.h"
 
 namespace mm::train {
@@ -27,13 +24,10 @@ std::string SetIdentity(const reader::SetInfo& info) {
   for (const auto& e : info.shards) {
     shards += e.file + "\t" + std::to_string(e.samples) + "\t" + e.xxh3_64 + "\n";
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016" PRIx64,
-                static_cast<uint64_t>(XXH3_64bits(shards.data(), shards.size())));
   return nlohmann::json({{"tokenizer_sha256", info.tokenizer_sha256},
                          {"vocab_size", info.vocab_size},
                          {"samples", info.num_samples},
-                         {"shards_xxh3_64", hex}})
+                         {"shards_xxh3_64", Xxh3Hex(shards.data(), shards.size())}})
       .dump();
 }
 

@@ -9,51 +9,14 @@
 #include <stdexcept>
 #include <utility>
 
+#include "mm/internal/file.h"
+
 namespace mm::train {
 
 namespace {
 
 std::runtime_error ErrnoError(const std::string& what, const std::string& path) {
   return std::runtime_error(what + " " + path + ": " + std::strerror(errno));
-}
-
-/// Owns a file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
-/// Opens without blocking (a FIFO with no writer would block a plain open) and refuses
-/// anything but a regular file; returns the descriptor in blocking mode. `what` names the
-/// file's role in messages.
-Fd OpenRegular(const std::string& path, int flags, mode_t mode, struct stat* st,
-               const std::string& what) {
-  const std::string name = what.empty() ? path : what + " " + path;
-  Fd fd(::open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC, mode));
-  if (fd.get() < 0) {
-    // A FIFO without a reader fails a non-blocking write-open with ENXIO: say what it is.
-    const int err = errno;
-    if (::stat(path.c_str(), st) == 0 && !S_ISREG(st->st_mode)) {
-      throw std::runtime_error(name + " is not a regular file");
-    }
-    errno = err;
-    throw ErrnoError("cannot open", name);
-  }
-  if (::fstat(fd.get(), st) != 0) throw ErrnoError("cannot stat", name);
-  if (!S_ISREG(st->st_mode)) throw std::runtime_error(name + " is not a regular file");
-  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-  return fd;
 }
 
 void WriteAll(int fd, const std::string& bytes, const std::string& path) {
@@ -73,35 +36,23 @@ std::string DirName(const std::string& path) {
 
 }  // namespace
 
-std::string ReadRegularFile(const std::string& path, uint64_t max_bytes, const std::string& what) {
-  struct stat st;
-  Fd fd = OpenRegular(path, O_RDONLY, 0, &st, what);
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size > max_bytes) {
-    throw std::runtime_error(what + " " + path + " is " + std::to_string(size) +
-                             " bytes, more than the " + std::to_string(max_bytes) +
-                             " this reader accepts");
-  }
-  std::string bytes(size, '\0');
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::read(fd.get(), bytes.data() + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw ErrnoError("cannot read " + what, path);
-    if (n == 0) throw std::runtime_error(what + " " + path + " shrank while being read");
-    done += static_cast<size_t>(n);
-  }
+std::string ReadWholeFile(const std::string& path, int64_t max_bytes, const std::string& what) {
+  std::string bytes;
+  const Status st = ReadRegularFile(path, &bytes, max_bytes);
+  if (!st.ok()) throw std::runtime_error(what + ": " + st.message());
   return bytes;
 }
 
 void WriteFileAtomically(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   try {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) throw ErrnoError("cannot create", tmp);
-    WriteAll(fd.get(), bytes, tmp);
-    if (::fsync(fd.get()) != 0) throw ErrnoError("cannot fsync", tmp);
-    if (::close(fd.release()) != 0) throw ErrnoError("cannot close", tmp);
+    {
+      UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+      if (!fd.valid()) throw ErrnoError("cannot create", tmp);
+      WriteAll(fd.get(), bytes, tmp);
+      // After a successful fsync the bytes are on disk; close (in UniqueFd) loses nothing.
+      if (::fsync(fd.get()) != 0) throw ErrnoError("cannot fsync", tmp);
+    }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
       throw ErrnoError("cannot rename " + tmp + " to", path);
     }
@@ -109,16 +60,28 @@ void WriteFileAtomically(const std::string& path, const std::string& bytes) {
     std::remove(tmp.c_str());
     throw;
   }
-  Fd dir(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() >= 0) ::fsync(dir.get());
+  UniqueFd dir(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.valid()) ::fsync(dir.get());
 }
 
 FilePtr OpenRegularForAppend(const std::string& path) {
+  // O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of waiting for one.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644));
   struct stat st;
-  Fd fd = OpenRegular(path, O_WRONLY | O_APPEND | O_CREAT, 0644, &st, "");
-  FilePtr f(::fdopen(fd.get(), "a"));
-  if (!f) throw ErrnoError("cannot open", path);
-  fd.release();
+  const bool opened = fd.valid();
+  const int err = errno;
+  if ((opened ? ::fstat(fd.get(), &st) : ::stat(path.c_str(), &st)) == 0 && !S_ISREG(st.st_mode)) {
+    throw std::runtime_error(path + " is not a regular file (FIFO, device or socket)");
+  }
+  errno = err;
+  if (!opened) throw ErrnoError("cannot open", path);
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  const int dup = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0);  // the FILE's own descriptor
+  FilePtr f(dup >= 0 ? ::fdopen(dup, "a") : nullptr);
+  if (!f) {
+    if (dup >= 0) ::close(dup);
+    throw ErrnoError("cannot open", path);
+  }
   return f;
 }
 

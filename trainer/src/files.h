@@ -2,7 +2,8 @@
 // refused before anything blocks on it (opened O_NONBLOCK, then fstat), sizes are bounded
 // before memory is taken, and every write goes to a temporary file that is fsync'ed and
 // renamed over the target (a crash leaves the old file or the new one, never half of one).
-// Every error is a std::runtime_error naming the file.
+// Reading goes through the shared mm/internal/file.h; this adds the write side. Every error
+// is a std::runtime_error naming the file.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +13,10 @@
 
 namespace mm::train {
 
-/// The whole of the regular file `path`. Throws when it is missing, not a regular file (FIFO,
-/// device, directory: refused without blocking), larger than `max_bytes`, or unreadable;
-/// messages name it as "`what` `path`" ("checkpoint run/checkpoint-last.pt").
-std::string ReadRegularFile(const std::string& path, uint64_t max_bytes, const std::string& what);
+/// The whole of the regular file `path` (mm::ReadRegularFile, mm/internal/file.h). Throws
+/// "`what`: <status>" when it is missing, not a regular file (FIFO, device, directory: refused
+/// without blocking), larger than `max_bytes`, or unreadable.
+std::string ReadWholeFile(const std::string& path, int64_t max_bytes, const std::string& what);
 
 /// Writes `bytes` to PATH.tmp.<pid>, fsyncs it, renames it over `path` and fsyncs the
 /// directory. Whatever stood at `path` (a FIFO included) is replaced, never opened.
