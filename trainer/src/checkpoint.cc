@@ -50,6 +50,7 @@ void WriteMeta(torch::serialize::OutputArchive& a, const CheckpointMeta& m) {
   a.write("meta/config", c10::IValue(m.config));
   a.write("meta/model_config", c10::IValue(m.model_config));
   a.write("meta/shards_identity", c10::IValue(m.shards_identity));
+  a.write("meta/world_size", c10::IValue(m.world_size));
 }
 
 CheckpointMeta ReadMeta(torch::serialize::InputArchive& a) {
@@ -71,6 +72,8 @@ CheckpointMeta ReadMeta(torch::serialize::InputArchive& a) {
   m.model_config = v.toStringRef();
   a.read("meta/shards_identity", v);
   m.shards_identity = v.toStringRef();
+  a.read("meta/world_size", v);
+  m.world_size = v.toInt();
   return m;
 }
 

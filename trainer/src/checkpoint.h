@@ -36,6 +36,7 @@ struct CheckpointMeta {
   std::string config;           // TrainConfig::ToJson
   std::string model_config;     // ModelConfig::ToJson
   std::string shards_identity;  // SetIdentity(--shards): JSON
+  int64_t world_size = 1;       // ranks that trained it (the global batch is B x K x this)
 };
 
 /// Throws std::runtime_error naming the path when writing or renaming fails.

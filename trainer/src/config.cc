@@ -14,12 +14,14 @@ namespace mm::train {
 std::string TrainConfig::ToJson() const {
   nlohmann::json j = {{"shards", shards},
                       {"val_shards", val_shards},
+                      {"out", out},
                       {"preset", preset},
                       {"dim", dim},
                       {"layers", layers},
                       {"heads", heads},
                       {"patch", patch},
                       {"loss_weights", {w_contrastive, w_caption}},
+                      {"local_loss", local_loss},
                       {"amp", amp},
                       {"device", device},
                       {"batch_size", batch_size},
@@ -31,8 +33,42 @@ std::string TrainConfig::ToJson() const {
                       {"warmup", warmup},
                       {"clip_grad", clip_grad},
                       {"seed", seed},
-                      {"shuffle", shuffle}};
+                      {"shuffle", shuffle},
+                      {"log_every", log_every},
+                      {"eval_every", eval_every},
+                      {"save_every", save_every},
+                      {"patience", patience},
+                      {"eval_max", eval_max}};
   return j.dump();
+}
+
+void TrainConfig::SetFromJson(const std::string& json) {
+  const auto j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) throw std::invalid_argument("a run config is not a JSON object: " + json);
+  auto set = [&j](const char* key, auto& field) {
+    if (j.contains(key)) field = j.at(key).get<std::decay_t<decltype(field)>>();
+  };
+  try {
+    set("shards", shards), set("val_shards", val_shards), set("out", out);
+    set("preset", preset), set("dim", dim), set("layers", layers), set("heads", heads);
+    set("patch", patch), set("local_loss", local_loss), set("amp", amp), set("device", device);
+    set("batch_size", batch_size), set("accum_steps", accum_steps), set("steps", steps);
+    set("epochs", epochs), set("lr", lr), set("weight_decay", weight_decay);
+    set("warmup", warmup), set("clip_grad", clip_grad), set("seed", seed);
+    set("shuffle", shuffle), set("log_every", log_every), set("eval_every", eval_every);
+    set("save_every", save_every), set("patience", patience), set("eval_max", eval_max);
+    if (j.contains("loss_weights")) {
+      w_contrastive = j.at("loss_weights").at(0).get<double>();
+      w_caption = j.at("loss_weights").at(1).get<double>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument("a run config has a field of the wrong type: " +
+                                std::string(e.what()));
+  }
+}
+
+bool TrainConfig::Given(const std::string& flag) const {
+  return std::find(given.begin(), given.end(), flag) != given.end();
 }
 
 std::string ModelConfig::ToJson() const {

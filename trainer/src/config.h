@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mm::reader {
 struct SetInfo;
@@ -32,7 +33,8 @@ struct TrainConfig {
   std::string preset = "cpu";  // cpu | gpu: default model size
   int64_t dim = 0, layers = 0, heads = 0, patch = 0;  // 0: the preset's value
   double w_contrastive = 1.0, w_caption = 1.0;        // --loss-weights "c,k"
-  std::string amp = "off";                            // off | bf16 | fp16
+  bool local_loss = false;     // InfoNCE of this rank's rows against all columns (open_clip)
+  std::string amp = "off";     // off | bf16 | fp16
   std::string device = "cpu";  // cpu | cuda | cuda:N (LOCAL_RANK picks N when only "cuda")
   int batch_size = 32;         // per rank, per micro-batch
   int accum_steps = 1;         // K
@@ -46,7 +48,7 @@ struct TrainConfig {
   int64_t log_every = 10, eval_every = 0, save_every = 0;
   int64_t patience = 0;          // evaluations without val-loss improvement before stopping
   std::string resume;            // checkpoint file to continue from
-  bool resume_override = false;  // resume although the training set differs from the saved one
+  bool resume_override = false;  // resume although a flag or the training set differs
   int64_t stop_after = 0;        // leave after this step as if killed (schedule still --steps)
   std::string dump_params;       // write final parameters (torch::save of a tensor list)
   std::string dump_grads;        // write the first step's (reduced) gradients, then go on
@@ -60,8 +62,17 @@ struct TrainConfig {
   // Benchmark baseline: the first step's batches every step (model compute without the reader).
   bool reuse_batches = false;
 
-  /// The settings that define the run (not the logging and process ones), one-line JSON.
+  // The flags given on the command line ("--lr", ...): on --resume, every other setting of
+  // ToJson comes from the checkpoint.
+  std::vector<std::string> given;
+
+  /// The run's settings as a checkpoint stores them, one-line JSON: everything but the
+  /// process's own (threads, loader, dumps, resume, timeouts, quiet).
   std::string ToJson() const;
+  /// Sets the fields present in `json` (ToJson's keys); others keep their values.
+  /// Throws std::invalid_argument when it is not such an object.
+  void SetFromJson(const std::string& json);
+  bool Given(const std::string& flag) const;
 };
 
 // Upper bounds of the resource flags: beyond them a run would not fail but hang, thrash or

@@ -158,6 +158,15 @@ void Distributed::AllReduceSum(torch::Tensor& t) {
   impl_->group->allreduce(v)->wait();
 }
 
+std::vector<torch::Tensor> Distributed::AllGather(const torch::Tensor& t) {
+  if (!enabled()) return {t};
+  std::vector<torch::Tensor> in{t.contiguous()};
+  std::vector<std::vector<torch::Tensor>> out(1);
+  for (int r = 0; r < world_size(); ++r) out[0].push_back(torch::empty_like(in[0]));
+  impl_->group->allgather(out, in)->wait();
+  return out[0];
+}
+
 void Distributed::Broadcast(const std::vector<torch::Tensor>& tensors) {
   if (!enabled() || tensors.empty()) return;
   torch::NoGradGuard no_grad;

@@ -64,6 +64,9 @@ class Distributed {
 
   /// In-place sum over ranks of a dense tensor.
   void AllReduceSum(torch::Tensor& t);
+  /// Every rank's `t` (same shape and dtype on all ranks, contiguous), in rank order; {t}
+  /// without a group.
+  std::vector<torch::Tensor> AllGather(const torch::Tensor& t);
   /// Copies rank 0's values of every tensor into all ranks (one flattened broadcast).
   void Broadcast(const std::vector<torch::Tensor>& tensors);
   void Barrier();

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "amp.h"
+#include "distributed.h"
 #include "mm/reader.h"
 #include "model.h"
 
@@ -20,14 +21,21 @@ struct EvalResult {
 };
 
 struct EvalOptions {
-  int batch_size = 32;      // val batch (capped at the set's size)
+  int batch_size = 32;      // val batch per rank (capped at the set's size)
   int loader_threads = 2;   // reader decode threads
-  int64_t max_samples = 0;  // score at most this many val images (0: all)
+  int64_t max_samples = 0;  // score the first this many val images in file order (0: all)
 };
 
-/// Scores `model` on `set` without gradients. Every rank evaluates the whole set (so no rank
-/// waits on a collective meanwhile); they get identical results. Throws on reader errors.
+/// Scores `model` on `set` without gradients, split across the ranks of `dist`: each rank
+/// scores its share of the set in file order (the reader's split, the last global batch padded
+/// by wrap-around), then every rank gathers every rank's per-image results (caption CE sum and
+/// token count, both embeddings, the sample index) and computes the metrics on the whole set:
+/// images sorted by sample index, duplicates of the padding dropped, the caption loss summed
+/// in that order. So every rank gets the same result, and it equals a single process's up to
+/// float rounding of the forward pass at another batch size. A collective: all ranks call it
+/// together. Throws on reader errors.
 EvalResult Evaluate(Coca& model, const std::shared_ptr<reader::ShardSet>& set,
-                    const EvalOptions& options, AmpMode amp, const torch::Device& device);
+                    const EvalOptions& options, AmpMode amp, const torch::Device& device,
+                    Distributed& dist);
 
 }  // namespace mm::train

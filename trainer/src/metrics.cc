@@ -1,6 +1,10 @@
 #include "metrics.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <stdexcept>
 
 namespace mm::train {
@@ -17,11 +21,37 @@ void MetricsLog::Open(const std::string& path) {
 
 void MetricsLog::Emit(const nlohmann::json& record) {
   if (!file_) return;
-  const std::string line = record.dump() + "\n";
+  nlohmann::json r = record;
+  r["time"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string line = r.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_.get()) != line.size() ||
       std::fflush(file_.get()) != 0) {
     throw std::runtime_error("cannot write " + path_);
   }
+}
+
+int64_t MoveLinesPastStep(const std::string& path, const std::string& superseded, int64_t step) {
+  if (::access(path.c_str(), F_OK) != 0) return 0;
+  const std::string text = ReadWholeFile(path, int64_t{1} << 32, "reading metrics");
+  std::string kept, moved;
+  int64_t n = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool past = j.is_object() && j.contains("step") && j["step"].is_number() &&
+                      j["step"].get<double>() > static_cast<double>(step);
+    (past ? moved : kept) += line + "\n";
+    n += past;
+  }
+  if (n == 0) return 0;
+  FilePtr out = OpenRegularForAppend(superseded);
+  if (std::fwrite(moved.data(), 1, moved.size(), out.get()) != moved.size() ||
+      std::fflush(out.get()) != 0) {
+    throw std::runtime_error("cannot write " + superseded);
+  }
+  WriteFileAtomically(path, kept);
+  return n;
 }
 
 nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,

@@ -1,6 +1,9 @@
 // metrics.h: what a run reports: per-step figures summed over a log window, the log lines on
-// stdout, and RUN/metrics.jsonl (one JSON object per line: "start", "train", "eval",
-// "summary" events).
+// stdout, and RUN/metrics.jsonl: one JSON object per line, each with "event" ("start",
+// "resume", "train", "eval", "summary"), "step" (optimizer steps done) and "time" (wall
+// clock, seconds since the Unix epoch). A resumed run first moves the lines past its
+// checkpoint's step (written by the run that died after it) to metrics.superseded.jsonl, so
+// metrics.jsonl never holds a step twice.
 #pragma once
 
 #include <cstdint>
@@ -44,13 +47,19 @@ class MetricsLog {
   /// Throws std::runtime_error naming the file when it cannot be opened or is not a regular
   /// file (a FIFO is refused, not waited on).
   void Open(const std::string& path);
-  /// Appends one line and flushes it. Throws std::runtime_error when the write fails.
+  /// Appends `record` with "time" added as one line and flushes it. Throws std::runtime_error
+  /// when the write fails.
   void Emit(const nlohmann::json& record);
 
  private:
   std::string path_;
   FilePtr file_;
 };
+
+/// Moves the lines of `path` whose "step" is past `step` to the end of `superseded` (both
+/// regular files; `path` rewritten atomically). Lines without a step stay. Returns the number
+/// moved (0 when `path` does not exist). Throws std::runtime_error naming the file.
+int64_t MoveLinesPastStep(const std::string& path, const std::string& superseded, int64_t step);
 
 /// The "train" record of a window ending at `step`, and its stdout line.
 nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,

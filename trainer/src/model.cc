@@ -121,9 +121,11 @@ CocaOutput CocaImpl::forward(const torch::Tensor& images, const torch::Tensor& t
   auto x = txt;
   for (auto& m : *fusion_blocks_) x = m->as<Block>()->forward(x, img);
   out.logits = F::linear(fusion_ln_(x), token_emb_->weight);  // [B,L,V], tied LM head
-  out.logit_scale = log_scale_.clamp_max(std::log(100.0)).exp();
+  out.logit_scale = LogitScale();
   return out;
 }
+
+torch::Tensor CocaImpl::LogitScale() { return log_scale_.clamp_max(std::log(100.0)).exp(); }
 
 std::pair<torch::Tensor, torch::Tensor> CocaImpl::Embed(const torch::Tensor& images,
                                                         const torch::Tensor& tokens,

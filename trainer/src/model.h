@@ -69,7 +69,9 @@ class CocaImpl : public torch::nn::Module {
   /// images [B,3,H,W] float (normalised), tokens [B,L] int64, lengths [B] int64 (>= 1).
   CocaOutput forward(const torch::Tensor& images, const torch::Tensor& tokens,
                      const torch::Tensor& lengths);
-  /// The pooled embeddings only (no decoder): for retrieval evaluation.
+  /// exp(learnable log-temperature) clamped to <= 100: [] float32 (what forward returns).
+  torch::Tensor LogitScale();
+  /// The pooled embeddings only (no decoder), the same values forward returns: [B,E] each.
   std::pair<torch::Tensor, torch::Tensor> Embed(const torch::Tensor& images,
                                                 const torch::Tensor& tokens,
                                                 const torch::Tensor& lengths);

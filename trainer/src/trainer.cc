@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "files.h"
+#include "resume_plan.h"
 #include "train.h"
 
 namespace mm::train {
@@ -60,6 +61,24 @@ std::string DescribeSet(const std::string& identity) {
          j.value("tokenizer_sha256", std::string("?")).substr(0, 12) + "...";
 }
 
+nlohmann::json ChangesJson(const std::vector<ResumeChange>& changes) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& c : changes) {
+    a.push_back({{"flag", c.what},
+                 {"checkpoint", nlohmann::json::parse(c.saved)},
+                 {"now", nlohmann::json::parse(c.now)},
+                 {"changes_optimisation", c.optimisation}});
+  }
+  return a;
+}
+
+void PrintChanges(const std::vector<ResumeChange>& changes) {
+  for (const auto& c : changes) {
+    std::cout << "resume: " << c.what << " " << c.now << " (checkpoint: " << c.saved << ")"
+              << (c.optimisation ? ", changes the optimisation (--resume-override)" : "") << "\n";
+  }
+}
+
 }  // namespace
 
 int RankFromEnvironment() {
@@ -77,11 +96,11 @@ void Train(const TrainConfig& config) {
 
 // --- construction ---------------------------------------------------------------------------
 
-Trainer::Trainer(const TrainConfig& c) : c_(c) {
-  CheckLimits(c_, AvailableCpus());
-  if (!c_.resume.empty()) resume_ = Checkpoint::Read(c_.resume);
-  if (c_.threads > 0) torch::set_num_threads(c_.threads);
+Trainer::Trainer(const TrainConfig& given) : c_(given) {
   env_ = ReadDistEnv();
+  if (!given.resume.empty()) PlanFromCheckpoint(given);
+  CheckLimits(c_, AvailableCpus());
+  if (c_.threads > 0) torch::set_num_threads(c_.threads);
   device_ = torch::Device(c_.device);
   if (device_.is_cuda() && !device_.has_index()) {
     device_ = torch::Device(torch::kCUDA, env_.local_rank);
@@ -102,10 +121,26 @@ Trainer::Trainer(const TrainConfig& c) : c_(c) {
   CreateLoader();
   MaybeResume();
   if (dist_->enabled()) reducer_ = std::make_unique<GradReducer>(params_, *dist_);
+  step_context_ = {model_,       dist_.get(),   reducer_.get(), scaler_.get(), c_.w_contrastive,
+                   c_.w_caption, c_.local_loss, amp_,           device_};
   OpenMetrics();
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::PlanFromCheckpoint(const TrainConfig& given) {
+  resume_ = Checkpoint::Read(given.resume);
+  const CheckpointMeta& meta = resume_->meta();
+  ResumePlan plan = PlanResume(given, meta.config, meta.world_size, env_.world_size);
+  const std::string refused = DescribeRefused(plan.changes);
+  if (!refused.empty() && !given.resume_override) {
+    throw std::invalid_argument("--resume " + given.resume + ": " + refused +
+                                " would change the optimisation; leave them out to continue as "
+                                "saved, or add --resume-override");
+  }
+  c_ = plan.config;
+  resume_changes_ = plan.changes;
+}
 
 void Trainer::OpenData() {
   set_ = Take(reader::ShardSet::Open(c_.shards), "opening --shards " + c_.shards);
@@ -200,6 +235,14 @@ void Trainer::OpenMetrics() {
   std::error_code ec;
   std::filesystem::create_directories(c_.out, ec);
   if (ec) throw std::runtime_error("cannot create directory " + c_.out + ": " + ec.message());
+  if (resume_) {
+    const int64_t moved =
+        MoveLinesPastStep(c_.out + "/metrics.jsonl", c_.out + "/metrics.superseded.jsonl", step_);
+    if (moved > 0) {
+      std::cout << "resume: " << moved << " lines of " << c_.out << "/metrics.jsonl past step "
+                << step_ << " moved to metrics.superseded.jsonl" << std::endl;
+    }
+  }
   metrics_.Open(c_.out + "/metrics.jsonl");
 }
 
@@ -215,12 +258,20 @@ void Trainer::Run() {
               << " (" << env_.source << "), device " << device_.str() << ", amp " << AmpName(amp_)
               << ", " << total_steps_ << " steps of " << c_.batch_size << " x " << c_.accum_steps
               << " x " << world << " samples" << std::endl;
-    metrics_.Emit({{"event", "start"},
-                   {"config", nlohmann::json::parse(c_.ToJson())},
-                   {"model", nlohmann::json::parse(mc_.ToJson())},
-                   {"parameters", num_params},
-                   {"world_size", world},
-                   {"train_samples", set_->num_samples()}});
+    nlohmann::json start = {{"event", resume_ ? "resume" : "start"},
+                            {"step", step_},
+                            {"config", nlohmann::json::parse(c_.ToJson())},
+                            {"model", nlohmann::json::parse(mc_.ToJson())},
+                            {"parameters", num_params},
+                            {"world_size", world},
+                            {"train_samples", set_->num_samples()}};
+    if (resume_) {
+      start["from"] = c_.resume;
+      start["resume_override"] = c_.resume_override;
+      start["changes"] = ChangesJson(resume_changes_);
+      PrintChanges(resume_changes_);
+    }
+    metrics_.Emit(start);
   }
   run_start_ = Clock::now();
   cpu_start_ = ProcessCpuSeconds();
@@ -247,16 +298,17 @@ StepStats Trainer::TrainStep() {
   dist_->AllReduceSum(tokens);
   const double global_tokens = std::max(1.0, tokens.item<double>());
 
-  const auto [con_sum, cap_sum] = ForwardBackward(micro, global_tokens);
+  optimizer_->zero_grad();
+  const StepLosses losses = ForwardBackward(step_context_, micro, global_tokens);
   micro.clear();
   s.lr = LearningRate(c_, step_, total_steps_, warmup_);
   s.grad_norm = ClipAndStep(s.lr);
 
-  // Loss as the whole world saw it: mean InfoNCE over micro-batches and ranks, caption CE
-  // per token over the global batch.
+  // Loss as the whole world saw it: InfoNCE of the global batch (with --local-loss the mean of
+  // the ranks' row losses, the same number), caption CE per token of the global batch.
   auto stats = torch::zeros({3}, torch::kDouble);
-  stats[1] = con_sum / c_.accum_steps;
-  stats[2] = cap_sum;
+  stats[1] = losses.contrastive;
+  stats[2] = losses.caption_sum;
   dist_->AllReduceSum(stats);
   s.contrastive = stats[1].item<double>() / world;
   s.caption = stats[2].item<double>() / global_tokens;
@@ -282,30 +334,6 @@ std::vector<DeviceBatch> Trainer::FetchMicroBatches(double* wait_s) {
   }
   if (c_.reuse_batches) reused_micro_ = micro;
   return micro;
-}
-
-std::pair<double, double> Trainer::ForwardBackward(const std::vector<DeviceBatch>& micro,
-                                                   double global_tokens) {
-  const int world = dist_->world_size();
-  optimizer_->zero_grad();
-  double con_sum = 0, cap_sum = 0;
-  for (int k = 0; k < c_.accum_steps; ++k) {
-    const auto& d = micro[k];
-    torch::Tensor con, cap;
-    {
-      AutocastScope autocast(amp_, device_);
-      auto out = model_->forward(d.images, d.tokens, d.lengths);
-      con = ContrastiveLoss(out.image_embed, out.text_embed, out.logit_scale);
-      cap = CaptionLossSum(out.logits, d.tokens, d.lengths);
-    }
-    auto loss =
-        con * (c_.w_contrastive / c_.accum_steps) + cap * (c_.w_caption * world / global_tokens);
-    if (reducer_ && k == c_.accum_steps - 1) reducer_->PrepareForBackward({loss});
-    scaler_->Scale(loss).backward();
-    con_sum += con.item<double>();
-    cap_sum += cap.item<double>();
-  }
-  return {con_sum, cap_sum};
 }
 
 double Trainer::ClipAndStep(double lr) {
@@ -338,14 +366,15 @@ void Trainer::MaybeLog(const StepStats& s) {
 }
 
 void Trainer::MaybeEvaluate() {
-  if (!val_set_ || c_.eval_every <= 0) return;
-  if (step_ % c_.eval_every != 0 && step_ != total_steps_) return;
+  // --eval-every 0: only at the end.
+  if (!val_set_) return;
+  if (step_ != total_steps_ && (c_.eval_every <= 0 || step_ % c_.eval_every != 0)) return;
   const auto t0 = Clock::now();
   EvalOptions eo;
   eo.batch_size = c_.batch_size;
   eo.loader_threads = c_.loader_threads;
   eo.max_samples = c_.eval_max;
-  last_eval_ = Evaluate(model_, val_set_, eo, amp_, device_);
+  last_eval_ = Evaluate(model_, val_set_, eo, amp_, device_, *dist_);
   if (lead_) {
     PrintEvalLine(step_, last_eval_, Seconds(t0, Clock::now()));
     metrics_.Emit(EvalRecord(step_, last_eval_));
@@ -379,6 +408,7 @@ void Trainer::SaveCheckpointTo(const std::string& path) {
   m.config = c_.ToJson();
   m.model_config = mc_.ToJson();
   m.shards_identity = SetIdentity(set_->info());
+  m.world_size = dist_->world_size();
   SaveCheckpoint(path, model_, *optimizer_, *scaler_, m);
 }
 
@@ -392,6 +422,7 @@ void Trainer::Finish() {
   const double wall = Seconds(run_start_, Clock::now());
   nlohmann::json s = {
       {"event", "summary"},
+      {"step", step_},
       {"steps", step_},
       {"wall_s", wall},
       {"samples", run_.samples},

@@ -1,17 +1,6 @@
-// trainer.h: the mmtrain training loop (see ../README.md).
-//
-// One optimizer step = accum_steps micro-batches of batch_size items on each of world_size
-// ranks. Loss of one micro-batch on rank r:
-//   w_contrastive * InfoNCE(micro-batch) / K  +  w_caption * W * CE_sum(micro-batch) / N
-// where CE_sum is the summed next-token cross-entropy, N the number of predicted tokens over
-// all K micro-batches of all W ranks (all-reduced before the forward passes), and the
-// Reducer averages gradients over the W ranks. So the captioning gradient is exactly that of
-// one batch of K*W*B items: sum of token losses / token count.
-// The contrastive loss cannot be made equivalent that way: InfoNCE's negatives are the other
-// items of the same similarity matrix, so each micro-batch on each rank sees only its own B-1
-// negatives (not the K*W*B-1 of a true large batch); the trainer averages the per-micro-batch,
-// per-rank losses. (Gathering embeddings across ranks, as open_clip's gather_with_grad does,
-// would widen the negatives over ranks; it is not done here.)
+// trainer.h: the mmtrain training loop (see ../README.md): the Trainer class, which owns the
+// run's data, model, optimizer, process group and metrics. How one step's loss and gradients
+// are computed (global-batch contrastive loss, gradient caching for accumulation): step.h.
 #pragma once
 
 #include <torch/torch.h>
@@ -29,6 +18,8 @@
 #include "evaluate.h"
 #include "metrics.h"
 #include "model.h"
+#include "resume_plan.h"
+#include "step.h"
 
 namespace mm::train {
 
@@ -47,6 +38,9 @@ class Trainer {
   void Run();
 
  private:
+  /// Reads --resume and takes the settings the command line leaves out from it; refuses a
+  /// given flag that changes the optimisation unless --resume-override (resume_plan.h).
+  void PlanFromCheckpoint(const TrainConfig& given);
   void OpenData();
   /// Refuses a --resume whose training set differs from --shards (unless --resume-override).
   void CheckResumeShards() const;
@@ -58,10 +52,6 @@ class Trainer {
 
   StepStats TrainStep();
   std::vector<DeviceBatch> FetchMicroBatches(double* wait_s);
-  /// Forward and backward over the step's micro-batches; returns {contrastive sum, caption
-  /// CE sum} of this rank.
-  std::pair<double, double> ForwardBackward(const std::vector<DeviceBatch>& micro,
-                                            double global_tokens);
   /// Unscales, (dumps the first step's gradients,) clips, sets `lr` and steps the optimizer.
   /// Returns the gradient norm before clipping (0 when clipping is off).
   double ClipAndStep(double lr);
@@ -71,8 +61,9 @@ class Trainer {
   void SaveCheckpointTo(const std::string& path);
   void Finish();
 
-  const TrainConfig c_;
-  std::optional<Checkpoint> resume_;  // --resume, read and checked first
+  TrainConfig c_;                             // the command line's, merged with --resume's
+  std::optional<Checkpoint> resume_;          // --resume, read and checked first
+  std::vector<ResumeChange> resume_changes_;  // flags given on --resume that differ
   DistEnv env_;
   torch::Device device_{torch::kCPU};
   AmpMode amp_ = AmpMode::kOff;
@@ -86,6 +77,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<BatchStream> stream_;
   std::unique_ptr<GradReducer> reducer_;
+  StepContext step_context_;
   MetricsLog metrics_;
 
   int64_t total_steps_ = 0, warmup_ = 0;
