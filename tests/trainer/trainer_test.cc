@@ -317,6 +317,8 @@ TEST_F(TrainerTest, ResumeAtStep30Of60GivesBitwiseEqualParameters) {
 }
 
 TEST_F(TrainerTest, LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) {
+  // train/val: a split by a hash of the image path, every category on both sides
+  // (make_train_shards.py); 72 val images none of which, nor their captions, is trained on.
   const std::string dir = TempDir("learn"), log = dir + "/log";
   ASSERT_EQ(RunCmd(Mmtrain() + " --shards " + kShards + "/train --val-shards " + kShards +
                        "/val --out " + dir +
@@ -329,11 +331,14 @@ TEST_F(TrainerTest, LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) {
   auto s = Summary(dir + "/run");
   const double first = s["first_caption_loss"], last = s["final_caption_loss"];
   const double n = s["val_n"];
-  const double r5 = std::max(s["val_i2t_r5"].get<double>(), s["val_t2i_r5"].get<double>());
   EXPECT_LT(last, 0.8 * first);
-  // Above chance by a margin: at chance, recall@5 over N=80 has a standard deviation of
-  // ~0.027 around 5/N = 0.0625; twice chance is more than two of them away.
-  EXPECT_GT(r5, 2 * 5.0 / n) << "val recall@5 not clearly above chance (" << 5.0 / n << ")";
+  // Above chance by a margin in both directions: at chance, recall@5 over N=72 has a standard
+  // deviation of sqrt(p(1-p)/N) = 0.030 around p = 5/N = 0.069; twice chance is more than two
+  // of them away. (Measured here: i2t 0.194, t2i 0.222 after 60 steps.)
+  for (const char* key : {"val_i2t_r5", "val_t2i_r5"}) {
+    EXPECT_GT(s[key].get<double>(), 2 * 5.0 / n)
+        << key << " not clearly above chance (" << 5.0 / n << ")";
+  }
   // metrics.jsonl holds train, eval and summary lines.
   const std::string metrics = ReadFile(dir + "/run/metrics.jsonl");
   EXPECT_NE(metrics.find("\"event\":\"eval\""), std::string::npos);

@@ -31,6 +31,14 @@ std::string SetIdentity(const reader::SetInfo& info) {
       .dump();
 }
 
+std::string DescribeSet(const std::string& identity) {
+  const auto j = nlohmann::json::parse(identity, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "(no identity recorded)";
+  return std::to_string(j.value("samples", int64_t{0})) + " samples, shards XXH3-64 " +
+         j.value("shards_xxh3_64", std::string("?")) + ", tokenizer SHA-256 " +
+         j.value("tokenizer_sha256", std::string("?")).substr(0, 12) + "...";
+}
+
 DeviceBatch ToDevice(const reader::Batch& b, const torch::Device& device, int64_t max_tokens) {
   DeviceBatch d;
   auto img = torch::from_blob(const_cast<uint8_t*>(b.images.data()), {b.size, b.height, b.width, 3},

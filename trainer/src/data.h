@@ -35,6 +35,9 @@ T Take(Result<T> r, const std::string& what) {
 /// checksums (index.json's). The same set moved to another directory keeps its identity; a set
 /// with another tokenizer or other shards does not.
 std::string SetIdentity(const reader::SetInfo& info);
+/// A SetIdentity in words: "326 samples, shards XXH3-64 2039daa1a0c67245, tokenizer SHA-256
+/// fefb02b667a6...".
+std::string DescribeSet(const std::string& identity);
 
 /// A batch as tensors on the training device.
 struct DeviceBatch {

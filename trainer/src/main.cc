@@ -20,7 +20,8 @@ namespace {
 
 /// `mmtrain plot RUN [RUN_B] -o PNG`: one line and status 1 on any error.
 int PlotMain(int argc, char** argv) {
-  CLI::App app{"mmtrain plot: training curves of one run, or two overlaid, as a PNG"};
+  CLI::App app{"mmtrain plot: training curves of one run, or two overlaid, as a PNG",
+               "mmtrain plot"};
   std::vector<std::string> runs;
   std::string png;
   app.add_option("runs", runs, "run directories (--out of mmtrain), one or two")
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   mm::train::TrainConfig c;
   CLI::App app{"mmtrain: train a CoCa-style model (contrastive + captioning) on mmpack shards"};
   app.option_defaults()->always_capture_default();  // --help shows every default
+  app.footer("Curves: mmtrain plot RUN [RUN_B] -o curves.png (mmtrain plot --help)");
   std::string loss_weights = "1,1";
   app.add_option("--shards", c.shards,
                  "training shard set (directory with index.json; on --resume: the checkpoint's)");

@@ -99,6 +99,22 @@ ResumePlan PlanResume(const TrainConfig& cli, const std::string& saved_json, int
   return plan;
 }
 
+std::string ChangesToJson(const std::vector<ResumeChange>& changes) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& c : changes) {
+    a.push_back({{"flag", c.what},
+                 {"checkpoint", nlohmann::json::parse(c.saved)},
+                 {"now", nlohmann::json::parse(c.now)},
+                 {"changes_optimisation", c.optimisation}});
+  }
+  return a.dump();
+}
+
+std::string DescribeChange(const ResumeChange& c) {
+  return c.what + " " + c.now + " (checkpoint: " + c.saved + ")" +
+         (c.optimisation ? ", changes the optimisation (--resume-override)" : "");
+}
+
 std::string DescribeRefused(const std::vector<ResumeChange>& changes) {
   std::string s;
   for (const auto& c : changes) {

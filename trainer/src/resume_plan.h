@@ -38,6 +38,11 @@ struct ResumePlan {
 ResumePlan PlanResume(const TrainConfig& cli, const std::string& saved_json, int saved_world,
                       int world);
 
+/// The changes as a JSON array of {"flag", "checkpoint", "now", "changes_optimisation"}.
+std::string ChangesToJson(const std::vector<ResumeChange>& changes);
+/// One change in words: "--lr 0.005 (checkpoint: 0.001), changes the optimisation".
+std::string DescribeChange(const ResumeChange& change);
+
 /// The refused changes in one line: "--lr 0.002 (checkpoint: 0.001), --amp \"bf16\" ...".
 std::string DescribeRefused(const std::vector<ResumeChange>& changes);
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "files.h"
+#include "optimizer.h"
 #include "resume_plan.h"
 #include "train.h"
 
@@ -22,14 +23,6 @@ double ProcessCpuSeconds() {
   timespec ts{};
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/// Linear warmup to c.lr over `warmup` steps, then cosine decay to 0 at `total`.
-double LearningRate(const TrainConfig& c, int64_t step, int64_t total, int64_t warmup) {
-  if (step < warmup) return c.lr * static_cast<double>(step + 1) / warmup;
-  const double span = std::max<int64_t>(1, total - warmup);
-  const double progress = std::min(1.0, static_cast<double>(step - warmup) / span);
-  return c.lr * 0.5 * (1.0 + std::cos(M_PI * progress));
 }
 
 std::string WithRankSuffix(const std::string& path, const Distributed& dist) {
@@ -49,34 +42,6 @@ void DumpTensors(const std::vector<torch::Tensor>& params, bool grads, const std
   std::ostringstream bytes;
   torch::save(ts, bytes);
   WriteFileAtomically(path, bytes.str());
-}
-
-/// A SetIdentity JSON in words: "326 samples, shards XXH3-64 2039daa1a0c67245, tokenizer
-/// SHA-256 fefb02b667a6...".
-std::string DescribeSet(const std::string& identity) {
-  const auto j = nlohmann::json::parse(identity, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return "(no identity recorded)";
-  return std::to_string(j.value("samples", int64_t{0})) + " samples, shards XXH3-64 " +
-         j.value("shards_xxh3_64", std::string("?")) + ", tokenizer SHA-256 " +
-         j.value("tokenizer_sha256", std::string("?")).substr(0, 12) + "...";
-}
-
-nlohmann::json ChangesJson(const std::vector<ResumeChange>& changes) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& c : changes) {
-    a.push_back({{"flag", c.what},
-                 {"checkpoint", nlohmann::json::parse(c.saved)},
-                 {"now", nlohmann::json::parse(c.now)},
-                 {"changes_optimisation", c.optimisation}});
-  }
-  return a;
-}
-
-void PrintChanges(const std::vector<ResumeChange>& changes) {
-  for (const auto& c : changes) {
-    std::cout << "resume: " << c.what << " " << c.now << " (checkpoint: " << c.saved << ")"
-              << (c.optimisation ? ", changes the optimisation (--resume-override)" : "") << "\n";
-  }
 }
 
 }  // namespace
@@ -180,22 +145,7 @@ void Trainer::BuildModel() {
 }
 
 void Trainer::BuildOptimizer() {
-  // AdamW; no weight decay on biases, norms, positional/cls embeddings and the temperature.
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& np : model_->named_parameters()) {
-    const auto& name = np.key();
-    const bool nd = np.value().dim() < 2 || name.find("pos") != std::string::npos ||
-                    name.find("cls") != std::string::npos;
-    (nd ? no_decay : decay).push_back(np.value());
-  }
-  torch::optim::AdamWOptions ao(c_.lr);
-  ao.betas({0.9, 0.98}).eps(1e-6).weight_decay(c_.weight_decay);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(ao));
-  auto nd_opts = std::make_unique<torch::optim::AdamWOptions>(ao);
-  nd_opts->weight_decay(0.0);
-  groups.emplace_back(no_decay, std::move(nd_opts));
-  optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), ao);
+  optimizer_ = MakeAdamW(*model_, c_.lr, c_.weight_decay);
   scaler_ = std::make_unique<LossScaler>(amp_ == AmpMode::kFp16, device_);
 }
 
@@ -268,8 +218,10 @@ void Trainer::Run() {
     if (resume_) {
       start["from"] = c_.resume;
       start["resume_override"] = c_.resume_override;
-      start["changes"] = ChangesJson(resume_changes_);
-      PrintChanges(resume_changes_);
+      start["changes"] = nlohmann::json::parse(ChangesToJson(resume_changes_));
+      for (const auto& change : resume_changes_) {
+        std::cout << "resume: " << DescribeChange(change) << "\n";
+      }
     }
     metrics_.Emit(start);
   }
@@ -301,7 +253,7 @@ StepStats Trainer::TrainStep() {
   optimizer_->zero_grad();
   const StepLosses losses = ForwardBackward(step_context_, micro, global_tokens);
   micro.clear();
-  s.lr = LearningRate(c_, step_, total_steps_, warmup_);
+  s.lr = LearningRate(c_.lr, step_, total_steps_, warmup_);
   s.grad_norm = ClipAndStep(s.lr);
 
   // Loss as the whole world saw it: InfoNCE of the global batch (with --local-loss the mean of
