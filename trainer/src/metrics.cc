@@ -54,6 +54,42 @@ int64_t MoveLinesPastStep(const std::string& path, const std::string& superseded
   return n;
 }
 
+nlohmann::json SummaryRecord(const RunSummary& r) {
+  nlohmann::json s = {{"event", "summary"},
+                      {"step", r.step},
+                      {"steps", r.step},
+                      {"wall_s", r.wall_s},
+                      {"samples", r.run.samples},
+                      {"samples_per_s", r.run.samples_per_s()},
+                      {"data_wait_pct", r.run.wait_pct()},
+                      {"cpu_ms_per_sample", 1000.0 * r.cpu_s / std::max<int64_t>(r.run.samples, 1)},
+                      {"final_loss", r.final_loss},
+                      {"first_caption_loss", r.first_caption},
+                      {"final_caption_loss", r.final_caption},
+                      {"stopped_early", r.stopped_early},
+                      {"steps_run", r.steps_run},
+                      {"allreduce_rounds", r.allreduce_rounds},
+                      {"allreduce_buckets", r.allreduce_buckets}};
+  if (r.last_eval.n > 0) {
+    s["val_caption_loss"] = r.last_eval.caption_loss;
+    s["val_perplexity"] = r.last_eval.perplexity;
+    s["val_i2t_r5"] = r.last_eval.i2t[1];
+    s["val_t2i_r5"] = r.last_eval.t2i[1];
+    s["val_n"] = r.last_eval.n;
+    s["best_val_caption_loss"] = r.best_val;
+  }
+  return s;
+}
+
+void PrintSummaryLine(const RunSummary& r) {
+  std::printf(
+      "done: %lld steps in %.1f s, %.1f samples/s, data-wait %.2f%%, caption loss %.4f -> "
+      "%.4f\n",
+      static_cast<long long>(r.step), r.wall_s, r.run.samples_per_s(), r.run.wait_pct(),
+      r.first_caption, r.final_caption);
+  std::fflush(stdout);
+}
+
 nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,
                            int64_t epoch, double loss_scale) {
   return {{"event", "train"},

@@ -61,6 +61,23 @@ class MetricsLog {
 /// moved (0 when `path` does not exist). Throws std::runtime_error naming the file.
 int64_t MoveLinesPastStep(const std::string& path, const std::string& superseded, int64_t step);
 
+/// What a run did, for its "summary" record and last line.
+struct RunSummary {
+  int64_t step = 0;              // optimizer steps done, a resumed start included
+  int64_t steps_run = 0;         // optimizer steps this process ran
+  double wall_s = 0, cpu_s = 0;  // this process: wall clock and CPU (all threads), seconds
+  MetricsWindow run;             // the whole run
+  double final_loss = 0, first_caption = 0, final_caption = 0;
+  bool stopped_early = false;
+  // Gradient reductions of the steps run: one round per step however many micro-batches
+  // (--accum-steps), each round one all-reduce per bucket.
+  int64_t allreduce_rounds = 0, allreduce_buckets = 0;
+  EvalResult last_eval;  // n == 0: none
+  double best_val = 0;   // best val caption loss
+};
+nlohmann::json SummaryRecord(const RunSummary& r);
+void PrintSummaryLine(const RunSummary& r);
+
 /// The "train" record of a window ending at `step`, and its stdout line.
 nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,
                            int64_t epoch, double loss_scale);

@@ -178,6 +178,8 @@ void Trainer::MaybeResume() {
   evals_since_best_ = meta.evals_since_best;
   stream_->Restore(meta.loader_state);
   if (lead_) std::cout << "resumed from " << c_.resume << " at step " << step_ << std::endl;
+  resumed_ = true;
+  resume_.reset();  // frees the archive's bytes (as large as the model and its AdamW state)
 }
 
 void Trainer::OpenMetrics() {
@@ -185,7 +187,7 @@ void Trainer::OpenMetrics() {
   std::error_code ec;
   std::filesystem::create_directories(c_.out, ec);
   if (ec) throw std::runtime_error("cannot create directory " + c_.out + ": " + ec.message());
-  if (resume_) {
+  if (resumed_) {
     const int64_t moved =
         MoveLinesPastStep(c_.out + "/metrics.jsonl", c_.out + "/metrics.superseded.jsonl", step_);
     if (moved > 0) {
@@ -198,33 +200,36 @@ void Trainer::OpenMetrics() {
 
 // --- the loop -------------------------------------------------------------------------------
 
-void Trainer::Run() {
+void Trainer::LogStart() {
+  if (!lead_) return;
   int64_t num_params = 0;
   for (const auto& p : params_) num_params += p.numel();
   const int world = dist_->world_size();
-  if (lead_) {
-    std::cout << "mmtrain: " << set_->num_samples() << " train samples, vocab " << mc_.vocab_size
-              << ", model " << mc_.ToJson() << " (" << num_params << " parameters), world " << world
-              << " (" << env_.source << "), device " << device_.str() << ", amp " << AmpName(amp_)
-              << ", " << total_steps_ << " steps of " << c_.batch_size << " x " << c_.accum_steps
-              << " x " << world << " samples" << std::endl;
-    nlohmann::json start = {{"event", resume_ ? "resume" : "start"},
-                            {"step", step_},
-                            {"config", nlohmann::json::parse(c_.ToJson())},
-                            {"model", nlohmann::json::parse(mc_.ToJson())},
-                            {"parameters", num_params},
-                            {"world_size", world},
-                            {"train_samples", set_->num_samples()}};
-    if (resume_) {
-      start["from"] = c_.resume;
-      start["resume_override"] = c_.resume_override;
-      start["changes"] = nlohmann::json::parse(ChangesToJson(resume_changes_));
-      for (const auto& change : resume_changes_) {
-        std::cout << "resume: " << DescribeChange(change) << "\n";
-      }
+  std::cout << "mmtrain: " << set_->num_samples() << " train samples, vocab " << mc_.vocab_size
+            << ", model " << mc_.ToJson() << " (" << num_params << " parameters), world " << world
+            << " (" << env_.source << "), device " << device_.str() << ", amp " << AmpName(amp_)
+            << ", " << total_steps_ << " steps of " << c_.batch_size << " x " << c_.accum_steps
+            << " x " << world << " samples" << std::endl;
+  nlohmann::json start = {{"event", resumed_ ? "resume" : "start"},
+                          {"step", step_},
+                          {"config", nlohmann::json::parse(c_.ToJson())},
+                          {"model", nlohmann::json::parse(mc_.ToJson())},
+                          {"parameters", num_params},
+                          {"world_size", world},
+                          {"train_samples", set_->num_samples()}};
+  if (resumed_) {
+    start["from"] = c_.resume;
+    start["resume_override"] = c_.resume_override;
+    start["changes"] = nlohmann::json::parse(ChangesToJson(resume_changes_));
+    for (const auto& change : resume_changes_) {
+      std::cout << "resume: " << DescribeChange(change) << "\n";
     }
-    metrics_.Emit(start);
   }
+  metrics_.Emit(start);
+}
+
+void Trainer::Run() {
+  LogStart();
   run_start_ = Clock::now();
   cpu_start_ = ProcessCpuSeconds();
   while (step_ < total_steps_) {
@@ -371,41 +376,18 @@ void Trainer::Finish() {
   }
   dist_->Barrier();
   if (!lead_) return;
-  const double wall = Seconds(run_start_, Clock::now());
-  nlohmann::json s = {
-      {"event", "summary"},
-      {"step", step_},
-      {"steps", step_},
-      {"wall_s", wall},
-      {"samples", run_.samples},
-      {"samples_per_s", run_.samples_per_s()},
-      {"data_wait_pct", run_.wait_pct()},
-      {"cpu_ms_per_sample",
-       1000.0 * (ProcessCpuSeconds() - cpu_start_) / std::max<int64_t>(run_.samples, 1)},
-      {"final_loss", last_loss_},
-      {"first_caption_loss", first_caption_},
-      {"final_caption_loss", last_caption_},
-      {"stopped_early", stopped_early_},
-      // This process's optimizer steps (steps minus a resumed start) and the gradient
-      // reductions they took: one round per step however many micro-batches
-      // (--accum-steps), each round one all-reduce per bucket.
-      {"steps_run", steps_run_},
-      {"allreduce_rounds", reducer_ ? reducer_->allreduce_rounds() : 0},
-      {"allreduce_buckets", reducer_ ? reducer_->allreduce_buckets() : 0}};
-  if (last_eval_.n > 0) {
-    s["val_caption_loss"] = last_eval_.caption_loss;
-    s["val_perplexity"] = last_eval_.perplexity;
-    s["val_i2t_r5"] = last_eval_.i2t[1];
-    s["val_t2i_r5"] = last_eval_.t2i[1];
-    s["val_n"] = last_eval_.n;
-    s["best_val_caption_loss"] = best_val_;
-  }
-  std::printf(
-      "done: %lld steps in %.1f s, %.1f samples/s, data-wait %.2f%%, caption loss %.4f -> "
-      "%.4f\n",
-      static_cast<long long>(step_), wall, run_.samples_per_s(), run_.wait_pct(), first_caption_,
-      last_caption_);
-  std::fflush(stdout);
+  RunSummary r;
+  r.step = step_, r.steps_run = steps_run_;
+  r.wall_s = Seconds(run_start_, Clock::now());
+  r.cpu_s = ProcessCpuSeconds() - cpu_start_;
+  r.run = run_;
+  r.final_loss = last_loss_, r.first_caption = first_caption_, r.final_caption = last_caption_;
+  r.stopped_early = stopped_early_;
+  r.allreduce_rounds = reducer_ ? reducer_->allreduce_rounds() : 0;
+  r.allreduce_buckets = reducer_ ? reducer_->allreduce_buckets() : 0;
+  r.last_eval = last_eval_, r.best_val = best_val_;
+  PrintSummaryLine(r);
+  const nlohmann::json s = SummaryRecord(r);
   metrics_.Emit(s);
   if (!c_.out.empty()) WriteFileAtomically(c_.out + "/summary.json", s.dump(2) + "\n");
 }

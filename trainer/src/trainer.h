@@ -50,6 +50,8 @@ class Trainer {
   void MaybeResume();
   void OpenMetrics();
 
+  /// The "start" (or "resume") line on stdout and in metrics.jsonl.
+  void LogStart();
   StepStats TrainStep();
   std::vector<DeviceBatch> FetchMicroBatches(double* wait_s);
   /// Unscales, (dumps the first step's gradients,) clips, sets `lr` and steps the optimizer.
@@ -62,7 +64,8 @@ class Trainer {
   void Finish();
 
   TrainConfig c_;                             // the command line's, merged with --resume's
-  std::optional<Checkpoint> resume_;          // --resume, read and checked first
+  std::optional<Checkpoint> resume_;          // --resume, read and checked first; until restored
+  bool resumed_ = false;                      // this run continues a checkpoint
   std::vector<ResumeChange> resume_changes_;  // flags given on --resume that differ
   DistEnv env_;
   torch::Device device_{torch::kCPU};
