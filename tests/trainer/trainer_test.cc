@@ -253,6 +253,13 @@ TEST_F(TrainerTest, DdpWithAccumulationAllReducesOncePerStepNotPerMicroBatch) {
   EXPECT_LE(buckets, 100 * rounds);  // a few buckets a round, not one per parameter
 }
 
+TEST_F(TrainerTest, DdpWithAccumulationAndLocalLossMatchesOneRank) {
+  // --local-loss with gradient caching across ranks: each rank's K*B cached rows (labels
+  // rank*K*B + i) against all W*K*B gathered columns; still the gradient of 1 x 16.
+  ExpectDdpMatchesSingleProcess(TempDir("ddp_accum_local"), Mpirun2(), /*steps=*/10,
+                                /*per_rank=*/4, /*accum=*/2, "--local-loss");
+}
+
 TEST_F(TrainerTest, DdpTwoRanksFromPlainEnvironmentVariablesMatchOneRank) {
   const std::string dir = TempDir("ddp_env");
   // GLOO_SOCKET_IFNAME=lo: Gloo binds to the named interface (the mpirun tests cover the
@@ -764,6 +771,32 @@ TEST(PlanResume, TakesUnsetFlagsFromTheCheckpointAndNamesChanges) {
   cli.lr = 2e-3;
   plan = mm::train::PlanResume(cli, saved.ToJson(), 2, 2);
   EXPECT_EQ(mm::train::DescribeRefused(plan.changes), "");
+}
+
+TEST(PlanResume, RefusesModelScheduleAndAGlobalBatchThatAnotherWorldSizeChanges) {
+  using mm::train::TrainConfig;
+  TrainConfig saved;
+  saved.shards = "/s", saved.batch_size = 8, saved.accum_steps = 2, saved.dim = 64;
+  saved.warmup = 5;
+  TrainConfig cli = saved;
+  // An explicit split on another world size that keeps 8 x 2 x 2 = 32: taken, not refused.
+  cli.batch_size = 4, cli.accum_steps = 8;
+  cli.given = {"--resume", "--batch-size", "--accum-steps"};
+  auto plan = mm::train::PlanResume(cli, saved.ToJson(), /*saved_world=*/2, /*world=*/1);
+  EXPECT_EQ(mm::train::DescribeRefused(plan.changes), "");
+  // The same --batch-size given on 1 rank instead of 2: the global batch halves, refused.
+  cli.batch_size = 8, cli.accum_steps = 2;
+  cli.given = {"--resume", "--batch-size"};
+  plan = mm::train::PlanResume(cli, saved.ToJson(), 2, 1);
+  EXPECT_EQ(mm::train::DescribeRefused(plan.changes),
+            "global batch (--batch-size x --accum-steps x ranks) 16 (checkpoint: 32)");
+  // The model and the LR schedule.
+  cli = saved;
+  cli.dim = 128, cli.warmup = 0;
+  cli.given = {"--resume", "--dim", "--warmup"};
+  plan = mm::train::PlanResume(cli, saved.ToJson(), 1, 1);
+  EXPECT_EQ(mm::train::DescribeRefused(plan.changes),
+            "--dim 128 (checkpoint: 64), --warmup 0 (checkpoint: 5)");
 }
 
 TEST(CaptionLoss, IgnoresPaddingAndItsLength) {
