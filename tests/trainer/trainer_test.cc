@@ -468,7 +468,7 @@ TEST_F(TrainerTest, FifosAreRefusedNotWaitedOn) {
   const std::string base = " --shards " + kShards + "/coco --steps 1 --batch-size 8" + kSmall;
   std::string out;
   ExpectOneErrorLine(RunMmtrain(base + " --resume " + dir + "/ckpt.pt", dir, &out), out,
-                     "reading checkpoint: " + dir + "/ckpt.pt is not a regular file");
+                     "reading checkpoint: cannot read " + dir + "/ckpt.pt: not a regular file");
   ExpectOneErrorLine(RunMmtrain(base + " --out " + dir + "/run", dir, &out), out,
                      dir + "/run/metrics.jsonl is not a regular file");
 }
