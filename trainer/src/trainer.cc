@@ -249,7 +249,10 @@ std::string TrainConfig::ToJson() const {
                       {"warmup", warmup},
                       {"clip_grad", clip_grad},
                       {"seed", seed},
-                      {"shuffle", shuffle}};
+                      {"shuffle", shuffle},
+                      {"shuffle_mode", shuffle_mode},
+                      {"shuffle_window", shuffle_window},
+                      {"cache_limit", cache_limit}};
   return j.dump();
 }
 
@@ -279,10 +282,14 @@ void Train(const TrainConfig& c) {
   const bool lead = dist.rank() == 0;
   const int world = dist.world_size();
 
-  auto set = Take(reader::ShardSet::Open(c.shards), "opening --shards " + c.shards);
+  reader::OpenOptions open;  // remote sets: their cache (local sets ignore it)
+  open.remote.cache_dir = c.cache_dir;
+  open.remote.cache_limit = c.cache_limit;
+  auto set = Take(reader::ShardSet::Open(c.shards, open), "opening --shards " + c.shards);
   std::shared_ptr<reader::ShardSet> val_set;
   if (!c.val_shards.empty()) {
-    val_set = Take(reader::ShardSet::Open(c.val_shards), "opening --val-shards " + c.val_shards);
+    val_set =
+        Take(reader::ShardSet::Open(c.val_shards, open), "opening --val-shards " + c.val_shards);
     if (val_set->info().vocab_size != set->info().vocab_size ||
         val_set->info().tokenizer_sha256 != set->info().tokenizer_sha256) {
       throw std::invalid_argument(
@@ -327,6 +334,8 @@ void Train(const TrainConfig& c) {
   reader::LoaderOptions lo;
   lo.batch_size = c.batch_size;
   lo.shuffle = c.shuffle;
+  lo.shuffle_mode = Take(reader::ParseShuffleMode(c.shuffle_mode), "--shuffle");
+  lo.shuffle_window = c.shuffle_window;
   lo.seed = c.seed;
   lo.rank = dist.rank();
   lo.world_size = world;
@@ -336,6 +345,9 @@ void Train(const TrainConfig& c) {
   lo.num_threads = c.loader_threads;
   lo.prefetch_batches = c.prefetch;
   BatchStream stream(Take(reader::Loader::Create(set, lo), "creating the training loader"));
+  if (lead && !stream.loader().notice().empty()) {
+    std::fprintf(stderr, "mmtrain: %s\n", stream.loader().notice().c_str());
+  }
   const int64_t micro_per_epoch = stream.loader().batches_per_epoch();
   const int64_t steps_per_epoch = std::max<int64_t>(1, micro_per_epoch / c.accum_steps);
   const int64_t total_steps = c.steps > 0 ? c.steps : c.epochs * steps_per_epoch;
