@@ -3,6 +3,8 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include "mm/internal/file.h"
 #include "remote/cache.h"
 #include "remote/http.h"
@@ -16,7 +18,11 @@ class LocalSetFiles final : public SetFiles {
   explicit LocalSetFiles(std::string dir) : dir_(std::move(dir)) {}
   bool remote() const override { return false; }
   const std::string& root() const override { return dir_; }
-  std::string Display(const std::string& name) const override { return dir_ + "/" + name; }
+  // As std::filesystem joins paths (an absolute name stays itself: the checks that follow
+  // refuse what is not a regular file of ours by what it is, as before sets could be remote).
+  std::string Display(const std::string& name) const override {
+    return (std::filesystem::path(dir_) / name).string();
+  }
   Result<std::string> Read(const std::string& name, int64_t max_bytes) const override {
     std::string bytes;
     MM_RETURN_NOT_OK(ReadRegularFile(Display(name), &bytes, max_bytes));
