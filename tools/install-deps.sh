@@ -10,7 +10,7 @@ PACKAGES=(
   libsentencepiece-dev sentencepiece libtbb-dev libcli11-dev
   libarchive-dev libssl-dev libfmt-dev libturbojpeg0-dev
   libcurl4-openssl-dev  # remote shard sets: HTTP(S) and S3 (reader/src/remote)
-  nodejs  # runs the S3 test server (s3rver; tests/remote/npm_setup.sh puts it in the build tree)
+  nodejs curl  # the S3 test server (s3rver, put in the build tree by tests/remote/npm_setup.sh); uploads
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev openmpi-bin libopenmpi-dev
   libopenblas0-openmp  # LibTorch CPU GEMM: the default reference libblas is ~4x slower
