@@ -9,6 +9,8 @@ PACKAGES=(
   libvips-dev libvips-tools zstd  # vips, zstd commands: format tests, h5py round trip
   libsentencepiece-dev sentencepiece libtbb-dev libcli11-dev
   libarchive-dev libssl-dev libfmt-dev libturbojpeg0-dev
+  libcurl4-openssl-dev  # remote shard sets: HTTP(S) and S3 (reader/src/remote)
+  nodejs curl  # the S3 test server (s3rver, put in the build tree by tests/remote/npm_setup.sh); uploads
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev openmpi-bin libopenmpi-dev
   libopenblas0-openmp  # LibTorch CPU GEMM: the default reference libblas is ~4x slower
@@ -21,6 +23,8 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm installs s3rver for the tests; a nodejs from elsewhere (NodeSource) brings its own npm.
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
   exit 0

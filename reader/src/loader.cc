@@ -18,11 +18,12 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <system_error>
 #include <thread>
 
 #include "mm/reader.h"
+#include "order.h"
+#include "prefetcher.h"
 #include "sampler.h"
 
 namespace mm::reader {
@@ -51,6 +52,7 @@ struct Shared {
   int64_t next_claim = 0;  // next batch a worker takes
   int64_t in_flight = 0;
   std::map<int64_t, Slot> ready;
+  std::shared_ptr<const internal::EpochOrder> order;  // the run's epoch order
 
   // Caller holds mu.
   void RecycleLocked(std::unique_ptr<Batch> b) {
@@ -64,14 +66,29 @@ struct Shared {
 
 class LoaderImpl final : public Loader {
  public:
-  LoaderImpl(std::shared_ptr<const ShardSet> set, const LoaderOptions& options)
+  LoaderImpl(std::shared_ptr<const ShardSet> set, const LoaderOptions& options,
+             const internal::ResolvedOrder& order)
       : set_(std::move(set)),
-        options_(options),
-        items_(internal::ItemsPerEpoch(*set_, options)),
+        impl_(dynamic_cast<const internal::ShardSetImpl&>(*set_)),
+        options_(WithOrder(options, order)),
+        order_(order),
+        shape_(internal::MakeOrderShape(impl_, options.caption_mode)),
+        items_(internal::EpochItems(*shape_)),
         global_batch_(static_cast<int64_t>(options.world_size) * options.batch_size),
         shared_(std::make_shared<Shared>()) {
     shared_->capacity = static_cast<size_t>(options.prefetch_batches);
     shared_->seed = options.seed;
+  }
+
+  // A remote set: download threads that keep the shards of the order's windows resident ahead
+  // of the batches (prefetcher.h), as many as the set's RemoteOptions::download_threads.
+  Status StartPrefetcher() {
+    if (!set_->remote()) return Status::OK();
+    const RemoteOptions* remote = impl_.remote_options();
+    prefetcher_ = std::make_unique<internal::Prefetcher>(
+        set_, [this](uint64_t seed, int64_t epoch) { return MakeOrder(seed, epoch); },
+        impl_.cache_limit());
+    return prefetcher_->Start(std::max(1, remote ? remote->download_threads : 2));
   }
 
   // Starts the decode threads. A thread the system refuses (std::thread throws
@@ -92,6 +109,7 @@ class LoaderImpl final : public Loader {
   }
 
   ~LoaderImpl() override {
+    if (prefetcher_) prefetcher_->Stop();  // drops its pins: decode threads waiting on it fail
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
       shared_->stop = true;
@@ -104,6 +122,8 @@ class LoaderImpl final : public Loader {
   }
 
   int64_t items_per_epoch() const override { return items_; }
+  const LoaderOptions& options() const override { return options_; }
+  const std::string& notice() const override { return order_.notice; }
   int64_t batches_per_epoch() const override { return BatchesFrom(0); }
 
   void StartEpoch(int64_t epoch) override { Reset(epoch, 0, shared_seed()); }
@@ -138,6 +158,8 @@ class LoaderImpl final : public Loader {
     s.consumed = started_ ? std::min(items_, shared_->start + next_deliver_ * global_batch_) : 0;
     s.world_size = options_.world_size;
     s.batch_size = options_.batch_size;
+    s.order = internal::OrderName(order_.arrangement);
+    s.shuffle_window = order_.arrangement == internal::Arrangement::kBlock ? order_.window : 0;
     return s;
   }
 
@@ -147,6 +169,15 @@ class LoaderImpl final : public Loader {
                                      " outside the epoch's " + std::to_string(items_) + " items");
     }
     if (state.epoch < 0) return Status::InvalidArgument("loader state epoch < 0");
+    const LoaderState mine = this->state();
+    if (!state.order.empty() &&
+        (state.order != mine.order || state.shuffle_window != mine.shuffle_window)) {
+      return Status::InvalidArgument(
+          "loader state was saved under order '" + state.order + "' (window " +
+          std::to_string(state.shuffle_window) + "), this loader reads '" + mine.order +
+          "' (window " + std::to_string(mine.shuffle_window) +
+          "): the same positions would be other items; use the saved shuffle options");
+    }
     Reset(state.epoch, state.consumed, state.seed);
     return Status::OK();
   }
@@ -163,10 +194,26 @@ class LoaderImpl final : public Loader {
     return options_.drop_last ? left / global_batch_ : (left + global_batch_ - 1) / global_batch_;
   }
 
+  std::shared_ptr<const internal::EpochOrder> MakeOrder(uint64_t seed, int64_t epoch) const {
+    return std::make_shared<const internal::EpochOrder>(shape_, order_.arrangement, order_.window,
+                                                        seed, epoch);
+  }
+
+  static LoaderOptions WithOrder(LoaderOptions options, const internal::ResolvedOrder& order) {
+    options.shuffle_mode = order.arrangement == internal::Arrangement::kBlock
+                               ? ShuffleMode::kBlock
+                               : ShuffleMode::kGlobal;
+    options.shuffle_window = order.window;
+    return options;
+  }
+
   void Reset(int64_t epoch, int64_t start, uint64_t seed) {
+    std::shared_ptr<const internal::EpochOrder> order = MakeOrder(seed, epoch);
+    uint64_t gen = 0;
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
-      ++shared_->gen;
+      gen = ++shared_->gen;
+      shared_->order = std::move(order);
       shared_->seed = seed;
       shared_->epoch = epoch;
       shared_->start = start;
@@ -177,6 +224,18 @@ class LoaderImpl final : public Loader {
     }
     next_deliver_ = 0;
     started_ = true;
+    if (prefetcher_) {
+      internal::Prefetcher::Run run;
+      run.gen = gen;
+      run.seed = seed;
+      run.epoch = epoch;
+      run.start = start;
+      run.batches = BatchesFrom(start);
+      run.global_batch = global_batch_;
+      run.rank_offset = static_cast<int64_t>(options_.rank) * options_.batch_size;
+      run.batch = options_.batch_size;
+      prefetcher_->Reset(run);
+    }
     shared_->work_cv.notify_all();
   }
 
@@ -194,6 +253,7 @@ class LoaderImpl final : public Loader {
       LoaderOptions run = options_;
       run.seed = sh.seed;
       const int64_t epoch = sh.epoch, start = sh.start;
+      const std::shared_ptr<const internal::EpochOrder> order = sh.order;
       ++sh.in_flight;
       std::unique_ptr<Batch> batch;
       if (!sh.free.empty()) {
@@ -205,10 +265,11 @@ class LoaderImpl final : public Loader {
       Status status;
       try {
         if (!batch) batch = std::make_unique<Batch>();
-        status = Fill(*batch, run, epoch, start, k);
+        status = Fill(*batch, run, *order, gen, epoch, start, k);
       } catch (const std::exception& e) {
         status = Status::Internal(std::string("loader worker: ") + e.what());
       }
+      if (prefetcher_) prefetcher_->Finish(gen, k);  // its windows may be released
 
       lock.lock();
       --sh.in_flight;
@@ -222,8 +283,19 @@ class LoaderImpl final : public Loader {
     }
   }
 
-  // Decodes batch k of the run (epoch, start) into b.
-  Status Fill(Batch& b, const LoaderOptions& run, int64_t epoch, int64_t start, int64_t k) const {
+  // Pins of the distinct shards of `draws` (a remote set), from the prefetcher.
+  Result<std::vector<ShardPin>> PinShards(const std::vector<internal::Draw>& draws,
+                                          uint64_t gen) const {
+    std::vector<uint32_t> shards;
+    for (const internal::Draw& d : draws) shards.push_back(d.shard);
+    std::sort(shards.begin(), shards.end());
+    shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+    return prefetcher_->Acquire(gen, shards);
+  }
+
+  // Decodes batch k of the run (epoch, start; generation gen) into b.
+  Status Fill(Batch& b, const LoaderOptions& run, const internal::EpochOrder& order, uint64_t gen,
+              int64_t epoch, int64_t start, int64_t k) const {
     const ShardSet& set = *set_;
     const int B = run.batch_size;
     const size_t image_bytes = set.image_bytes();
@@ -242,13 +314,22 @@ class LoaderImpl final : public Loader {
     if (augment) scratch.resize(image_bytes);
 
     const int64_t base = start + k * global_batch_ + static_cast<int64_t>(run.rank) * B;
+    thread_local std::vector<internal::Draw> draws;
+    draws.resize(B);
+    for (int j = 0; j < B; ++j) {
+      int64_t pos = base + j;
+      if (pos >= items_) pos %= items_;  // padding wraps to the epoch's first items
+      draws[j] = order.At(pos);
+    }
+    std::vector<ShardPin> pins;  // a remote set: the batch's shards stay resident until return
+    if (prefetcher_) {
+      MM_ASSIGN_OR_RETURN(pins, PinShards(draws, gen));
+    }
     int max_len = 1;
     std::vector<Span<const int32_t>>& toks = TokenViews();
     toks.resize(B);
     for (int j = 0; j < B; ++j) {
-      int64_t pos = base + j;
-      if (pos >= items_) pos %= items_;  // padding wraps to the epoch's first items
-      Item item = GlobalItem(set, run, epoch, pos);
+      const Item item = internal::ResolveDraw(impl_, run, epoch, draws[j]);
       uint8_t* dst = b.images.data() + image_bytes * j;
       Status st = set.ReadImage(item.sample, augment ? scratch.data() : dst);
       if (!st.ok()) return st;
@@ -307,13 +388,17 @@ class LoaderImpl final : public Loader {
   }
 
   std::shared_ptr<const ShardSet> set_;
+  const internal::ShardSetImpl& impl_;
   const LoaderOptions options_;
+  const internal::ResolvedOrder order_;
+  const std::shared_ptr<const internal::OrderShape> shape_;
   const int64_t items_;
   const int64_t global_batch_;
   std::shared_ptr<Shared> shared_;
   std::vector<std::thread> threads_;
-  bool started_ = false;      // consumer thread only
-  int64_t next_deliver_ = 0;  // consumer thread only
+  std::unique_ptr<internal::Prefetcher> prefetcher_;  // a remote set only
+  bool started_ = false;                              // consumer thread only
+  int64_t next_deliver_ = 0;                          // consumer thread only
 };
 
 }  // namespace
@@ -338,7 +423,11 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
   if (!(options.random_crop_scale >= 0.0f && options.random_crop_scale < 1.0f)) {
     return Status::InvalidArgument("random_crop_scale must be in [0, 1)");
   }
-  const int64_t items = internal::ItemsPerEpoch(*set, options);
+  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
+  if (!impl) return Status::InvalidArgument("Loader::Create: not a set opened by ShardSet::Open");
+  MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(*impl, options));
+  const int64_t items =
+      internal::EpochItems(*internal::MakeOrderShape(*impl, options.caption_mode));
   if (items == 0) return Status::InvalidArgument("the shard set is empty");
   const int64_t global = static_cast<int64_t>(options.world_size) * options.batch_size;
   if (options.drop_last && items < global) {
@@ -347,43 +436,10 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
                                    "batch_size = " +
                                    std::to_string(global));
   }
-  auto loader = std::make_unique<LoaderImpl>(std::move(set), options);
+  auto loader = std::make_unique<LoaderImpl>(std::move(set), options, order);
   MM_RETURN_NOT_OK(loader->StartWorkers());  // on failure ~LoaderImpl joins those started
+  MM_RETURN_NOT_OK(loader->StartPrefetcher());
   return std::unique_ptr<Loader>(std::move(loader));
-}
-
-std::string LoaderState::ToJson() const {
-  nlohmann::json j;
-  j["seed"] = seed;
-  j["epoch"] = epoch;
-  j["consumed"] = consumed;
-  j["world_size"] = world_size;
-  j["batch_size"] = batch_size;
-  return j.dump();
-}
-
-Result<LoaderState> LoaderState::FromJson(std::string_view text) {
-  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Status::InvalidArgument("loader state: not a JSON object");
-  }
-  LoaderState s;
-  try {
-    if (!j.contains("epoch") || !j.contains("consumed") || !j.contains("seed")) {
-      return Status::InvalidArgument("loader state: needs seed, epoch and consumed");
-    }
-    s.seed = j.at("seed").get<uint64_t>();
-    s.epoch = j.at("epoch").get<int64_t>();
-    s.consumed = j.at("consumed").get<int64_t>();
-    s.world_size = j.value("world_size", 1);
-    s.batch_size = j.value("batch_size", 0);
-  } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument(std::string("loader state: ") + e.what());
-  }
-  if (s.epoch < 0 || s.consumed < 0) {
-    return Status::InvalidArgument("loader state: epoch and consumed must be >= 0");
-  }
-  return s;
 }
 
 }  // namespace mm::reader

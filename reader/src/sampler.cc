@@ -1,7 +1,5 @@
 #include "sampler.h"
 
-#include "shard_set_impl.h"
-
 namespace mm::reader {
 namespace internal {
 
@@ -30,35 +28,6 @@ uint64_t Permutation::operator()(uint64_t i) const {
   return x;
 }
 
-int64_t ItemsPerEpoch(const ShardSet& set, const LoaderOptions& options) {
-  return options.caption_mode == CaptionMode::kAllCaptions ? set.info().num_captions
-                                                           : set.info().num_samples;
-}
-
 }  // namespace internal
-
-Item GlobalItem(const ShardSet& set, const LoaderOptions& options, int64_t epoch, int64_t pos) {
-  const int64_t n = internal::ItemsPerEpoch(set, options);
-  int64_t k = options.shuffle
-                  ? static_cast<int64_t>(internal::Permutation(n, options.seed, epoch)(pos))
-                  : pos;
-  if (options.caption_mode == CaptionMode::kAllCaptions) {
-    if (auto* impl = dynamic_cast<const internal::ShardSetImpl*>(&set)) {
-      return impl->CaptionPair(k);
-    }
-    // Another ShardSet implementation: walk the captions (linear; tests only).
-    for (int64_t s = 0; s < set.num_samples(); ++s) {
-      int nc = set.NumCaptions(s);
-      if (k < nc) return Item{s, static_cast<int32_t>(k)};
-      k -= nc;
-    }
-    return Item{-1, -1};
-  }
-  int nc = set.NumCaptions(k);
-  int32_t c =
-      static_cast<int32_t>(internal::SampleHash(options.seed, epoch, k, internal::kCaptionSalt) %
-                           static_cast<uint64_t>(nc));
-  return Item{k, c};
-}
 
 }  // namespace mm::reader

@@ -49,7 +49,4 @@ class Permutation {
   uint64_t keys_[4];
 };
 
-/// Items in one epoch's global order under `options.caption_mode`.
-int64_t ItemsPerEpoch(const ShardSet& set, const LoaderOptions& options);
-
 }  // namespace mm::reader::internal

@@ -1,50 +1,210 @@
+// shard_set.cc: ShardSet::Open for a directory, a remote set or a mixture, and the per-sample
+// accessors (see shard_set_impl.h).
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
+#include "mixture.h"
 #include "mm/internal/index_json.h"
 #include "mm/internal/set_rules.h"
+#include "remote/http.h"
+#include "remote/remote_shards.h"
 #include "shard_set_impl.h"
 
 namespace mm::reader {
 
-Result<std::shared_ptr<ShardSet>> ShardSet::Open(const std::string& dir,
+Result<std::shared_ptr<ShardSet>> ShardSet::Open(const std::string& location,
                                                  const OpenOptions& options) {
-  return internal::ShardSetImpl::Open(dir, options);
+  return internal::ShardSetImpl::Open(location, options);
 }
 
 namespace internal {
+namespace {
 
-Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& dir,
+constexpr int64_t kMaxRemoteIndexBytes = int64_t{256} << 20;
+
+// The sets of a mixture must give the model the same tensors: one line naming the difference.
+Status CheckCompatible(const ShardSetImpl::Part& first, const ShardSetImpl::Part& other) {
+  const SetInfo &a = first.info, &b = other.info;
+  const std::string names = other.location.text + " and " + first.location.text;
+  if (a.image_height != b.image_height || a.image_width != b.image_width ||
+      a.channels != b.channels) {
+    return Status::InvalidArgument(
+        "mixture: " + other.location.text + " has images " + std::to_string(b.image_width) + "x" +
+        std::to_string(b.image_height) + ", " + first.location.text + " " +
+        std::to_string(a.image_width) + "x" + std::to_string(a.image_height) +
+        ": the sets of a mixture must share image size and tokenizer");
+  }
+  if (a.tokenizer_sha256 != b.tokenizer_sha256 || a.vocab_size != b.vocab_size ||
+      a.pad_id != b.pad_id) {
+    return Status::InvalidArgument(
+        "mixture: " + names + " were tokenized differently (tokenizer sha256 " +
+        b.tokenizer_sha256.substr(0, 12) + " vs " + a.tokenizer_sha256.substr(0, 12) +
+        "): the sets of a mixture must share image size and tokenizer");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
+                                                  const OpenOptions& options,
+                                                  std::vector<std::unique_ptr<Shard>>* opened) {
+  Part part;
+  MM_ASSIGN_OR_RETURN(part.location, ParseLocation(location, S3Settings::FromEnvironment()));
+  if (!part.location.remote()) {
+    MM_ASSIGN_OR_RETURN(std::string text, ReadIndexText(location));  // never blocks on a FIFO
+    MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, location));
+    MM_RETURN_NOT_OK(CheckSetRules(part.info));
+    for (const ShardEntry& e : part.info.shards) {
+      MM_ASSIGN_OR_RETURN(auto shard, Shard::Open(location + "/" + e.file, e, part.info, options));
+      opened->push_back(std::move(shard));
+    }
+    return part;
+  }
+  HttpRequest request;
+  request.url = part.location.FileUrl(std::string(mm::format::kIndexFile));
+  request.s3 = part.location.kind == LocationKind::kS3 ? &part.location.s3 : nullptr;
+  MM_ASSIGN_OR_RETURN(std::string text,
+                      ThreadHttpClient().GetText(request, options.remote, kMaxRemoteIndexBytes));
+  MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, part.location.text));
+  MM_RETURN_NOT_OK(CheckSetRules(part.info).WithContext(part.location.text));
+  MM_ASSIGN_OR_RETURN(part.remote, RemoteShards::Create(part.location, part.info, options));
+  return part;
+}
+
+Status ShardSetImpl::AddPart(Part part, std::vector<std::unique_ptr<Shard>> opened) {
+  part.first_shard = refs_.size();
+  for (size_t k = 0; k < part.info.shards.size(); ++k) {
+    const ShardEntry& e = part.info.shards[k];
+    ShardRef ref;
+    if (part.remote) {
+      ref.remote = part.remote.get();
+      ref.remote_index = k;
+      remote_ = true;
+    } else {
+      ref.local = opened[k].get();
+      local_shards_.push_back(std::move(opened[k]));
+    }
+    refs_.push_back(ref);
+    first_sample_.push_back(first_sample_.back() + e.samples);
+    first_caption_.push_back(first_caption_.back() + e.captions);
+  }
+  part.end_shard = refs_.size();
+  parts_.push_back(std::move(part));
+  return Status::OK();
+}
+
+Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& location,
                                                      const OpenOptions& options) {
-  MM_ASSIGN_OR_RETURN(std::string text, ReadIndexText(dir));  // never blocks on a FIFO
-  auto set = std::make_shared<ShardSetImpl>();
-  MM_ASSIGN_OR_RETURN(set->info_, ParseIndex(text, dir));
-  MM_RETURN_NOT_OK(CheckSetRules(set->info_));
+  MM_ASSIGN_OR_RETURN(std::optional<MixtureSpec> mixture, ParseMixture(location));
+  std::shared_ptr<ShardSetImpl> set(new ShardSetImpl());
   set->first_sample_.push_back(0);
   set->first_caption_.push_back(0);
-  for (const ShardEntry& e : set->info_.shards) {
-    MM_ASSIGN_OR_RETURN(auto shard, Shard::Open(dir + "/" + e.file, e, set->info_, options));
-    set->shards_.push_back(std::move(shard));
-    set->first_sample_.push_back(set->first_sample_.back() + e.samples);
-    set->first_caption_.push_back(set->first_caption_.back() + e.captions);
+  const std::vector<MixtureSpec::Set> single = {{location, 0}};
+  const auto& sets = mixture ? mixture->sets : single;
+  for (const MixtureSpec::Set& s : sets) {
+    std::vector<std::unique_ptr<Shard>> opened;
+    MM_ASSIGN_OR_RETURN(Part part, OpenPart(s.location, options, &opened));
+    if (!set->parts_.empty()) MM_RETURN_NOT_OK(CheckCompatible(set->parts_[0], part));
+    if (s.weight > 0 && part.info.num_samples == 0) {
+      return Status::InvalidArgument("mixture: " + part.location.text +
+                                     " has no samples but a weight");
+    }
+    part.weight = s.weight;
+    MM_RETURN_NOT_OK(set->AddPart(std::move(part), std::move(opened)));
   }
+  set->info_ = set->parts_[0].info;
+  if (mixture) {
+    set->weighted_ = mixture->weighted;
+    set->epoch_size_ = mixture->epoch_size;
+    set->info_.root = location;
+    set->info_.shards.clear();
+    set->info_.num_samples = set->info_.num_captions = 0;
+    for (const Part& p : set->parts_) {
+      for (ShardEntry e : p.info.shards) {
+        e.file = p.location.Display(e.file);  // unique across the sets
+        set->info_.shards.push_back(std::move(e));
+      }
+      set->info_.num_samples += p.info.num_samples;
+      set->info_.num_captions += p.info.num_captions;
+    }
+  }
+  if (set->remote_) set->cache_limit_ = options.remote.cache_limit;
   return std::shared_ptr<ShardSet>(std::move(set));
 }
 
-const Shard& ShardSetImpl::ShardOf(int64_t i, int64_t* local) const {
+size_t ShardSetImpl::ShardOfSample(int64_t i) const {
   // Last shard whose first sample is <= i (empty shards are skipped by upper_bound).
   auto it = std::upper_bound(first_sample_.begin(), first_sample_.end(), i);
-  size_t k = static_cast<size_t>(it - first_sample_.begin()) - 1;
-  *local = i - first_sample_[k];
-  return *shards_[k];
+  return static_cast<size_t>(it - first_sample_.begin()) - 1;
 }
 
-Item ShardSetImpl::CaptionPair(int64_t p) const {
-  auto it = std::upper_bound(first_caption_.begin(), first_caption_.end(), p);
-  size_t k = static_cast<size_t>(it - first_caption_.begin()) - 1;
-  int64_t c = p - first_caption_[k];
-  const Shard& s = *shards_[k];
-  int64_t local = s.SampleOfCaption(c);
-  return Item{first_sample_[k] + local, static_cast<int32_t>(c - s.CaptionBegin(local))};
+const Shard* ShardSetImpl::Resident(size_t k) const {
+  const ShardRef& r = refs_[k];
+  return r.local ? r.local : r.remote->Resident(r.remote_index);
+}
+
+const RemoteOptions* ShardSetImpl::remote_options() const {
+  for (const Part& p : parts_) {
+    if (p.remote) return &p.remote->options();
+  }
+  return nullptr;
+}
+
+void ShardSetImpl::NotPinned(size_t k, int64_t i) const {
+  std::fprintf(stderr,
+               "mm::reader: sample %lld of %s was read while its shard was not pinned "
+               "(ShardSet::PinShard; see mm/reader.h)\n",
+               static_cast<long long>(i), info_.shards[k].file.c_str());
+  std::abort();
+}
+
+const Shard& ShardSetImpl::ShardOf(int64_t i, int64_t* local) const {
+  const size_t k = ShardOfSample(i);
+  *local = i - first_sample_[k];
+  const Shard* s = Resident(k);
+  if (!s) NotPinned(k, i);
+  return *s;
+}
+
+const Shard& ShardSetImpl::shard(size_t k) const {
+  const Shard* s = Resident(k);
+  if (!s) NotPinned(k, first_sample_[k]);
+  return *s;
+}
+
+Result<ShardPin> ShardSetImpl::PinShard(size_t k) const {
+  if (k >= refs_.size()) {
+    return Status::OutOfRange("shard " + std::to_string(k) + " of " + std::to_string(refs_.size()));
+  }
+  if (!refs_[k].remote) return ShardPin();
+  return refs_[k].remote->Pin(refs_[k].remote_index);
+}
+
+CacheStats ShardSetImpl::cache_stats() const {
+  CacheStats total;
+  for (const Part& p : parts_) {
+    if (!p.remote) continue;
+    const CacheStats s = p.remote->stats();
+    total.downloads += s.downloads;
+    total.downloaded_bytes += s.downloaded_bytes;
+    total.hits += s.hits;
+    total.evictions += s.evictions;
+    total.peak_bytes = std::max(total.peak_bytes, s.peak_bytes);
+  }
+  return total;
+}
+
+std::string ShardSetImpl::LocalPath(size_t k) const {
+  const ShardRef& r = refs_[k];
+  if (r.remote) return r.remote->CachedPath(r.remote_index);
+  for (const Part& p : parts_) {
+    if (k >= p.first_shard && k < p.end_shard) {
+      return p.location.text + "/" + p.info.shards[k - p.first_shard].file;
+    }
+  }
+  return "";
 }
 
 int ShardSetImpl::NumCaptions(int64_t i) const {
@@ -65,9 +225,8 @@ std::string_view ShardSetImpl::Key(int64_t i) const {
 
 std::string ShardSetImpl::Locate(int64_t i) const {
   if (i < 0 || i >= info_.num_samples) return "sample " + std::to_string(i) + " (out of range)";
-  int64_t local = 0;
-  const Shard& s = ShardOf(i, &local);
-  return s.name() + " sample " + std::to_string(local);
+  const size_t k = ShardOfSample(i);
+  return info_.shards[k].file + " sample " + std::to_string(i - first_sample_[k]);
 }
 
 int64_t ShardSetImpl::StoredImageBytes(int64_t i) const {

@@ -1,5 +1,12 @@
-// shard_set_impl.h: the one implementation of mm::reader::ShardSet. Private to mm_reader (and
-// its tests and benchmarks, which reach the stored chunk bytes through it).
+// shard_set_impl.h: the one implementation of mm::reader::ShardSet: one set (local or remote)
+// or a mixture of sets, each a Part with its own index.json. Private to mm_reader (and its
+// tests and benchmarks, which reach the stored chunk bytes through it).
+//
+// A local part's shards are opened at Open and stay open; a remote part's shards are resident
+// only while pinned (remote/remote_shards.h). Global sample i is found by binary search over
+// the prefix sums of the shards' samples, then its shard by one table lookup: a local shard
+// is a pointer, a remote one an atomic load (nullptr while unpinned: a programmer error that
+// aborts naming the sample, see reader.h).
 #pragma once
 
 #include <memory>
@@ -7,15 +14,32 @@
 #include <vector>
 
 #include "mm/reader.h"
+#include "remote/location.h"
 #include "shard.h"
 
 namespace mm::reader::internal {
 
+class RemoteShards;  // remote/remote_shards.h
+
 class ShardSetImpl final : public ShardSet {
  public:
-  static Result<std::shared_ptr<ShardSet>> Open(const std::string& dir, const OpenOptions& options);
+  /// One set of the ShardSet (a single set: the only part).
+  struct Part {
+    Location location;
+    SetInfo info;  // its own index.json (root: its location)
+    size_t first_shard = 0, end_shard = 0;
+    double weight = 0;                     // > 0 in a weighted mixture
+    std::shared_ptr<RemoteShards> remote;  // null: a local set
+  };
+
+  static Result<std::shared_ptr<ShardSet>> Open(const std::string& location,
+                                                const OpenOptions& options);
 
   const SetInfo& info() const override { return info_; }
+  bool remote() const override { return remote_; }
+  size_t ShardOfSample(int64_t i) const override;
+  Result<ShardPin> PinShard(size_t k) const override;
+  CacheStats cache_stats() const override;
   int NumCaptions(int64_t i) const override;
   Span<const int32_t> Tokens(int64_t i, int c) const override;
   std::string_view Key(int64_t i) const override;
@@ -23,19 +47,48 @@ class ShardSetImpl final : public ShardSet {
   int64_t StoredImageBytes(int64_t i) const override;
   Status ReadImage(int64_t i, uint8_t* dst) const override;
 
-  /// The shard holding global sample `i` and `i`'s index in it.
+  /// The shard holding global sample `i` and `i`'s index in it (resident: see the file comment).
   const Shard& ShardOf(int64_t i, int64_t* local) const;
-  /// The (sample, caption) of global caption index `p` in [0, num_captions): binary search
-  /// over the shards' caption counts, then over the shard's mapped caption_offsets.
-  Item CaptionPair(int64_t p) const;
-  size_t num_shards() const { return shards_.size(); }
-  const Shard& shard(size_t k) const { return *shards_[k]; }
+  /// Shard k, which must be resident.
+  const Shard& shard(size_t k) const;
+  /// First global sample and caption of shard k.
+  int64_t first_sample(size_t k) const { return first_sample_[k]; }
+  int64_t first_caption(size_t k) const { return first_caption_[k]; }
+  const std::vector<Part>& parts() const { return parts_; }
+  /// A weighted mixture (the order draws each part's quota; epoch_order.h).
+  bool weighted() const { return weighted_; }
+  int64_t epoch_size() const { return epoch_size_; }
+  /// RemoteOptions::cache_limit of the remote parts (0: none, or no remote part).
+  int64_t cache_limit() const { return cache_limit_; }
+  /// The remote parts' RemoteOptions (nullptr: no remote part).
+  const RemoteOptions* remote_options() const;
+  /// The cached file of shard k while pinned ("" for a local shard or an unpinned one); a
+  /// local shard's path is info().root + "/" + its file.
+  std::string LocalPath(size_t k) const;
 
  private:
-  SetInfo info_;
-  std::vector<std::unique_ptr<Shard>> shards_;
+  // Where shard k lives: opened locally, or in a remote part (index within that part).
+  struct ShardRef {
+    const Shard* local = nullptr;
+    RemoteShards* remote = nullptr;
+    size_t remote_index = 0;
+  };
+  static Result<Part> OpenPart(const std::string& location, const OpenOptions& options,
+                               std::vector<std::unique_ptr<Shard>>* opened);
+  Status AddPart(Part part, std::vector<std::unique_ptr<Shard>> opened);
+  const Shard* Resident(size_t k) const;
+  [[noreturn]] void NotPinned(size_t k, int64_t i) const;
+
+  SetInfo info_;  // a mixture: the first part's, with every part's shards and totals
+  std::vector<Part> parts_;
+  std::vector<std::unique_ptr<Shard>> local_shards_;
+  std::vector<ShardRef> refs_;          // [shards]
   std::vector<int64_t> first_sample_;   // [shards + 1] prefix sums of samples
   std::vector<int64_t> first_caption_;  // [shards + 1] prefix sums of captions
+  bool remote_ = false;
+  bool weighted_ = false;
+  int64_t epoch_size_ = 0;
+  int64_t cache_limit_ = 0;
 };
 
 }  // namespace mm::reader::internal

@@ -22,7 +22,7 @@ def test_resume_gives_the_same_remaining_batches(coco_multi):
     _, it = take(a, 5)
     state = a.state_dict()
     assert state == {"seed": 5, "epoch": 2, "consumed": 20, "world_size": 1, "batch_size": 4,
-                     "items_per_epoch": N}
+                     "items_per_epoch": N, "order": "global", "shuffle_window": 0}
     rest = list(it)
     assert len(rest) == 13 - 5
 

@@ -92,7 +92,14 @@ TEST(Sampler, OrderDependsOnSeedAndEpochOnly) {
   EXPECT_GT(changed, 10);
 }
 
-TEST(Loader, EverySampleExactlyOncePerEpochAcrossRanks) {
+// The guarantees of the global permutation hold for the block shuffle too (shards permuted,
+// items permuted within windows of 2 of the 3 shards).
+class LoaderOrder : public ::testing::TestWithParam<ShuffleMode> {};
+INSTANTIATE_TEST_SUITE_P(Modes, LoaderOrder,
+                         ::testing::Values(ShuffleMode::kGlobal, ShuffleMode::kBlock),
+                         [](const auto& info) { return std::string(ToString(info.param)); });
+
+TEST_P(LoaderOrder, EverySampleExactlyOncePerEpochAcrossRanks) {
   const ShardSet& set = *Coco();
   const int64_t n = set.num_samples();  // 51
   for (int world : {1, 2, 3}) {
@@ -110,6 +117,8 @@ TEST(Loader, EverySampleExactlyOncePerEpochAcrossRanks) {
         o.drop_last = drop_last;
         o.num_threads = 2;
         o.prefetch_batches = 3;
+        o.shuffle_mode = GetParam();
+        o.shuffle_window = 2;
         auto loader = MakeLoader(o);
         ASSERT_TRUE(loader);
         loader->StartEpoch(2);
@@ -247,13 +256,15 @@ TEST(Loader, ResumesMidEpochExactly) {
   EXPECT_EQ(joined, all);
 }
 
-TEST(Loader, ResumesUnderAnotherWorldSizeInTheSameGlobalOrder) {
+TEST_P(LoaderOrder, ResumesUnderAnotherWorldSizeInTheSameGlobalOrder) {
   const ShardSet& set = *Coco();
   LoaderOptions o;
   o.batch_size = 4;
   o.seed = 5;
   o.world_size = 2;
   o.drop_last = false;
+  o.shuffle_mode = GetParam();
+  o.shuffle_window = 2;
   // Two ranks take 3 global batches each: 24 items consumed.
   LoaderState saved;
   std::vector<int64_t> seen;

@@ -34,6 +34,8 @@ std::string TrainConfig::ToJson() const {
                       {"clip_grad", clip_grad},
                       {"seed", seed},
                       {"shuffle", shuffle},
+                      {"shuffle_mode", shuffle_mode},
+                      {"shuffle_window", shuffle_window},
                       {"log_every", log_every},
                       {"eval_every", eval_every},
                       {"save_every", save_every},
@@ -55,7 +57,9 @@ void TrainConfig::SetFromJson(const std::string& json) {
     set("batch_size", batch_size), set("accum_steps", accum_steps), set("steps", steps);
     set("epochs", epochs), set("lr", lr), set("weight_decay", weight_decay);
     set("warmup", warmup), set("clip_grad", clip_grad), set("seed", seed);
-    set("shuffle", shuffle), set("log_every", log_every), set("eval_every", eval_every);
+    set("shuffle", shuffle), set("shuffle_mode", shuffle_mode);
+    set("shuffle_window", shuffle_window), set("log_every", log_every),
+        set("eval_every", eval_every);
     set("save_every", save_every), set("patience", patience), set("eval_max", eval_max);
     if (j.contains("loss_weights")) {
       w_contrastive = j.at("loss_weights").at(0).get<double>();

@@ -27,7 +27,7 @@ struct ModelConfig {
 };
 
 struct TrainConfig {
-  std::string shards;          // --shards: training shard set (directory with index.json)
+  std::string shards;          // --shards: training shard set (directory, s3://, http(s)://)
   std::string val_shards;      // --val-shards: evaluation set ("" = no evaluation)
   std::string out;             // --out RUN: metrics.jsonl, checkpoints, summary.json
   std::string preset = "cpu";  // cpu | gpu: default model size
@@ -57,8 +57,12 @@ struct TrainConfig {
   int loader_threads = 2;        // reader decode threads
   int prefetch = 4;              // reader batches in flight
   bool shuffle = true;
-  int64_t eval_max = 0;  // evaluate on at most this many val samples (0: all)
-  bool quiet = false;    // no per-step log lines on stdout
+  std::string shuffle_mode = "auto";  // --shuffle: auto | global | block (reader.h ShuffleMode)
+  int shuffle_window = 0;             // --shuffle-window: block shuffle's shards per window
+  std::string cache_dir;              // --cache-dir: remote sets' cache ("": XDG default)
+  int64_t cache_limit = 0;            // --cache-limit: bytes the cache may hold (0: no limit)
+  int64_t eval_max = 0;               // evaluate on at most this many val samples (0: all)
+  bool quiet = false;                 // no per-step log lines on stdout
   // Benchmark baseline: the first step's batches every step (model compute without the reader).
   bool reuse_batches = false;
 

@@ -45,8 +45,22 @@ int main(int argc, char** argv) {
   app.footer("Curves: mmtrain plot RUN [RUN_B] -o curves.png (mmtrain plot --help)");
   std::string loss_weights = "1,1";
   app.add_option("--shards", c.shards,
-                 "training shard set (directory with index.json; on --resume: the checkpoint's)");
-  app.add_option("--val-shards", c.val_shards, "validation shard set");
+                 "training shard set: a directory with index.json, s3://BUCKET/PREFIX or "
+                 "http(s)://URL (S3: AWS_* variables); on --resume: the checkpoint's");
+  app.add_option("--val-shards", c.val_shards, "validation shard set (as --shards)");
+  app.add_option("--cache-dir", c.cache_dir,
+                 "cache of remote sets' shards (empty: $XDG_CACHE_HOME/mmpack)");
+  app.add_option("--cache-limit", c.cache_limit,
+                 "bytes the cache may hold (0: no limit; least recently used shards evicted)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--shuffle", c.shuffle_mode,
+                 "training order: global permutation, block shuffle (shards permuted, samples "
+                 "within windows of shards) or auto (block when the cache limit cannot hold "
+                 "the set)")
+      ->check(CLI::IsMember({"auto", "global", "block"}));
+  app.add_option("--shuffle-window", c.shuffle_window,
+                 "block shuffle: shards per window (0: the largest the cache limit allows)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--out", c.out, "run directory: metrics.jsonl, checkpoints, summary.json");
   app.add_option("--preset", c.preset,
                  "default model size: cpu (dim 128, 2 layers, patch 32) "

@@ -38,6 +38,8 @@ constexpr FlagField kFields[] = {
     {"--clip-grad", "clip_grad", true},
     {"--seed", "seed", true},
     {"--no-shuffle", "shuffle", true},
+    {"--shuffle", "shuffle_mode", true},
+    {"--shuffle-window", "shuffle_window", true},
     {"--log-every", "log_every", false},
     {"--eval-every", "eval_every", false},
     {"--save-every", "save_every", false},

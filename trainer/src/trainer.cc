@@ -108,9 +108,13 @@ void Trainer::PlanFromCheckpoint(const TrainConfig& given) {
 }
 
 void Trainer::OpenData() {
-  set_ = Take(reader::ShardSet::Open(c_.shards), "opening --shards " + c_.shards);
+  reader::OpenOptions open;  // remote sets: their cache (local sets ignore it)
+  open.remote.cache_dir = c_.cache_dir;
+  open.remote.cache_limit = c_.cache_limit;
+  set_ = Take(reader::ShardSet::Open(c_.shards, open), "opening --shards " + c_.shards);
   if (c_.val_shards.empty()) return;
-  val_set_ = Take(reader::ShardSet::Open(c_.val_shards), "opening --val-shards " + c_.val_shards);
+  val_set_ =
+      Take(reader::ShardSet::Open(c_.val_shards, open), "opening --val-shards " + c_.val_shards);
   if (val_set_->info().vocab_size != set_->info().vocab_size ||
       val_set_->info().tokenizer_sha256 != set_->info().tokenizer_sha256) {
     throw std::invalid_argument("--val-shards were tokenized with another tokenizer than --shards");
@@ -153,6 +157,8 @@ void Trainer::CreateLoader() {
   reader::LoaderOptions lo;
   lo.batch_size = c_.batch_size;
   lo.shuffle = c_.shuffle;
+  lo.shuffle_mode = Take(reader::ParseShuffleMode(c_.shuffle_mode), "--shuffle");
+  lo.shuffle_window = c_.shuffle_window;
   lo.seed = c_.seed;
   lo.rank = dist_->rank();
   lo.world_size = dist_->world_size();
@@ -163,6 +169,9 @@ void Trainer::CreateLoader() {
   lo.prefetch_batches = c_.prefetch;
   stream_ = std::make_unique<BatchStream>(
       Take(reader::Loader::Create(set_, lo), "creating the training loader"));
+  if (lead_ && !stream_->loader().notice().empty()) {
+    std::fprintf(stderr, "mmtrain: %s\n", stream_->loader().notice().c_str());
+  }
   const int64_t micro_per_epoch = stream_->loader().batches_per_epoch();
   const int64_t steps_per_epoch = std::max<int64_t>(1, micro_per_epoch / c_.accum_steps);
   total_steps_ = c_.steps > 0 ? c_.steps : c_.epochs * steps_per_epoch;

@@ -28,35 +28,58 @@ namespace mm::reader {
 
 /// One shard as index.json lists it.
 struct ShardEntry {
-  std::string file;       // file name, relative to the set's directory
-  int64_t samples = 0;    // images in the shard
-  int64_t captions = 0;   // captions (>= samples)
-  int64_t tokens = 0;     // token ids in the shard
-  int64_t bytes = 0;      // file size in bytes
-  std::string xxh3_64;    // XXH3-64 of the whole file, 16 lowercase hex digits
+  std::string file;      // file name, relative to the set's directory
+  int64_t samples = 0;   // images in the shard
+  int64_t captions = 0;  // captions (>= samples)
+  int64_t tokens = 0;    // token ids in the shard
+  int64_t bytes = 0;     // file size in bytes
+  std::string xxh3_64;   // XXH3-64 of the whole file, 16 lowercase hex digits
 };
 
 /// What index.json says of the whole set.
 struct SetInfo {
-  std::string root;             // directory holding index.json
+  std::string root;  // directory holding index.json
   int format_version = 0;
-  int image_height = 0;         // pixels
-  int image_width = 0;          // pixels
+  int image_height = 0;  // pixels
+  int image_width = 0;   // pixels
   int channels = 3;
-  std::string resize_mode;      // "center-crop" | "pad" | "stretch"
-  std::string compression;      // "zstd" | "none"
+  std::string resize_mode;  // "center-crop" | "pad" | "stretch"
+  std::string compression;  // "zstd" | "none"
   int compression_level = 0;
   // Tokenizer (the ids the shards hold).
   int vocab_size = 0;
-  int pad_id = 0;               // id used to pad token rows in batches
-  int bos_id = -1;              // -1 when the model defines none
+  int pad_id = 0;   // id used to pad token rows in batches
+  int bos_id = -1;  // -1 when the model defines none
   int eos_id = -1;
   int unk_id = 0;
-  int max_tokens = 0;           // longest caption in tokens, bos/eos included
+  int max_tokens = 0;  // longest caption in tokens, bos/eos included
   std::string tokenizer_sha256;
   std::vector<ShardEntry> shards;
-  int64_t num_samples = 0;      // sum over shards
+  int64_t num_samples = 0;  // sum over shards
   int64_t num_captions = 0;
+};
+
+/// How a remote set (s3://, http://, https://) is fetched and cached. Ignored for local sets.
+struct RemoteOptions {
+  /// Cache directory; several processes may share it (file locks). Empty: $XDG_CACHE_HOME/mmpack,
+  /// else $HOME/.cache/mmpack.
+  std::string cache_dir;
+  /// Bytes of shard files the cache directory may hold, all sets in it together; 0: no limit.
+  /// Least recently used shards are evicted; a shard some process has pinned never is.
+  int64_t cache_limit = 0;
+  /// Tries per request (1: no retry). Timeouts, connection errors, HTTP 5xx, 408 and 429 are
+  /// retried after initial_backoff_ms * 2^k (at most max_backoff_ms, jittered down to half).
+  int max_attempts = 5;
+  int initial_backoff_ms = 200;
+  int max_backoff_ms = 10000;
+  int connect_timeout_s = 10;
+  /// A transfer slower than 1 KiB/s for this long is abandoned (and retried).
+  int stall_timeout_s = 30;
+  /// Shards a Loader downloads at once, ahead of the order it reads them in.
+  int download_threads = 2;
+  /// Longest wait, in seconds, for cache space that other processes' pinned shards hold before
+  /// a pin fails (IOError naming the cache, its limit and what is pinned).
+  int cache_wait_s = 600;
 };
 
 struct OpenOptions {
@@ -78,19 +101,66 @@ struct OpenOptions {
   /// opening 10,000 shards spends over an hour. Use it for untrusted shards in a small
   /// process (a validator), not in a large trainer.
   bool isolate_hdf5 = false;
+  /// Remote sets only: the local cache and the transport.
+  RemoteOptions remote;
+};
+
+/// Keeps one shard of a remote set resident (downloaded into the cache, mapped, never evicted)
+/// while it, or a copy of it, lives. Copies share the pin. An empty pin (local sets, or
+/// default-constructed) holds nothing. Thread-safe to copy and destroy from any thread.
+class ShardPin {
+ public:
+  ShardPin() = default;
+  explicit ShardPin(std::shared_ptr<const void> hold) : hold_(std::move(hold)) {}
+  bool empty() const { return hold_ == nullptr; }
+
+ private:
+  std::shared_ptr<const void> hold_;
+};
+
+/// What a remote set's cache did in this process (zeros for a local set).
+struct CacheStats {
+  int64_t downloads = 0;         // shard files fetched (a retry within one fetch counts once)
+  int64_t downloaded_bytes = 0;  // body bytes received for shards, every try included
+  int64_t hits = 0;              // pins served by a file already in the cache
+  int64_t evictions = 0;         // files this process removed to make room
+  int64_t peak_bytes = 0;        // most bytes the cache directory held, seen at a reservation
 };
 
 /// An opened shard set. Immutable after Open; all const methods are thread-safe.
+///
+/// Local sets (a directory): every shard is mapped at Open; every method works on any sample,
+/// and views (Tokens, Key) are valid while the set lives.
+///
+/// Remote sets (s3://, http://, https://, or a mixture holding one): only index.json is read
+/// at Open. A shard is resident (downloaded into the cache, checked against index.json's
+/// XXH3-64, then opened and checked exactly as a local shard) only while pinned: PinShard /
+/// PinSample. NumCaptions, Tokens, Key, StoredImageBytes and ReadImage need the sample's shard
+/// pinned (the Loader pins the shards of the window it reads); their views are valid while the
+/// pin lives. Calling them on an unpinned remote shard is a programmer error: the process
+/// aborts with a message naming the sample. info(), num_samples(), Locate() and the shard
+/// table need no pin.
+///
 /// Memory: the shard files are mapped read-only (page cache, not anonymous memory); the
 /// per-sample tables (keys, offsets) are read from the mapping in place.
 class ShardSet {
  public:
-  /// Opens `dir`/index.json and every shard it lists.
-  /// Errors: NotFound (no index or shard file), Unsupported (format version outside
+  /// Opens the set at `location`:
+  ///  - a directory: `location`/index.json and every shard it lists;
+  ///  - "s3://BUCKET/PREFIX", "http[s]://HOST/PATH": a remote set, fetched through the cache
+  ///    of options.remote; S3 credentials, region and endpoint from the environment
+  ///    (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION or
+  ///    AWS_DEFAULT_REGION, AWS_ENDPOINT_URL with path-style addressing);
+  ///  - a mixture of sets drawn by weight: "A:0.7,B:0.3" or a JSON file
+  ///    {"sets": [{"path": A, "weight": 0.7}, ...], "epoch_size": N}; see reader/README.md
+  ///    ("Several sets by weight") for how an epoch's size and each set's share are computed.
+  /// Errors: NotFound (no index or shard file; HTTP 404), Unsupported (format version outside
   /// [mm::format::kMinReadableVersion, kFormatVersion], named in the message), Corruption
   /// (index and shard disagree; a chunk or table lies outside the file; checksum mismatch),
-  /// IOError (open/mmap failed).
-  static Result<std::shared_ptr<ShardSet>> Open(const std::string& dir,
+  /// IOError (open/mmap failed; a request failed after its retries, naming the URL),
+  /// InvalidArgument (a malformed location or mixture; sets of a mixture that differ in image
+  /// size or tokenizer).
+  static Result<std::shared_ptr<ShardSet>> Open(const std::string& location,
                                                 const OpenOptions& options = {});
   virtual ~ShardSet() = default;
 
@@ -101,11 +171,29 @@ class ShardSet {
     return static_cast<size_t>(info().image_height) * info().image_width * info().channels;
   }
 
+  /// True when some shard is fetched through the cache (see the class comment).
+  virtual bool remote() const { return false; }
+  /// Shards of the set: info().shards in order (a mixture's sets one after the other).
+  size_t num_shards() const { return info().shards.size(); }
+  /// The shard holding global sample `i`. Precondition: 0 <= i < num_samples().
+  virtual size_t ShardOfSample(int64_t i) const = 0;
+  /// Makes shard `k` resident and keeps it so while the pin lives (see the class comment):
+  /// downloads it into the cache unless some process already did, waiting for cache space
+  /// other pins hold (at most RemoteOptions::cache_wait_s). A local shard: an empty pin.
+  /// Errors: OutOfRange (k >= num_shards()); for a remote shard, those of the download
+  /// (NotFound, IOError naming the URL after the retries, Corruption: XXH3-64 or size unlike
+  /// index.json's), of the cache (IOError: no room within the limit) and of opening the shard.
+  virtual Result<ShardPin> PinShard(size_t k) const = 0;
+  Result<ShardPin> PinSample(int64_t i) const { return PinShard(ShardOfSample(i)); }
+  /// What the cache did so far (zeros for a local set).
+  virtual CacheStats cache_stats() const { return {}; }
+
   /// Number of captions of global sample `i` (>= 1). Precondition: 0 <= i < num_samples().
   virtual int NumCaptions(int64_t i) const = 0;
-  /// Token ids of caption `c` of sample `i`, a view into the mapping, valid while the set lives.
+  /// Token ids of caption `c` of sample `i`, a view into the mapping, valid while the set
+  /// lives (remote: while the shard is pinned).
   virtual Span<const int32_t> Tokens(int64_t i, int c) const = 0;
-  /// The sample's key (UTF-8), a view into the mapping.
+  /// The sample's key (UTF-8), a view into the mapping (lifetime as Tokens).
   virtual std::string_view Key(int64_t i) const = 0;
   /// Shard file name and index within the shard of global sample `i`, for messages.
   virtual std::string Locate(int64_t i) const = 0;
@@ -131,9 +219,34 @@ enum class CaptionMode {
 inline constexpr int kMaxLoaderThreads = 256;
 inline constexpr int kMaxPrefetchBatches = 256;
 
+/// How LoaderOptions::shuffle orders an epoch (reader/README.md, "Epoch order" and "Block
+/// shuffle", with its shuffle quality measured against the global permutation).
+enum class ShuffleMode {
+  /// kGlobal, unless the set is remote and its cache limit cannot hold it: then kBlock with the
+  /// largest window the limit holds (Loader::notice() says so in one line).
+  kAuto,
+  /// One seeded permutation of the whole epoch: any item may follow any other.
+  kGlobal,
+  /// Shards permuted per (seed, epoch) and cut into windows of shuffle_window shards; the items
+  /// of each window permuted (as MosaicML Streaming's py1b and WebDataset's shard shuffle plus
+  /// buffer do). A remote set needs only two windows in its cache: the one read, the next.
+  kBlock,
+};
+
+/// "auto", "global", "block"; Parse: those names, else InvalidArgument.
+const char* ToString(ShuffleMode mode);
+Result<ShuffleMode> ParseShuffleMode(std::string_view name);
+
+/// Window of kBlock when nothing bounds it (a local set, or a cache without a limit).
+inline constexpr int kDefaultShuffleWindow = 8;
+
 struct LoaderOptions {
-  int batch_size = 32;           // per rank
-  bool shuffle = true;           // false: file order
+  int batch_size = 32;  // per rank
+  bool shuffle = true;  // false: file order
+  ShuffleMode shuffle_mode = ShuffleMode::kAuto;
+  /// kBlock: shards per window, >= 1; 0: for a remote set with a cache limit the largest window
+  /// of which two fit in the limit, else kDefaultShuffleWindow.
+  int shuffle_window = 0;
   uint64_t seed = 0;
   int rank = 0;
   int world_size = 1;
@@ -142,8 +255,8 @@ struct LoaderOptions {
   /// torch's DistributedSampler pads), so every rank still gets equal, full batches.
   bool drop_last = true;
   CaptionMode caption_mode = CaptionMode::kRandomCaption;
-  int num_threads = 2;           // decode threads, 1..kMaxLoaderThreads
-  int prefetch_batches = 4;      // bounded queue of reusable batch buffers, 1..kMaxPrefetchBatches
+  int num_threads = 2;       // decode threads, 1..kMaxLoaderThreads
+  int prefetch_batches = 4;  // bounded queue of reusable batch buffers, 1..kMaxPrefetchBatches
   /// Load-time augmentation, seeded per (seed, epoch, sample):
   /// random crop: a random window of (1 - random_crop_scale) .. 1 of each side, resized back
   /// to the stored size by nearest-neighbour sampling; 0 = off.
@@ -153,17 +266,17 @@ struct LoaderOptions {
 
 /// One batch, owned by the loader's pool; returned to the pool when the last BatchPtr dies.
 struct Batch {
-  int size = 0;                    // B
-  int height = 0, width = 0;       // pixels
-  std::vector<uint8_t> images;     // [B, height, width, 3] uint8, contiguous
-  int max_length = 0;              // L: longest caption in this batch, in tokens
-  std::vector<int32_t> tokens;     // [B, L] int32, padded with the set's pad_id
-  std::vector<int32_t> lengths;    // [B] tokens per row before padding
-  std::vector<int64_t> indices;    // [B] global sample index
-  std::vector<int32_t> caption;    // [B] which caption of the sample
-  std::vector<std::string> keys;   // [B]
+  int size = 0;                   // B
+  int height = 0, width = 0;      // pixels
+  std::vector<uint8_t> images;    // [B, height, width, 3] uint8, contiguous
+  int max_length = 0;             // L: longest caption in this batch, in tokens
+  std::vector<int32_t> tokens;    // [B, L] int32, padded with the set's pad_id
+  std::vector<int32_t> lengths;   // [B] tokens per row before padding
+  std::vector<int64_t> indices;   // [B] global sample index
+  std::vector<int32_t> caption;   // [B] which caption of the sample
+  std::vector<std::string> keys;  // [B]
   int64_t epoch = 0;
-  int64_t step_in_epoch = 0;       // index of this batch among this rank's batches
+  int64_t step_in_epoch = 0;  // index of this batch among this rank's batches
 };
 using BatchPtr = std::shared_ptr<const Batch>;
 
@@ -173,9 +286,15 @@ struct LoaderState {
   int64_t epoch = 0;
   /// Items of this epoch's global order already handed out, over all ranks.
   int64_t consumed = 0;
-  int world_size = 1;              // world size when saved (informational)
-  int batch_size = 0;              // per rank, when saved
-  /// One-line JSON: {"seed":..,"epoch":..,"consumed":..,"world_size":..,"batch_size":..}.
+  int world_size = 1;  // world size when saved (informational)
+  int batch_size = 0;  // per rank, when saved
+  /// The order the state counts in: "none", "global" or "block" (empty: not recorded, as in
+  /// states saved before block shuffle existed), and the block window (0 unless "block").
+  /// Restore refuses a state whose order differs from the loader's.
+  std::string order;
+  int shuffle_window = 0;
+  /// One-line JSON: {"seed":..,"epoch":..,"consumed":..,"world_size":..,"batch_size":..,
+  /// "order":..,"shuffle_window":..}.
   std::string ToJson() const;
   static Result<LoaderState> FromJson(std::string_view json);
 };
@@ -207,7 +326,15 @@ class Loader {
   virtual LoaderState state() const = 0;
   /// Continues from `state`: the same global order from item state.consumed on, split over
   /// this loader's world size. Errors: InvalidArgument (consumed past the epoch's end).
+  /// Errors: InvalidArgument (consumed past the epoch's end; a state saved under another
+  /// order: "block" with another window, or another shuffle mode).
   virtual Status Restore(const LoaderState& state) = 0;
+  /// The options in force: shuffle_mode and shuffle_window resolved (never kAuto or 0 when
+  /// shuffling).
+  virtual const LoaderOptions& options() const = 0;
+  /// One line for the user when the loader chose for them (kAuto became kBlock because the
+  /// cache limit cannot hold the set), else empty.
+  virtual const std::string& notice() const = 0;
 };
 
 /// One element of an epoch's global order.
@@ -217,9 +344,11 @@ struct Item {
 };
 
 /// The item at position `pos` (0 <= pos < items_per_epoch) of `epoch`'s global order under
-/// `options` (shuffle, seed, caption_mode): the reference the Loader follows, computed in
-/// O(1) memory (a seeded bijection over the items, not a stored permutation). Exposed for
-/// tests and tools.
+/// `options` (shuffle, shuffle_mode, shuffle_window, seed, caption_mode): the reference the
+/// Loader follows, computed from seeded bijections (no stored permutation of the items; O(1)
+/// memory for a single set under the global or no shuffle, O(shards) otherwise). Exposed for
+/// tests and tools. A remote set: the item's shard must be pinned. A kAuto or window-0 option
+/// is resolved as Loader::Create resolves it.
 Item GlobalItem(const ShardSet& set, const LoaderOptions& options, int64_t epoch, int64_t pos);
 
 }  // namespace mm::reader

@@ -178,7 +178,9 @@ class Loader:
     def state_dict(self) -> Dict[str, int]:
         """Where this loader is, after the last batch it gave: {"seed", "epoch", "consumed" (items
         of the epoch's global order handed out over all ranks), "world_size", "batch_size",
-        "items_per_epoch"}, ints; torch.save-able. Save it on any rank (ranks in lockstep agree)."""
+        "items_per_epoch"}, ints, and once a batch was read "order" ("global", "block" or "none")
+        and "shuffle_window" (the C++ LoaderState's; load_state_dict refuses another order);
+        torch.save-able. Save it on any rank (ranks in lockstep agree)."""
         if self._run_epoch == self._epoch:
             state = json.loads(self._impl.state_json())
         else:  # set_epoch moved on and nothing ran yet: the start of that epoch

@@ -46,6 +46,13 @@ std::unique_ptr<PyShardSet> Open(const py::object& path, bool verify_checksums) 
   }
   auto out = std::make_unique<PyShardSet>();
   out->set = ValueOrThrow(std::move(opened));
+  if (out->set->remote()) {
+    // Remote sets need every per-sample access to pin its shard (mm/reader.h); this module's
+    // accessors do not yet, so such a set is refused here rather than abort on first access.
+    throw py::value_error("mmpack.ShardSet: " + dir +
+                          " is (or holds) a remote set, which the Python module does not read "
+                          "yet; use mmpack/mmtrain, or a local copy");
+  }
   out->text = std::make_unique<reader::SampleText>(out->set);
   out->verify_checksums = verify_checksums;
   return out;

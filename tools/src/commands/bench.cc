@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
@@ -124,6 +125,13 @@ std::string FiguresJson(const BenchOptions& options, const mm::reader::ShardSet&
   j["samples"] = f.samples;
   j["seconds"] = Round3(f.seconds);
   j["threads"] = options.threads;
+  if (set.remote()) {  // what the cache did: bytes fetched against the set's bytes
+    const mm::reader::CacheStats c = set.cache_stats();
+    j["downloads"] = c.downloads;
+    j["downloaded_bytes"] = c.downloaded_bytes;
+    j["cache_hits"] = c.hits;
+    j["cache_peak_bytes"] = c.peak_bytes;
+  }
   j["batch_size"] = options.batch_size;
   j["image_bytes"] = set.image_bytes();
   j["set_samples"] = set.num_samples();
@@ -142,6 +150,11 @@ std::string FiguresText(const BenchOptions& options, const mm::reader::ShardSet&
     << "  CPU ms per sample   " << f.cpu_seconds * 1e3 / f.samples << "\n"
     << "  peak anon RSS (MiB) " << f.peak_anon_mb << "  (after open: " << f.anon_open_mb << ")\n"
     << "  VmHWM (MiB)         " << f.hwm_mb << "  (includes mapped shard pages)\n";
+  if (set.remote()) {
+    const mm::reader::CacheStats c = set.cache_stats();
+    o << "  downloads           " << c.downloads << " shards, " << c.downloaded_bytes << " bytes ("
+      << c.hits << " cache hits, cache peak " << c.peak_bytes << " bytes)\n";
+  }
   return o.str();
 }
 
@@ -151,16 +164,21 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   if (options.threads < 1 || options.batch_size < 1 || !(options.seconds > 0)) {
     return Status::InvalidArgument("bench: threads, batch size and seconds must be positive");
   }
-  MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(options.dir));
+  mm::reader::OpenOptions open;
+  open.remote = options.remote;
+  MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(options.dir, open));
   Figures f;
   f.anon_open_mb = ProcStatusKb("RssAnon") / 1024.0;
   mm::reader::LoaderOptions lo;
   lo.batch_size = options.batch_size;
   lo.num_threads = options.threads;
   lo.shuffle = true;
+  lo.shuffle_mode = options.shuffle;
+  lo.shuffle_window = options.shuffle_window;
   lo.drop_last = false;
   lo.seed = 1;
   MM_ASSIGN_OR_RETURN(auto loader, mm::reader::Loader::Create(set, lo));
+  if (!loader->notice().empty()) std::cerr << "mmpack bench: " << loader->notice() << "\n";
   RssWatcher watcher;
   Status read = ReadFor(loader.get(), options.seconds, &f);
   watcher.Stop();

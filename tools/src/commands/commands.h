@@ -9,6 +9,7 @@
 
 #include "ingest/ingest.h"
 #include "mm/format.h"
+#include "mm/reader.h"
 #include "mm/status.h"
 #include "shard/shard_writer.h"
 
@@ -40,18 +41,27 @@ struct BuildOptions {
 Status RunBuild(const BuildOptions& options);
 
 /// `mmpack info OUT`: samples, shards, bytes per sample, image size, tokenizer, dropped.
-Status RunInfo(const std::string& dir, std::ostream& out);
+/// OUT: a directory, or a remote set (s3://, http(s)://; only index.json and report.json are
+/// fetched).
+Status RunInfo(const std::string& dir, std::ostream& out,
+               const mm::reader::RemoteOptions& remote = {});
 
 /// `mmpack verify OUT`: checksums, structure against the schema, every chunk decoded, counts
 /// against the index. OK only when all is well; else the first bad shard and sample.
-Status RunVerify(const std::string& dir, std::ostream& out);
+/// OUT as for info; a remote set's shards are downloaded one at a time through the cache of
+/// `remote` (checked against index.json's XXH3-64 on arrival), then verified as local ones.
+Status RunVerify(const std::string& dir, std::ostream& out,
+                 const mm::reader::RemoteOptions& remote = {});
 
 /// `mmpack env`: shell lines that set HDF5_PLUGIN_PATH to this build's plugin folder.
 std::string EnvScript();
 
 /// `mmpack bench OUT`: reader throughput.
 struct BenchOptions {
-  std::string dir;
+  std::string dir;                   // a directory, s3:// or http(s)://
+  mm::reader::RemoteOptions remote;  // cache and transport of a remote set
+  mm::reader::ShuffleMode shuffle = mm::reader::ShuffleMode::kAuto;
+  int shuffle_window = 0;  // kBlock: shards per window (0: chosen, see reader.h)
   int threads = 2;
   int batch_size = 32;
   double seconds = 5.0;
@@ -63,7 +73,8 @@ Status RunBench(const BenchOptions& options, std::ostream& out);
 /// `mmpack show OUT N -o sample.png`: sample N through the reader, as PNG, with key, captions
 /// and token ids printed.
 struct ShowOptions {
-  std::string dir;
+  std::string dir;                   // a directory, s3:// or http(s)://
+  mm::reader::RemoteOptions remote;  // cache and transport of a remote set
   int64_t index = 0;
   std::string output_png;
 };

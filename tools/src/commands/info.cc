@@ -20,14 +20,16 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A JSON file that is not index.json (report.json), read as the safe open reads.
-// Errors: those of ReadRegularFile; Corruption (not a JSON object).
-Result<json> ReadJsonFile(const fs::path& path) {
-  std::string text;
-  MM_RETURN_NOT_OK(ReadRegularFile(path.string(), &text));
+// Bytes of report.json read at most.
+constexpr int64_t kMaxReportBytes = int64_t{64} << 20;
+
+// A JSON file of the set that is not index.json (report.json), read as the safe open reads
+// (or fetched, for a remote set). Errors: those of SetFiles::Read; Corruption (not an object).
+Result<json> ReadJsonFile(const mm::reader::internal::SetFiles& files, const std::string& name) {
+  MM_ASSIGN_OR_RETURN(std::string text, files.Read(name, kMaxReportBytes));
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded() || !value.is_object()) {
-    return Status::Corruption(path.string() + " is not a JSON object");
+    return Status::Corruption(files.Display(name) + " is not a JSON object");
   }
   return value;
 }
@@ -114,17 +116,18 @@ void PrintDrops(const mm::reader::internal::IndexDocument& index, const Result<j
 
 }  // namespace
 
-Status RunInfo(const std::string& dir, std::ostream& out) {
-  const fs::path root(dir);
-  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(dir));
+Status RunInfo(const std::string& dir, std::ostream& out, const mm::reader::RemoteOptions& remote) {
+  MM_ASSIGN_OR_RETURN(auto files, OpenSetFiles(dir, remote));
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(*files));
   out << std::fixed << std::setprecision(2);
-  out << "set:          " << fs::absolute(root).lexically_normal().string() << "\n";
+  out << "set:          "
+      << (files->remote() ? dir : fs::absolute(fs::path(dir)).lexically_normal().string()) << "\n";
   out << "format:       " << format::kFormatName << " v" << index.info.format_version << " ("
       << Known(index.created_by) << ")\n";
   PrintCounts(index, out);
   PrintImages(index, out);
   PrintTokenizer(index, out);
-  PrintDrops(index, ReadJsonFile(root / format::kReportFile), out);
+  PrintDrops(index, ReadJsonFile(*files, std::string(format::kReportFile)), out);
   return Status::OK();
 }
 

@@ -164,9 +164,50 @@ bool FinishBuild(BuildArgs* a) {
   return true;
 }
 
-CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench) {
+// The options of a command that reads a set that may be remote (s3://, http(s)://), as CLI11
+// fills them; FinishRemote turns them into RemoteOptions.
+struct RemoteArgs {
+  std::string cache_dir;
+  std::string cache_limit = "0";
+};
+
+constexpr const char* kSetHelp = "Shard set: a directory, s3://BUCKET/PREFIX or http(s)://URL";
+
+void AddRemote(CLI::App* cmd, RemoteArgs* r) {
+  cmd->add_option("--cache-dir", r->cache_dir,
+                  "Cache of a remote set's shards (default $XDG_CACHE_HOME/mmpack)");
+  cmd->add_option("--cache-limit", r->cache_limit,
+                  "Bytes the cache may hold, e.g. 20GiB (0: no limit; LRU eviction)")
+      ->capture_default_str();
+}
+
+bool FinishRemote(const RemoteArgs& r, const char* command, mm::reader::RemoteOptions* o) {
+  o->cache_dir = r.cache_dir;
+  if (r.cache_limit == "0") {
+    o->cache_limit = 0;  // no limit (ParseBytes takes sizes, which are positive)
+  } else if (!ParseBytes(r.cache_limit, &o->cache_limit)) {
+    std::cerr << "mmpack " << command
+              << ": --cache-limit must be bytes with an optional unit (e.g. 20GiB), got '"
+              << r.cache_limit << "'" << std::endl;
+    return false;
+  }
+  return true;
+}
+
+CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench, RemoteArgs* remote,
+                   std::string* shuffle) {
   auto* be = app.add_subcommand("bench", "Measure reader throughput on a shard set");
-  be->add_option("dir", bench->dir, "Shard set directory")->required();
+  be->add_option("dir", bench->dir, kSetHelp)->required();
+  AddRemote(be, remote);
+  be->add_option("--shuffle", *shuffle,
+                 "Order: global permutation, block shuffle (shards permuted, samples within a "
+                 "window of shards), or auto (block when the cache limit cannot hold the set)")
+      ->check(CLI::IsMember({"auto", "global", "block"}))
+      ->capture_default_str();
+  be->add_option("--shuffle-window", bench->shuffle_window,
+                 "Block shuffle: shards per window (0: the largest the cache limit allows)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   be->add_option("--threads", bench->threads, "Decode threads")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -180,9 +221,10 @@ CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench) {
   return be;
 }
 
-CLI::App* AddShow(CLI::App& app, mm::pack::ShowOptions* show) {
+CLI::App* AddShow(CLI::App& app, mm::pack::ShowOptions* show, RemoteArgs* remote) {
   auto* sh = app.add_subcommand("show", "Write sample N as PNG and print its captions and tokens");
-  sh->add_option("dir", show->dir, "Shard set directory")->required();
+  sh->add_option("dir", show->dir, kSetHelp)->required();
+  AddRemote(sh, remote);
   sh->add_option("index", show->index, "Global sample index")
       ->required()
       ->check(CLI::NonNegativeNumber);
@@ -202,28 +244,43 @@ int main(int argc, char** argv) {
     BuildArgs build;
     auto* b = AddBuild(app, &build);
     std::string dir;
+    RemoteArgs remote;  // of the one subcommand given
     auto* info = app.add_subcommand("info", "Summarise a shard set");
-    info->add_option("dir", dir, "Shard set directory")->required();
+    info->add_option("dir", dir, kSetHelp)->required();
+    AddRemote(info, &remote);
     auto* verify =
         app.add_subcommand("verify", "Check a shard set end to end; exit 0 only if sound");
-    verify->add_option("dir", dir, "Shard set directory")->required();
+    verify->add_option("dir", dir, kSetHelp)->required();
+    AddRemote(verify, &remote);
     auto* env =
         app.add_subcommand("env", "Print shell lines for h5dump/h5py: eval \"$(mmpack env)\"");
     mm::pack::BenchOptions bench;
-    auto* be = AddBench(app, &bench);
+    std::string shuffle = "auto";
+    auto* be = AddBench(app, &bench, &remote, &shuffle);
     mm::pack::ShowOptions show;
-    auto* sh = AddShow(app, &show);
+    auto* sh = AddShow(app, &show, &remote);
     CLI11_PARSE(app, argc, argv);
 
     if (*b) return FinishBuild(&build) ? Report("build", mm::pack::RunBuild(build.options)) : 2;
-    if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout));
-    if (*verify) return Report("verify", mm::pack::RunVerify(dir, std::cout));
+    mm::reader::RemoteOptions remote_options;
+    if (!FinishRemote(remote, app.get_subcommands().front()->get_name().c_str(), &remote_options)) {
+      return 2;
+    }
+    if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout, remote_options));
+    if (*verify) return Report("verify", mm::pack::RunVerify(dir, std::cout, remote_options));
     if (*env) {
       std::cout << mm::pack::EnvScript();
       return 0;
     }
-    if (*be) return Report("bench", mm::pack::RunBench(bench, std::cout));
-    if (*sh) return Report("show", mm::pack::RunShow(show, std::cout));
+    if (*be) {
+      bench.remote = remote_options;
+      bench.shuffle = mm::reader::ParseShuffleMode(shuffle).value();  // CLI::IsMember checked
+      return Report("bench", mm::pack::RunBench(bench, std::cout));
+    }
+    if (*sh) {
+      show.remote = remote_options;
+      return Report("show", mm::pack::RunShow(show, std::cout));
+    }
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "mmpack: " << e.what() << std::endl;

@@ -11,8 +11,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The text of DIR/index.json, a missing one named as info and verify always have.
-Result<std::string> ReadIndex(const std::string& dir) {
+// Bytes of a remote index.json read at most (as ShardSet::Open reads it).
+constexpr int64_t kMaxRemoteIndexBytes = int64_t{256} << 20;
+
+// The text of index.json, a missing local one named as info and verify always have.
+Result<std::string> ReadIndex(const mm::reader::internal::SetFiles& files) {
+  if (files.remote()) return files.Read(std::string(mm::format::kIndexFile), kMaxRemoteIndexBytes);
+  const std::string& dir = files.root();
   auto text = mm::reader::internal::ReadIndexText(dir);
   if (text.status().IsNotFound()) {
     return Status::NotFound((fs::path(dir) / mm::format::kIndexFile).string() +
@@ -43,17 +48,23 @@ Status CheckIndexKeys(const json& index, const json& schema) {
 
 }  // namespace
 
-Result<mm::reader::internal::IndexDocument> ReadSetIndex(const std::string& dir) {
-  MM_ASSIGN_OR_RETURN(std::string text, ReadIndex(dir));
-  return mm::reader::internal::DecodeIndex(text, dir);
+Result<mm::reader::internal::IndexDocument> ReadSetIndex(
+    const mm::reader::internal::SetFiles& files) {
+  MM_ASSIGN_OR_RETURN(std::string text, ReadIndex(files));
+  return mm::reader::internal::DecodeIndex(text, files.root());
 }
 
-Result<mm::reader::internal::IndexDocument> ReadSetIndexChecked(const std::string& dir,
-                                                                const json& schema) {
-  MM_ASSIGN_OR_RETURN(std::string text, ReadIndex(dir));
+Result<mm::reader::internal::IndexDocument> ReadSetIndexChecked(
+    const mm::reader::internal::SetFiles& files, const json& schema) {
+  MM_ASSIGN_OR_RETURN(std::string text, ReadIndex(files));
   json raw = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!raw.is_discarded()) MM_RETURN_NOT_OK(CheckIndexKeys(raw, schema));
-  return mm::reader::internal::DecodeIndex(text, dir);
+  return mm::reader::internal::DecodeIndex(text, files.root());
+}
+
+Result<std::unique_ptr<mm::reader::internal::SetFiles>> OpenSetFiles(
+    const std::string& location, const mm::reader::RemoteOptions& remote) {
+  return mm::reader::internal::SetFiles::Open(location, remote);
 }
 
 }  // namespace mm::pack

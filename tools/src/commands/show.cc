@@ -12,6 +12,7 @@
 #include "commands/commands.h"
 #include "image/png.h"
 #include "mm/format.h"
+#include "mm/internal/set_files.h"
 #include "mm/reader.h"
 #include "shard/h5_util.h"
 
@@ -48,13 +49,17 @@ Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t f
 }  // namespace
 
 Status RunShow(const ShowOptions& options, std::ostream& out) {
-  MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(options.dir));
+  mm::reader::OpenOptions open;
+  open.remote = options.remote;
+  MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(options.dir, open));
   const int64_t i = options.index;
   if (i < 0 || i >= set->num_samples()) {
     return Status::OutOfRange("sample " + std::to_string(i) + ": the set has " +
                               std::to_string(set->num_samples()) + " samples (0.." +
                               std::to_string(set->num_samples() - 1) + ")");
   }
+  // A remote set: the sample's shard is downloaded into the cache and held while we read it.
+  MM_ASSIGN_OR_RETURN(mm::reader::ShardPin pin, set->PinSample(i));
   const auto& info = set->info();
   std::vector<uint8_t> pixels(set->image_bytes());
   MM_RETURN_NOT_OK(set->ReadImage(i, pixels.data()));
@@ -76,7 +81,11 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
   out << "image: " << info.image_width << "x" << info.image_height << " RGB, "
       << set->StoredImageBytes(i) << " stored bytes (" << info.compression << ") -> "
       << options.output_png << "\n";
-  auto captions = ReadCaptions(info.root + "/" + info.shards[k].file, caption_begin, ncap);
+  // The shard file HDF5 reads the captions from: the set's, or its cached copy (pinned above).
+  MM_ASSIGN_OR_RETURN(auto files,
+                      mm::reader::internal::SetFiles::Open(options.dir, options.remote));
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::LocalShardFile file, files->Shard(info.shards[k]));
+  auto captions = ReadCaptions(file.path, caption_begin, ncap);
   for (int c = 0; c < ncap; ++c) {
     out << "caption " << c << ": ";
     if (captions.ok()) {

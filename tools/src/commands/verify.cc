@@ -1,6 +1,8 @@
 // verify.cc: `mmpack verify OUT` (commands.h). The set around its shards: index.json (the
 // reader's strict decoder and the schema's keys), the tokenizer's SHA-256, each shard's name,
 // size and XXH3-64, then shard/verifier.h on each shard, the totals and no leftover shard.
+// A remote set (s3://, http(s)://) is verified the same way, file by file: its shards one at a
+// time through the reader's cache (mm/internal/set_files.h), each pinned only while checked.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -30,13 +32,20 @@ struct Totals {
 // The set-level checks around shard/verifier.h, one stage each.
 class SetVerifier {
  public:
-  SetVerifier(const std::string& dir, const json& schema) : root_(dir), verifier_(schema, &keys_) {}
+  SetVerifier(const mm::reader::internal::SetFiles& files, const json& schema)
+      : files_(files), verifier_(schema, &keys_) {}
 
   // The tokenizer whose ids the shards hold ships with them: its SHA-256 is the index's.
   Status CheckTokenizer(const mm::reader::internal::IndexDocument& index) const {
     const std::string file =
         index.tokenizer_file.empty() ? std::string(format::kTokenizerFile) : index.tokenizer_file;
-    MM_ASSIGN_OR_RETURN(std::string sha, Sha256HexOfFile((root_ / file).string()));
+    std::string sha;
+    if (files_.remote()) {
+      MM_ASSIGN_OR_RETURN(std::string bytes, files_.Read(file, kMaxTokenizerBytes));
+      sha = Sha256Hex(bytes);
+    } else {
+      MM_ASSIGN_OR_RETURN(sha, Sha256HexOfFile(files_.Display(file)));
+    }
     const std::string& want = index.info.tokenizer_sha256;
     if (sha != want) {
       return Status::Corruption(file + ": sha256 is " + sha + ", index.json says '" + want + "'");
@@ -55,7 +64,9 @@ class SetVerifier {
     if (e.samples <= 0 || e.captions < e.samples || e.tokens < 0 || entry.bytes <= 0) {
       return Status::Corruption(label + ": index.json counts are not valid");
     }
-    const fs::path path = root_ / e.file;
+    // A remote shard: its cached copy, pinned until this check ends.
+    MM_ASSIGN_OR_RETURN(mm::reader::internal::LocalShardFile local, files_.Shard(entry));
+    const fs::path path = local.path;
     MM_ASSIGN_OR_RETURN(int64_t size, FileSize(path, label, entry.bytes));
     MM_ASSIGN_OR_RETURN(std::string hash, Xxh3HexOfFile(path.string()));
     const Status checksum = hash == entry.xxh3_64
@@ -76,12 +87,9 @@ class SetVerifier {
 
   // A shard file beyond the index is a leftover of another build.
   Status CheckNoLeftover(int64_t shards) const {
-    const fs::path extra = root_ / format::ShardFileName(shards);
-    std::error_code ec;
-    if (fs::exists(extra, ec)) {
-      return Status::Corruption(extra.filename().string() +
-                                " exists but index.json does not list it");
-    }
+    const std::string extra = format::ShardFileName(shards);
+    MM_ASSIGN_OR_RETURN(bool exists, files_.Exists(extra));
+    if (exists) return Status::Corruption(extra + " exists but index.json does not list it");
     return Status::OK();
   }
 
@@ -117,7 +125,10 @@ class SetVerifier {
     return where;
   }
 
-  fs::path root_;
+  // Bytes of a remote tokenizer model read at most.
+  static constexpr int64_t kMaxTokenizerBytes = int64_t{256} << 20;
+
+  const mm::reader::internal::SetFiles& files_;
   std::unordered_set<std::string> keys_;  // every key of the shards checked so far
   ShardVerifier verifier_;
 };
@@ -145,14 +156,17 @@ Status CheckTotals(const mm::reader::internal::IndexDocument::Totals& stored, co
   return Status::OK();
 }
 
-Status VerifySet(const std::string& dir, std::ostream& out) {
+Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote,
+                 std::ostream& out) {
   h5::SilenceErrors();
   MM_RETURN_NOT_OK(h5::RegisterZstdFilter());
   json schema = json::parse(format::SchemaJson(), nullptr, false);
   if (schema.is_discarded()) return Status::Internal("embedded schema is not valid JSON");
-  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndexChecked(dir, schema));
+  MM_ASSIGN_OR_RETURN(auto files, OpenSetFiles(dir, remote));
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index,
+                      ReadSetIndexChecked(*files, schema));
   const mm::reader::SetInfo& info = index.info;
-  SetVerifier set(dir, schema);
+  SetVerifier set(*files, schema);
   MM_RETURN_NOT_OK(set.CheckTokenizer(index));
   const ShardExpectation base = BaseExpectation(info);
   Totals totals;
@@ -177,9 +191,10 @@ Status VerifySet(const std::string& dir, std::ostream& out) {
 
 }  // namespace
 
-Status RunVerify(const std::string& dir, std::ostream& out) {
+Status RunVerify(const std::string& dir, std::ostream& out,
+                 const mm::reader::RemoteOptions& remote) {
   try {
-    return VerifySet(dir, out);
+    return VerifySet(dir, remote, out);
   } catch (const json::exception& e) {
     // index.json with a value of the wrong JSON type.
     return Status::Corruption(std::string("index.json: ") + e.what());

@@ -1,0 +1,53 @@
+// set_files.h: the files of one shard set, wherever it lives (a local directory, s3://,
+// http(s)://), for the mmpack commands that read a set's files themselves rather than its
+// samples (`mmpack info`, `mmpack verify`). Remote files come through the reader's transport
+// (reader/src/remote/http.h: Signature V4, retries) and shards through its cache
+// (reader/src/remote/cache.h: checked against index.json's size and XXH3-64, bounded, shared).
+// Thread safety: one SetFiles per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mm/reader.h"
+#include "mm/status.h"
+
+namespace mm::reader::internal {
+
+/// A local file of a shard: `path` stays valid (a remote shard's cached copy stays pinned, so
+/// the cache never evicts it) while `hold` lives.
+struct LocalShardFile {
+  std::string path;
+  std::shared_ptr<const void> hold;  // null for a local set
+};
+
+class SetFiles {
+ public:
+  /// The files of the set at `location`; nothing is read yet.
+  /// Errors: InvalidArgument (a malformed location, as ShardSet::Open says), IOError (the cache
+  /// directory of a remote set cannot be created).
+  static Result<std::unique_ptr<SetFiles>> Open(const std::string& location,
+                                                const RemoteOptions& options);
+  virtual ~SetFiles() = default;
+
+  virtual bool remote() const = 0;
+  /// The set's location as given (no trailing '/'): what index.json's root is.
+  virtual const std::string& root() const = 0;
+  /// "s3://bucket/prefix/index.json", "dir/index.json": file `name` for messages.
+  virtual std::string Display(const std::string& name) const = 0;
+  /// The bytes of the set's file `name` (index.json, tokenizer.model, report.json), at most
+  /// `max_bytes`. Errors: NotFound (no such file; HTTP 404), IOError (naming the file or URL),
+  /// OutOfRange (larger than max_bytes).
+  virtual Result<std::string> Read(const std::string& name, int64_t max_bytes) const = 0;
+  /// Whether the set has a file `name` (a local directory entry of any type, or HTTP 2xx).
+  virtual Result<bool> Exists(const std::string& name) const = 0;
+  /// A local file holding shard `entry` (of this set's index.json). A remote shard is
+  /// downloaded into the cache unless there already, checked against entry's size and
+  /// XXH3-64. Errors: those of the cache and the download (Corruption for a checksum that
+  /// differs twice; IOError naming the URL after the retries); none for a local set (the
+  /// caller checks the file).
+  virtual Result<LocalShardFile> Shard(const ShardEntry& entry) const = 0;
+};
+
+}  // namespace mm::reader::internal

@@ -1,0 +1,106 @@
+// cache.h: the local cache of remote shards, a directory that several processes (the ranks of a
+// node, other jobs) may share, bounded in bytes with least-recently-used eviction. Private to
+// mm_reader.
+//
+// Layout (everything mmpack writes there; nothing else is read, renamed or deleted):
+//   DIR/.lock                                   flock: reservations and evictions, one at a time
+//   DIR/sets/<X>/location                       the set's location (X: its XXH3-64, 16 hex)
+//   DIR/sets/<X>/<xxh3>.<shard file>            a whole shard, checked against index.json
+//   DIR/sets/<X>/<xxh3>.<shard file>.lock       flock: one download of that shard at a time
+//   DIR/sets/<X>/<xxh3>.<shard file>.part.<pid>.<n>   a download in progress, full size reserved
+// A cached file's name holds index.json's XXH3-64 of it, so a set rewritten in place under the
+// same shard names misses instead of reading stale bytes.
+//
+// Pins: a reader holds a shared flock on the cached file for as long as it is mapped. Eviction
+// (under DIR/.lock) takes an exclusive non-blocking flock on a candidate and unlinks it only if
+// it got it: a pinned file is never evicted. A reader that opened a file being evicted sees the
+// link gone once its shared lock is granted (the path no longer names its inode) and downloads
+// again. Least recently used: each pin sets the file's mtime; eviction takes the oldest first.
+//
+// Downloads: the per-shard lock file makes one process (one thread: the caller's in-process
+// slot does the rest) download a shard while the others wait and then find it cached. The
+// download reserves its full size at once (a temporary file of that size, created under
+// DIR/.lock, so that every process's accounting sees it), is hashed as it arrives, compared
+// with index.json's size and XXH3-64 (a mismatch is downloaded once more, then Corruption), is
+// fdatasync'd, and renamed into place under DIR/.lock with its shared lock already held. A
+// temporary file whose owner died (its exclusive lock is free) is removed by the next
+// reservation.
+//
+// Bound: a reservation evicts unpinned files, oldest first, until the new file fits within the
+// limit; when pinned files leave no room it waits (woken when this process drops a pin, polling
+// for others) up to RemoteOptions::cache_wait_s, then fails naming the cache, the limit and the
+// bytes held. So the cache directory never holds more than the limit, temporary files included,
+// unless it held more when this process found it.
+//
+// Thread-safe: CacheDir::Get returns one shared object per directory per process.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "mm/internal/file.h"
+#include "mm/reader.h"
+#include "mm/status.h"
+#include "remote/http.h"
+
+namespace mm::reader::internal {
+
+/// A cached shard file held with a shared flock (the pin); closing the descriptor unpins it.
+struct CachedFile {
+  std::string path;
+  UniqueFd fd;
+};
+
+/// Counters of one set's use of the cache (atomics: shared by its threads).
+struct CacheCounters {
+  std::atomic<int64_t> downloads{0}, downloaded_bytes{0}, hits{0}, evictions{0}, peak_bytes{0};
+  CacheStats Snapshot() const;
+};
+
+/// Fetches a shard's bytes into a sink (a retry starts over through DownloadSink::Begin).
+using ShardFetch = std::function<Status(DownloadSink* sink)>;
+
+class CacheDir {
+ public:
+  /// The process's object for directory `dir` (created, with its parents, when missing).
+  /// Errors: IOError (cannot create or lock the directory).
+  static Result<std::shared_ptr<CacheDir>> Get(const std::string& dir);
+  /// RemoteOptions::cache_dir, or $XDG_CACHE_HOME/mmpack, or $HOME/.cache/mmpack.
+  static std::string DefaultDir();
+
+  /// The cached copy of shard `entry` of the set at `set_location`, pinned; downloaded with
+  /// `fetch` when absent (see the file comment). `display` names the shard in messages.
+  /// Errors: Corruption (size or XXH3-64 unlike index.json's, twice), IOError (the cache
+  /// directory; no room within `limit` after options.cache_wait_s), fetch's own errors.
+  Result<CachedFile> Acquire(const std::string& set_location, const ShardEntry& entry,
+                             const std::string& display, const RemoteOptions& options,
+                             const ShardFetch& fetch, CacheCounters* counters);
+
+  /// A pin was dropped in this process: reservations waiting for room look again.
+  void Released();
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  explicit CacheDir(std::string dir) : dir_(std::move(dir)) {}
+  Result<CachedFile> TryOpenCached(const std::string& path, int64_t bytes) const;
+  Result<CachedFile> Download(const std::string& path, const ShardEntry& entry,
+                              const std::string& display, const RemoteOptions& options,
+                              const ShardFetch& fetch, CacheCounters* counters);
+  Result<CachedFile> Reserve(const std::string& final_path, int64_t bytes,
+                             const std::string& display, const RemoteOptions& options,
+                             CacheCounters* counters);
+  Result<UniqueFd> LockDir() const;
+
+  std::string dir_;
+  std::mutex mu_;
+  std::condition_variable released_;
+  std::atomic<uint64_t> temp_counter_{0};
+};
+
+}  // namespace mm::reader::internal

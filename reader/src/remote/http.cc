@@ -1,0 +1,327 @@
+// http.cc: see http.h.
+#include "remote/http.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "mm/internal/checksum.h"
+#include "mm/internal/file.h"
+#include "mm/version.h"
+
+namespace mm::reader::internal {
+namespace {
+
+constexpr size_t kMaxErrorBody = 4096;  // bytes of an error response kept for the message
+constexpr char kEmptySha256[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+// libcurl's global state, initialised once before the first handle (curl_global_init is not
+// thread-safe; a function-local static is).
+bool CurlReady() {
+  static const bool ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  return ready;
+}
+
+struct SlistDeleter {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+using SlistPtr = std::unique_ptr<curl_slist, SlistDeleter>;
+
+// The text of <Tag>...</Tag> in S3's XML error body, or "".
+std::string XmlField(const std::string& body, const std::string& tag) {
+  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
+  const size_t b = body.find(open);
+  if (b == std::string::npos) return "";
+  const size_t e = body.find(close, b + open.size());
+  if (e == std::string::npos) return "";
+  return body.substr(b + open.size(), e - b - open.size());
+}
+
+// "HTTP 403 (InvalidAccessKeyId: The AWS Access Key Id you provided does not exist...)".
+std::string DescribeHttp(long code, const std::string& body) {
+  std::string out = "HTTP " + std::to_string(code);
+  const std::string s3_code = XmlField(body, "Code"), message = XmlField(body, "Message");
+  if (!s3_code.empty()) out += " (" + s3_code + (message.empty() ? "" : ": " + message) + ")";
+  return out;
+}
+
+bool RetryableCurlCode(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_WEIRD_SERVER_REPLY:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool RetryableHttpCode(long code) { return code >= 500 || code == 408 || code == 429; }
+
+}  // namespace
+
+// One request and what its current try has seen.
+struct HttpClient::Transfer {
+  const char* method = "GET";
+  const HttpRequest* request = nullptr;
+  DownloadSink* sink = nullptr;  // GET
+  int64_t max_bytes = -1;
+  std::string upload_path;  // PUT
+  UniqueFd upload_fd;
+  int64_t upload_size = 0;
+  std::string payload_sha256 = kEmptySha256;
+  // The current try.
+  CURL* curl = nullptr;
+  long http_code = 0;
+  bool status_checked = false;
+  std::string error_body;
+  Status sink_status;
+  int64_t received = 0;
+  int64_t expected = -1;  // Content-Length, -1 when unknown
+  HttpClient* client = nullptr;
+};
+
+namespace {
+
+// The status line is known when the first body byte arrives; a 2xx body goes to the sink, any
+// other body is kept (bounded) for the error message.
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<HttpClient::Transfer*>(user);
+  const size_t bytes = size * n;
+  if (!t->status_checked) {
+    curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->http_code);
+    curl_off_t length = -1;
+    curl_easy_getinfo(t->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    t->expected = length;
+    t->status_checked = true;
+  }
+  if (t->http_code < 200 || t->http_code >= 300) {
+    t->error_body.append(
+        data, std::min(bytes, kMaxErrorBody - std::min(kMaxErrorBody, t->error_body.size())));
+    return bytes;
+  }
+  if (t->max_bytes >= 0 &&
+      (t->received + static_cast<int64_t>(bytes) > t->max_bytes || t->expected > t->max_bytes)) {
+    t->sink_status = Status::OutOfRange("the response is over the " + std::to_string(t->max_bytes) +
+                                        " bytes read of it");
+    return 0;
+  }
+  if (t->sink) {
+    t->sink_status = t->sink->Write(data, bytes);
+    if (!t->sink_status.ok()) return 0;
+  }
+  t->received += static_cast<int64_t>(bytes);
+  return bytes;
+}
+
+size_t OnUpload(char* buffer, size_t size, size_t n, void* user) {
+  auto* t = static_cast<HttpClient::Transfer*>(user);
+  for (;;) {
+    const ssize_t got = ::read(t->upload_fd.get(), buffer, size * n);
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno != EINTR) {
+      t->sink_status = ErrnoStatus(errno, "cannot read " + t->upload_path);
+      return CURL_READFUNC_ABORT;
+    }
+  }
+}
+
+}  // namespace
+
+HttpClient::HttpClient() {
+  if (CurlReady()) curl_ = curl_easy_init();
+}
+
+HttpClient::~HttpClient() {
+  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+HttpClient& ThreadHttpClient() {
+  thread_local HttpClient client;
+  return client;
+}
+
+// One try of `t`. Sets *retry when a later try may succeed.
+Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retry) {
+  *retry = false;
+  CURL* curl = static_cast<CURL*>(curl_);
+  curl_easy_reset(curl);  // keeps the connection cache: keep-alive across requests
+  t->curl = curl;
+  t->http_code = 0;
+  t->status_checked = false;
+  t->error_body.clear();
+  t->sink_status = Status::OK();
+  t->received = 0;
+  t->expected = -1;
+  if (t->sink) MM_RETURN_NOT_OK(t->sink->Begin());
+  if (!t->upload_path.empty() && ::lseek(t->upload_fd.get(), 0, SEEK_SET) != 0) {
+    return ErrnoStatus(errno, "cannot rewind " + t->upload_path);
+  }
+
+  const HttpRequest& r = *t->request;
+  char error[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(curl, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, ("mmpack/" + std::string(kVersion)).c_str());
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.connect_timeout_s));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.stall_timeout_s));
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
+  const std::string method = t->method;
+  if (method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (method == "PUT") {
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, &OnUpload);
+    curl_easy_setopt(curl, CURLOPT_READDATA, t);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(t->upload_size));
+  } else if (method == "DELETE") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
+  }
+  curl_slist* raw = curl_slist_append(nullptr, "Expect:");  // no 100-continue round trip
+  SlistPtr headers(raw);
+  const bool s3_signed = r.s3 && r.s3->signed_requests();
+  if (r.s3) {
+    curl_slist_append(raw, ("x-amz-content-sha256: " + t->payload_sha256).c_str());
+    if (!r.s3->session_token.empty()) {
+      curl_slist_append(raw, ("x-amz-security-token: " + r.s3->session_token).c_str());
+    }
+  }
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, raw);
+  std::string sigv4;
+  if (s3_signed) {
+    sigv4 = "aws:amz:" + r.s3->region + ":s3";
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl_easy_setopt(curl, CURLOPT_USERNAME, r.s3->access_key_id.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, r.s3->secret_access_key.c_str());
+  } else {
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);  // a signature would not survive it
+    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  }
+
+  const CURLcode code = curl_easy_perform(curl);
+  bytes_received_ += t->received;
+  if (!t->status_checked) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &t->http_code);
+  const std::string where = method + " " + r.url + ": ";
+  if (!t->sink_status.ok()) return t->sink_status.WithContext(method + " " + r.url);
+  if (code != CURLE_OK) {
+    *retry = RetryableCurlCode(code);
+    std::string what = error[0] ? error : curl_easy_strerror(code);
+    if (code == CURLE_PARTIAL_FILE || (code == CURLE_RECV_ERROR && t->expected > 0)) {
+      what = "connection closed after " + std::to_string(t->received) + " of " +
+             std::to_string(t->expected) + " bytes (" + what + ")";
+    }
+    return Status::IOError(where + what);
+  }
+  if (t->http_code >= 200 && t->http_code < 300) return Status::OK();
+  const std::string http = DescribeHttp(t->http_code, t->error_body);
+  if (t->http_code == 404) return Status::NotFound(where + http);
+  *retry = RetryableHttpCode(t->http_code);
+  return Status::IOError(where + http);
+}
+
+Status HttpClient::Perform(Transfer* t, const RemoteOptions& options) {
+  if (!curl_) return Status::Internal("libcurl could not be initialised");
+  t->client = this;
+  const auto begin = std::chrono::steady_clock::now();
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  const int tries = std::max(1, options.max_attempts);
+  Status last;
+  for (int attempt = 1; attempt <= tries; ++attempt) {
+    bool retry = false;
+    last = Attempt(t, options, &retry);
+    if (last.ok() || !retry) return last;
+    if (attempt == tries) break;
+    const double cap =
+        std::min<double>(options.max_backoff_ms,
+                         options.initial_backoff_ms * double(1 << std::min(attempt - 1, 20)));
+    std::uniform_real_distribution<double> half_to_full(cap / 2, cap);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(half_to_full(jitter)));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  char took[64];
+  std::snprintf(took, sizeof took, " (%d tries over %.1f s)", tries, seconds);
+  return Status(last.code(), last.message() + took);
+}
+
+Status HttpClient::Get(const HttpRequest& request, const RemoteOptions& options, DownloadSink* sink,
+                       int64_t max_bytes) {
+  Transfer t;
+  t.method = "GET";
+  t.request = &request;
+  t.sink = sink;
+  t.max_bytes = max_bytes;
+  return Perform(&t, options);
+}
+
+Result<std::string> HttpClient::GetText(const HttpRequest& request, const RemoteOptions& options,
+                                        int64_t max_bytes) {
+  struct StringSink final : DownloadSink {
+    std::string text;
+    Status Begin() override {
+      text.clear();
+      return Status::OK();
+    }
+    Status Write(const char* data, size_t size) override {
+      text.append(data, size);
+      return Status::OK();
+    }
+  } sink;
+  MM_RETURN_NOT_OK(Get(request, options, &sink, max_bytes));
+  return std::move(sink.text);
+}
+
+Status HttpClient::PutFile(const HttpRequest& request, const RemoteOptions& options,
+                           const std::string& path) {
+  Transfer t;
+  t.method = "PUT";
+  t.request = &request;
+  t.upload_path = path;
+  MM_ASSIGN_OR_RETURN(RegularFile file, OpenRegularFile(path));
+  t.upload_fd = std::move(file.fd);
+  t.upload_size = file.size;
+  if (request.s3) {
+    MM_ASSIGN_OR_RETURN(t.payload_sha256, Sha256HexOfFile(path));
+  }
+  return Perform(&t, options);
+}
+
+Result<bool> HttpClient::Exists(const HttpRequest& request, const RemoteOptions& options) {
+  Transfer t;
+  t.method = "HEAD";
+  t.request = &request;
+  Status st = Perform(&t, options);
+  if (st.IsNotFound()) return false;
+  MM_RETURN_NOT_OK(st);
+  return true;
+}
+
+Status HttpClient::Delete(const HttpRequest& request, const RemoteOptions& options) {
+  Transfer t;
+  t.method = "DELETE";
+  t.request = &request;
+  Status st = Perform(&t, options);
+  return st.IsNotFound() ? Status::OK() : st;
+}
+
+}  // namespace mm::reader::internal

@@ -1,0 +1,86 @@
+// http.h: HTTP(S) requests of remote shard sets through libcurl, with retries; S3 requests
+// signed with AWS Signature Version 4 by libcurl (CURLOPT_AWS_SIGV4). The one place libcurl's
+// error convention (CURLcode, HTTP status, S3's XML error body) becomes a Status.
+//
+// Retries: a timeout, a connection error (refused, reset, closed before the body's end), HTTP
+// 5xx, 408 and 429 are retried, up to RemoteOptions::max_attempts tries, sleeping
+// initial_backoff_ms * 2^k (at most max_backoff_ms; uniformly jittered down to half) between
+// them; a download starts over (DownloadSink::Begin). Anything else (404, 403, another 4xx, a
+// sink that fails) ends at once. The final error names the method, the URL, what happened on the
+// last try and how many tries took how long, e.g.
+//   IOError: GET http://127.0.0.1:9/b/shard-000001.h5: connection closed after 1048576 of
+//   4194304 bytes (5 tries over 3.1 s)
+// A stalled transfer (below 1 KiB/s for stall_timeout_s) counts as a timeout.
+//
+// S3: x-amz-content-sha256 is always sent (the SHA-256 of an empty body for GET, HEAD and
+// DELETE; of the file for PUT) and x-amz-security-token when a session token is set; libcurl
+// signs them with the host and x-amz-date. Requests carry no query string.
+//
+// Thread safety: an HttpClient is one libcurl easy handle (reused: keep-alive) and is used by
+// one thread at a time; ThreadHttpClient() gives each thread its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mm/reader.h"
+#include "mm/status.h"
+#include "remote/location.h"
+
+namespace mm::reader::internal {
+
+/// One request: its URL and, for S3, the settings that sign it.
+struct HttpRequest {
+  std::string url;
+  const S3Settings* s3 = nullptr;  // non-null: an S3 request, signed when it has credentials
+};
+
+/// Receives a download's body. Begin() comes before each try: a retry starts over.
+class DownloadSink {
+ public:
+  virtual ~DownloadSink() = default;
+  virtual Status Begin() = 0;
+  virtual Status Write(const char* data, size_t size) = 0;
+};
+
+class HttpClient {
+ public:
+  HttpClient();
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  /// GETs request.url into `sink`, at most `max_bytes` bytes of body (-1: no limit).
+  /// Errors: NotFound (HTTP 404: "GET URL: HTTP 404 (NoSuchKey: The specified key does not
+  /// exist.)"), IOError (403 and other refusals, with S3's error code; retries exhausted),
+  /// OutOfRange (a body over max_bytes), the sink's own Status.
+  Status Get(const HttpRequest& request, const RemoteOptions& options, DownloadSink* sink,
+             int64_t max_bytes = -1);
+  /// GET of a small document (index.json, a mixture spec), at most `max_bytes`.
+  Result<std::string> GetText(const HttpRequest& request, const RemoteOptions& options,
+                              int64_t max_bytes);
+  /// PUTs the regular file `path` as request.url's body. S3: signed with the file's SHA-256.
+  /// Errors as Get; IOError reading the file.
+  Status PutFile(const HttpRequest& request, const RemoteOptions& options, const std::string& path);
+  /// HEAD: true for 2xx, false for 404. Errors as Get.
+  Result<bool> Exists(const HttpRequest& request, const RemoteOptions& options);
+  /// DELETE; a missing object is not an error (S3 answers 204 either way).
+  Status Delete(const HttpRequest& request, const RemoteOptions& options);
+
+  /// Body bytes received by this client (all tries, all requests).
+  int64_t bytes_received() const { return bytes_received_; }
+
+  struct Transfer;  // one request's state (http.cc)
+
+ private:
+  Status Perform(Transfer* transfer, const RemoteOptions& options);
+  Status Attempt(Transfer* transfer, const RemoteOptions& options, bool* retry);
+  void* curl_ = nullptr;  // CURL*, owned (curl_easy_cleanup in the destructor)
+  int64_t bytes_received_ = 0;
+};
+
+/// This thread's client (created on first use, freed at thread exit).
+HttpClient& ThreadHttpClient();
+
+}  // namespace mm::reader::internal

@@ -1,0 +1,99 @@
+// set_files.cc: see mm/internal/set_files.h.
+#include "mm/internal/set_files.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "mm/internal/file.h"
+#include "remote/cache.h"
+#include "remote/http.h"
+#include "remote/location.h"
+
+namespace mm::reader::internal {
+namespace {
+
+class LocalSetFiles final : public SetFiles {
+ public:
+  explicit LocalSetFiles(std::string dir) : dir_(std::move(dir)) {}
+  bool remote() const override { return false; }
+  const std::string& root() const override { return dir_; }
+  // As std::filesystem joins paths (an absolute name stays itself: the checks that follow
+  // refuse what is not a regular file of ours by what it is, as before sets could be remote).
+  std::string Display(const std::string& name) const override {
+    return (std::filesystem::path(dir_) / name).string();
+  }
+  Result<std::string> Read(const std::string& name, int64_t max_bytes) const override {
+    std::string bytes;
+    MM_RETURN_NOT_OK(ReadRegularFile(Display(name), &bytes, max_bytes));
+    return bytes;
+  }
+  Result<bool> Exists(const std::string& name) const override {
+    struct stat st;
+    return ::lstat(Display(name).c_str(), &st) == 0;
+  }
+  Result<LocalShardFile> Shard(const ShardEntry& entry) const override {
+    return LocalShardFile{Display(entry.file), nullptr};
+  }
+
+ private:
+  std::string dir_;
+};
+
+class RemoteSetFiles final : public SetFiles {
+ public:
+  RemoteSetFiles(Location location, RemoteOptions options, std::shared_ptr<CacheDir> cache)
+      : location_(std::move(location)), options_(std::move(options)), cache_(std::move(cache)) {}
+  bool remote() const override { return true; }
+  const std::string& root() const override { return location_.text; }
+  std::string Display(const std::string& name) const override { return location_.Display(name); }
+  Result<std::string> Read(const std::string& name, int64_t max_bytes) const override {
+    return ThreadHttpClient().GetText(Request(name), options_, max_bytes);
+  }
+  Result<bool> Exists(const std::string& name) const override {
+    return ThreadHttpClient().Exists(Request(name), options_);
+  }
+  Result<LocalShardFile> Shard(const ShardEntry& entry) const override {
+    const HttpRequest request = Request(entry.file);
+    auto fetch = [&](DownloadSink* sink) {
+      return ThreadHttpClient().Get(request, options_, sink, entry.bytes);
+    };
+    MM_ASSIGN_OR_RETURN(CachedFile file, cache_->Acquire(location_.text, entry, Display(entry.file),
+                                                         options_, fetch, &counters_));
+    LocalShardFile out;
+    out.path = file.path;
+    // The shared flock on the cached file is the pin: it lives as long as `hold`.
+    auto owned = std::make_shared<CachedFile>(std::move(file));
+    std::shared_ptr<CacheDir> cache = cache_;
+    out.hold = std::shared_ptr<const void>(owned.get(), [owned, cache](const void*) mutable {
+      owned.reset();
+      cache->Released();
+    });
+    return out;
+  }
+
+ private:
+  HttpRequest Request(const std::string& name) const {
+    HttpRequest request;
+    request.url = location_.FileUrl(name);
+    request.s3 = location_.kind == LocationKind::kS3 ? &location_.s3 : nullptr;
+    return request;
+  }
+  Location location_;
+  RemoteOptions options_;
+  std::shared_ptr<CacheDir> cache_;
+  mutable CacheCounters counters_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SetFiles>> SetFiles::Open(const std::string& location,
+                                                 const RemoteOptions& options) {
+  MM_ASSIGN_OR_RETURN(Location parsed, ParseLocation(location, S3Settings::FromEnvironment()));
+  if (!parsed.remote()) return std::unique_ptr<SetFiles>(new LocalSetFiles(location));
+  MM_ASSIGN_OR_RETURN(std::shared_ptr<CacheDir> cache, CacheDir::Get(options.cache_dir));
+  return std::unique_ptr<SetFiles>(
+      new RemoteSetFiles(std::move(parsed), options, std::move(cache)));
+}
+
+}  // namespace mm::reader::internal

@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""End-to-end: `mmpack info|verify|show|bench` and `mmtrain --shards` on remote sets, served by
+real servers on 127.0.0.1 only: s3rver (S3; installed into the build tree by the ctest fixture
+remote_servers_setup) and tests/remote/http_server.py (plain HTTP).
+
+s3rver checks the access key id and wants x-amz-content-sha256, but does NOT verify Signature
+V4 signatures (any secret is accepted): signing is checked by mm_reader_test
+(RemoteSet.SignatureV4IsVerifiedByASigningServer and the AWS test vector). Uploads here go
+through curl's own SigV4 signer (`curl --aws-sigv4`).
+"""
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as u  # noqa: E402
+
+SOURCE_DIR = os.environ.get("MM_SOURCE_DIR", "")
+NODE_DIR = os.environ.get("MM_NODE_DIR", "")
+MMTRAIN = os.path.join(u.BIN_DIR, "mmtrain")
+S3RVER = os.path.join(NODE_DIR, "node_modules", "s3rver", "bin", "s3rver.js")
+NODE = next((p for p in ("/usr/bin/node", "/usr/local/bin/node") if os.access(p, os.X_OK)), "")
+
+
+class Server:
+    """A server process started by the test, its port read from its log (bounded wait)."""
+
+    def __init__(self, argv, log, pattern):
+        self.log = log
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with open(log, "r", errors="replace") as f:
+                m = re.search(pattern, f.read(), re.M)
+            if m:
+                self.port = int(m.group(1))
+                self.url = "http://127.0.0.1:%d" % self.port
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError("%s did not start; log:\n%s" % (argv[1], open(log).read()))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def s3_env(endpoint, key="S3RVER", secret="S3RVER"):
+    env = dict(os.environ)
+    env.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": key,
+                "AWS_SECRET_ACCESS_KEY": secret, "AWS_REGION": "us-east-1"})
+    env.pop("AWS_SESSION_TOKEN", None)
+    return env
+
+
+def run(argv, env=None, timeout=u.TIMEOUT_S):
+    proc = subprocess.run([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env, timeout=timeout)
+    return u.Run([str(a) for a in argv[1:]], proc)
+
+
+def s3_put(endpoint, bucket, key, path):
+    """PUTs a file with curl's SigV4 signer (path style), as any S3 client would."""
+    sha = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    r = run(["curl", "-sS", "-f", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "S3RVER:S3RVER",
+             "-H", "x-amz-content-sha256: " + sha, "-T", path,
+             "%s/%s/%s" % (endpoint, bucket, key)])
+    if r.rc != 0:
+        raise AssertionError("upload of %s failed: %s" % (key, r))
+
+
+def upload_set(endpoint, bucket, prefix, local):
+    """Shards and the tokenizer first, index.json last (a reader never sees half a set)."""
+    names = sorted(n for n in os.listdir(local) if n != "index.json")
+    for name in names + ["index.json"]:
+        s3_put(endpoint, bucket, prefix + "/" + name, os.path.join(local, name))
+
+
+@unittest.skipIf(not NODE, "node is not installed: the S3 tests need it to run s3rver "
+                 "(tools/install-deps.sh installs nodejs)")
+class RemoteCliTest(u.TempDirTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not os.path.exists(S3RVER):
+            raise AssertionError(S3RVER + " is missing: ctest's fixture remote_servers_setup "
+                                 "installs it (see its output)")
+        cls.local = os.path.join(cls.tmp, "coco")
+        u.build(os.path.join(u.DATA_DIR, "coco-cc", "captions.jsonl"), cls.local,
+                "--samples-per-shard", "12", "--image-size", "64")
+        cls.s3 = Server([NODE, S3RVER, "-d", os.path.join(cls.tmp, "s3"), "-a", "127.0.0.1",
+                         "-p", "0", "--silent", "--configure-bucket", "bkt"],
+                        os.path.join(cls.tmp, "s3.log"), r"listening on 127\.0\.0\.1:([0-9]+)")
+        cls.addClassCleanup(cls.s3.stop)
+        upload_set(cls.s3.url, "bkt", "sets/coco", cls.local)
+        cls.env = s3_env(cls.s3.url)
+        cls.index = json.load(open(os.path.join(cls.local, "index.json")))
+
+    def cache(self, name):
+        return ["--cache-dir", os.path.join(self.tmp, "cache-" + name)]
+
+    def test_info_and_verify_read_s3_as_local(self):
+        local = u.mmpack("info", self.local)
+        remote = run([u.MMPACK, "info", "s3://bkt/sets/coco"] + self.cache("info"), self.env)
+        self.assertEqual(remote.rc, 0, str(remote))
+        strip = lambda text: text.split("\n", 1)[1]  # the first line names the set
+        self.assertEqual(strip(remote.stdout), strip(local.stdout))
+        self.assertIn("s3://bkt/sets/coco", remote.stdout.split("\n", 1)[0])
+        v = run([u.MMPACK, "verify", "s3://bkt/sets/coco"] + self.cache("verify"), self.env)
+        self.assertEqual(v.rc, 0, str(v))
+        self.assertIn("verify: OK: %d shards" % len(self.index["shards"]), v.stdout)
+
+    def test_show_reads_one_sample_from_s3_like_local(self):
+        want = u.mmpack("show", self.local, 30, "-o", os.path.join(self.tmp, "l.png"))
+        got = run([u.MMPACK, "show", "s3://bkt/sets/coco", 30, "-o",
+                   os.path.join(self.tmp, "r.png")] + self.cache("show"), self.env)
+        self.assertEqual(got.rc, 0, str(got))
+        lines = lambda r: [l for l in r.stdout.splitlines() if not l.startswith(("sample", "image"))]
+        self.assertEqual(lines(got), lines(want))
+        self.assertEqual(open(os.path.join(self.tmp, "r.png"), "rb").read(),
+                         open(os.path.join(self.tmp, "l.png"), "rb").read())
+        # Only the sample's shard came down.
+        cached = [f for _, _, fs in os.walk(os.path.join(self.tmp, "cache-show"))
+                  for f in fs if f.endswith(".h5")]
+        self.assertEqual(len(cached), 1, cached)
+
+    def test_bench_with_a_small_cache_switches_to_block_shuffle(self):
+        shard = max(s["bytes"] for s in self.index["shards"])
+        limit = 2 * shard + shard // 2  # two shards, never the whole set
+        b = run([u.MMPACK, "bench", "s3://bkt/sets/coco", "--seconds", "1", "--json", "--batch-size", 4,
+                 "--cache-limit", limit] + self.cache("bench"), self.env)
+        self.assertEqual(b.rc, 0, str(b))
+        self.assertIn("block shuffle", b.stderr)
+        figures = json.loads(b.stdout)
+        self.assertGreater(figures["samples"], 0)
+        self.assertLessEqual(figures["cache_peak_bytes"], limit)
+        g = run([u.MMPACK, "bench", "s3://bkt/sets/coco", "--seconds", "1", "--shuffle", "global",
+                 "--cache-limit", limit] + self.cache("bench"), self.env)
+        self.assertNotEqual(g.rc, 0, str(g))
+        self.assertIn("cache limit", g.stderr)
+
+    def test_wrong_key_and_missing_set_fail_in_one_line_naming_the_url(self):
+        bad = run([u.MMPACK, "info", "s3://bkt/sets/coco"] + self.cache("bad"),
+                  s3_env(self.s3.url, key="NOBODY"))
+        self.assertNotEqual(bad.rc, 0)
+        self.assertEqual(len(bad.stderr.strip().splitlines()), 1, bad.stderr)
+        self.assertIn("/bkt/sets/coco/index.json", bad.stderr)
+        self.assertIn("InvalidAccessKeyId", bad.stderr)
+        missing = run([u.MMPACK, "verify", "s3://bkt/nothing"] + self.cache("bad"), self.env)
+        self.assertNotEqual(missing.rc, 0)
+        self.assertIn("NotFound", missing.stderr)
+        self.assertIn("/bkt/nothing/index.json", missing.stderr)
+
+    def test_verify_names_a_corrupted_remote_shard(self):
+        # A copy of the set whose second shard differs in one byte from what index.json says.
+        bad = os.path.join(self.tmp, "bad")
+        u.subprocess.run(["cp", "-r", self.local, bad], check=True)
+        path = os.path.join(bad, self.index["shards"][1]["file"])
+        data = bytearray(open(path, "rb").read())
+        data[len(data) // 2] ^= 0xFF
+        open(path, "wb").write(bytes(data))
+        upload_set(self.s3.url, "bkt", "sets/bad", bad)
+        v = run([u.MMPACK, "verify", "s3://bkt/sets/bad"] + self.cache("corrupt"), self.env)
+        self.assertNotEqual(v.rc, 0, str(v))
+        self.assertIn("Corruption", v.stderr)
+        self.assertIn("s3://bkt/sets/bad/" + self.index["shards"][1]["file"], v.stderr)
+
+    def test_http_set_reads_and_verifies(self):
+        www = os.path.join(self.tmp, "www")
+        os.makedirs(www, exist_ok=True)
+        u.subprocess.run(["cp", "-r", self.local, os.path.join(www, "coco")], check=True)
+        http = Server(["/usr/bin/python3", os.path.join(SOURCE_DIR, "tests/remote/http_server.py"),
+                       "--root", www], os.path.join(self.tmp, "http.log"), r"^([0-9]+)$")
+        self.addCleanup(http.stop)
+        v = run([u.MMPACK, "verify", http.url + "/coco"] + self.cache("http"))
+        self.assertEqual(v.rc, 0, str(v))
+        s = run([u.MMPACK, "show", http.url + "/coco/", 3, "-o", os.path.join(self.tmp, "h.png")]
+                + self.cache("http"))
+        self.assertEqual(s.rc, 0, str(s))
+
+    @unittest.skipIf(not os.access(MMTRAIN, os.X_OK), "mmtrain is not built (MM_BUILD_TRAINER)")
+    def test_mmtrain_trains_from_s3_within_a_small_cache(self):
+        shard = max(s["bytes"] for s in self.index["shards"])
+        limit = 2 * shard + shard // 2
+        out = os.path.join(self.tmp, "run")
+        t = run([MMTRAIN, "--shards", "s3://bkt/sets/coco", "--out", out, "--steps", 3,
+                 "--batch-size", 8, "--dim", 64, "--layers", 1, "--heads", 4, "--patch", 16,
+                 "--threads", 1, "--loader-threads", 1, "--seed", 7, "--quiet",
+                 "--cache-limit", limit] + self.cache("train"), self.env, timeout=600)
+        self.assertEqual(t.rc, 0, str(t))
+        self.assertIn("block shuffle", t.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "summary.json")))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,316 @@
+// The cache of remote shards (reader/src/remote/cache.h) against a real HTTP server on
+// 127.0.0.1: the byte limit, LRU eviction that spares pinned shards, waiting for room, stale
+// temporary files, two processes sharing one directory, and a Loader reading a remote set
+// through a cache smaller than the set.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "mm/reader.h"
+#include "remote_util.h"
+
+namespace mm::reader {
+namespace {
+
+using mm::testing::CocoSet;
+using mm::testing::CountLogLines;
+using mm::testing::ScopedEnv;
+using mm::testing::StartHttpServer;
+using mm::testing::TempDir;
+
+// A local coco set in 12-sample shards served over HTTP, and the shards' sizes.
+struct Served {
+  TempDir tmp{"mm_cache"};
+  std::string local = CocoSet(testing::SmallShards());
+  std::unique_ptr<testing::ServerProcess> http;
+  std::vector<int64_t> bytes;  // per shard
+  std::string url() const { return http->url() + "/coco"; }
+  std::string log() const { return tmp / "requests.log"; }
+  explicit Served(std::vector<std::string> extra = {}) {
+    testing::Mirror(local, tmp / "www/coco");
+    extra.insert(extra.end(), {"--log", log()});
+    auto started = StartHttpServer(tmp / "www", extra);
+    EXPECT_TRUE(started.ok()) << started.status().ToString();
+    if (started.ok()) http = std::move(started).value();
+    auto set = ShardSet::Open(local);
+    for (const ShardEntry& e : (*set)->info().shards) bytes.push_back(e.bytes);
+  }
+};
+
+std::set<std::string> CachedShardNames(const std::string& cache) {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cache)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() == ".h5") names.insert(name.substr(17));  // after "<xxh3>."
+  }
+  return names;
+}
+
+TEST(RemoteCache, NeverHoldsMoreThanItsLimitNorEvictsAPinnedShard) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  const int64_t limit = s.bytes[0] + s.bytes[1] + std::max(s.bytes[2], s.bytes[3]);
+  OpenOptions o = testing::CacheOptions(s.tmp / "cache", limit);
+  o.remote.cache_wait_s = 1;
+  auto set = ShardSet::Open(s.url(), o);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  auto p0 = (*set)->PinShard(0), p1 = (*set)->PinShard(1);
+  ASSERT_TRUE(p0.ok() && p1.ok());
+  { ASSERT_TRUE((*set)->PinShard(2).ok()); }  // pinned, then released: evictable
+  auto p3 = (*set)->PinShard(3);              // room only by evicting shard 2
+  ASSERT_TRUE(p3.ok()) << p3.status().ToString();
+  EXPECT_EQ(CachedShardNames(s.tmp / "cache"),
+            (std::set<std::string>{"shard-000000.h5", "shard-000001.h5", "shard-000003.h5"}));
+  int64_t held = 0;
+  testing::CachedFiles(s.tmp / "cache", &held);
+  EXPECT_LE(held, limit);
+  EXPECT_EQ((*set)->cache_stats().evictions, 1);
+
+  // Shards 0, 1 and 3 pinned: no room for 2, and the pin says so after cache_wait_s.
+  auto p2 = (*set)->PinShard(2);
+  ASSERT_FALSE(p2.ok());
+  EXPECT_EQ(p2.status().code(), StatusCode::kIOError);
+  EXPECT_NE(p2.status().message().find("no room for " + s.url() + "/shard-000002.h5"),
+            std::string::npos)
+      << p2.status().ToString();
+  EXPECT_NE(p2.status().message().find("pinned by readers"), std::string::npos);
+
+  // Shard 3 released while another thread waits for room: the wait ends with the pin.
+  OpenOptions patient = o;
+  patient.remote.cache_wait_s = 30;
+  auto set2 = ShardSet::Open(s.url(), patient);
+  ASSERT_TRUE(set2.ok());
+  Result<ShardPin> waited = Status::Internal("not run");
+  std::thread waiter([&] { waited = (*set2)->PinShard(2); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  p3 = ShardPin();
+  waiter.join();
+  EXPECT_TRUE(waited.ok()) << waited.status().ToString();
+  EXPECT_EQ(CachedShardNames(s.tmp / "cache"),
+            (std::set<std::string>{"shard-000000.h5", "shard-000001.h5", "shard-000002.h5"}));
+  EXPECT_LE((*set)->cache_stats().peak_bytes, limit);
+  EXPECT_LE((*set2)->cache_stats().peak_bytes, limit);
+}
+
+// A pin held by another open file description (as another process holds it) is respected too:
+// eviction takes an exclusive flock without waiting, and skips what it cannot lock.
+TEST(RemoteCache, AShardLockedElsewhereIsNotEvicted) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  const int64_t limit = s.bytes[0] + std::max(s.bytes[1], s.bytes[2]);
+  OpenOptions o = testing::CacheOptions(s.tmp / "cache", limit);
+  o.remote.cache_wait_s = 1;
+  auto set = ShardSet::Open(s.url(), o);
+  ASSERT_TRUE(set.ok());
+  { ASSERT_TRUE((*set)->PinShard(0).ok()); }
+  std::string path;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(s.tmp / "cache")) {
+    if (e.path().extension() == ".h5") path = e.path().string();
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_SH), 0);  // "another reader" pins shard 0
+  { ASSERT_TRUE((*set)->PinShard(1).ok()); }
+  auto p2 = (*set)->PinShard(2);  // would need shard 0 or 1 gone: 1 goes, 0 stays
+  EXPECT_TRUE(p2.ok()) << p2.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(path));
+  ::close(fd);
+}
+
+TEST(RemoteCache, TemporaryFilesOfDeadDownloadsAreRemoved) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  OpenOptions o = testing::CacheOptions(s.tmp / "cache", int64_t{1} << 30);
+  auto set = ShardSet::Open(s.url(), o);
+  ASSERT_TRUE(set.ok());
+  { ASSERT_TRUE((*set)->PinShard(0).ok()); }  // makes the set's cache directory
+  std::string set_dir;
+  for (const auto& e : std::filesystem::directory_iterator(s.tmp / "cache/sets")) {
+    set_dir = e.path().string();
+  }
+  const std::string dead = set_dir + "/0123456789abcdef.shard-000009.h5.part.999999.0";
+  const std::string live = set_dir + "/0123456789abcdef.shard-000008.h5.part.999998.0";
+  const std::string foreign = set_dir + "/notes.txt";  // not the cache's: never touched
+  testing::WriteFile(dead, std::string(1000, 'x'));
+  testing::WriteFile(live, std::string(1000, 'x'));
+  testing::WriteFile(foreign, "mine");
+  const int fd = ::open(live.c_str(), O_RDONLY);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);     // a download in progress holds its file
+  ASSERT_TRUE((*set)->PinShard(1).ok());  // a reservation scans the directory
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(foreign));
+  ::close(fd);
+}
+
+// Run only as a child of SharedByTwoProcessesDownloadsEachShardOnce: opens the set and pins
+// every shard from two threads at once, reading one image of each.
+TEST(RemoteCacheHelper, PinEveryShard) {
+  const char* url = std::getenv("MM_CACHE_HELPER_URL");
+  if (!url) GTEST_SKIP() << "a helper of RemoteCache.SharedByTwoProcessesDownloadsEachShardOnce";
+  auto set = ShardSet::Open(url, testing::CacheOptions(std::getenv("MM_CACHE_HELPER_DIR")));
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  std::vector<uint8_t> image((*set)->image_bytes());
+  auto pin_all = [&](bool backwards) {
+    for (size_t i = 0; i < (*set)->num_shards(); ++i) {
+      const size_t k = backwards ? (*set)->num_shards() - 1 - i : i;
+      auto pin = (*set)->PinShard(k);
+      ASSERT_TRUE(pin.ok()) << pin.status().ToString();
+    }
+  };
+  std::thread other(pin_all, true);
+  pin_all(false);
+  other.join();
+  for (int64_t i = 0; i < (*set)->num_samples(); ++i) {
+    auto pin = (*set)->PinSample(i);
+    ASSERT_TRUE(pin.ok());
+    ASSERT_TRUE((*set)->ReadImage(i, image.data()).ok());
+  }
+}
+
+TEST(RemoteCache, SharedByTwoProcessesDownloadsEachShardOnce) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  std::vector<pid_t> children;
+  for (int c = 0; c < 2; ++c) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::setenv("MM_CACHE_HELPER_URL", s.url().c_str(), 1);
+      ::setenv("MM_CACHE_HELPER_DIR", (s.tmp / "cache").c_str(), 1);
+      ::execl("/proc/self/exe", "mm_reader_test", "--gtest_filter=RemoteCacheHelper.PinEveryShard",
+              static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "helper failed: " << status;
+  }
+  for (size_t k = 0; k < s.bytes.size(); ++k) {
+    char name[64];
+    std::snprintf(name, sizeof name, "shard-%06zu.h5 200", k);
+    EXPECT_EQ(CountLogLines(s.log(), name), 1) << name << " fetched more than once";
+  }
+}
+
+// --- A Loader over a remote set through a bounded cache ---
+
+TEST(RemoteLoader, BlockShuffleReadsEveryItemOnceWithinTheCacheLimit) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  const int64_t largest = *std::max_element(s.bytes.begin(), s.bytes.end());
+  // Room for the window read and the next at W = 1, and the 3-sample last shard that a batch
+  // of 5 may read between them.
+  const int64_t limit = 2 * largest + s.bytes[4];
+  auto remote = ShardSet::Open(s.url(), testing::CacheOptions(s.tmp / "cache", limit));
+  ASSERT_TRUE(remote.ok());
+  LoaderOptions o;
+  o.shuffle_mode = ShuffleMode::kBlock;
+  o.shuffle_window = 1;  // the local set has no cache limit to derive it from
+  o.batch_size = 5;
+  testing::ExpectSameBatches(*ShardSet::Open(s.local), *remote, /*epochs=*/3, o);
+  const CacheStats stats = (*remote)->cache_stats();
+  EXPECT_LE(stats.peak_bytes, limit);
+  int64_t held = 0;
+  testing::CachedFiles(s.tmp / "cache", &held);
+  EXPECT_LE(held, limit);
+  // Each epoch reads each shard in one window: about one download per shard per epoch (the
+  // next epoch's first window is fetched ahead, so at most one more in all).
+  EXPECT_GE(stats.downloads, 3 * static_cast<int64_t>(s.bytes.size()) - 3);
+  EXPECT_LE(stats.downloads, 3 * static_cast<int64_t>(s.bytes.size()) + 1);
+}
+
+TEST(RemoteLoader, AutoShuffleBecomesBlockWhenTheSetDoesNotFit) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  const int64_t largest = *std::max_element(s.bytes.begin(), s.bytes.end());
+  auto remote = ShardSet::Open(s.url(), testing::CacheOptions(s.tmp / "cache", 5 * largest / 2));
+  ASSERT_TRUE(remote.ok());
+  LoaderOptions o;
+  o.batch_size = 4;
+  auto loader = Loader::Create(*remote, o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  EXPECT_EQ((*loader)->options().shuffle_mode, ShuffleMode::kBlock);
+  EXPECT_EQ((*loader)->options().shuffle_window, 1);
+  EXPECT_NE((*loader)->notice().find("block shuffle over windows of 1 shards"), std::string::npos)
+      << (*loader)->notice();
+  EXPECT_EQ((*loader)->state().order, "block");
+
+  // Explicitly global: refused, naming the sizes. A window that does not fit: refused.
+  o.shuffle_mode = ShuffleMode::kGlobal;
+  auto global = Loader::Create(*remote, o);
+  ASSERT_FALSE(global.ok());
+  EXPECT_NE(global.status().message().find("global shuffle reads any shard at any time"),
+            std::string::npos);
+  o.shuffle_mode = ShuffleMode::kBlock;
+  o.shuffle_window = 2;
+  auto wide = Loader::Create(*remote, o);
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("at most 1 shards fit"), std::string::npos)
+      << wide.status().ToString();
+
+  // The whole set fits: auto stays global.
+  auto roomy = ShardSet::Open(s.url(), testing::CacheOptions(s.tmp / "cache", int64_t{1} << 30));
+  o = LoaderOptions();
+  auto fits = Loader::Create(*roomy, o);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_EQ((*fits)->options().shuffle_mode, ShuffleMode::kGlobal);
+  EXPECT_TRUE((*fits)->notice().empty());
+}
+
+TEST(RemoteLoader, LimitBelowTwoShardsIsAClearError) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  const int64_t largest = *std::max_element(s.bytes.begin(), s.bytes.end());
+  auto remote = ShardSet::Open(s.url(), testing::CacheOptions(s.tmp / "cache", largest + 1));
+  ASSERT_TRUE(remote.ok());
+  auto loader = Loader::Create(*remote, LoaderOptions());
+  ASSERT_FALSE(loader.ok());
+  EXPECT_EQ(loader.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(loader.status().message().find("cannot hold what one batch of 32 may read at once"),
+            std::string::npos)
+      << loader.status().ToString();
+  EXPECT_NE(loader.status().message().find("raise the limit to at least"), std::string::npos);
+}
+
+// A shard that cannot be fetched fails the batch that needs it, naming the URL; the loader
+// goes on to the next batch.
+TEST(RemoteLoader, AShardThatCannotBeFetchedFailsItsBatchNamingTheUrl) {
+  Served s({"--fail", "*/shard-000002.h5:404:always"});
+  ASSERT_TRUE(s.http);
+  auto remote = ShardSet::Open(s.url(), testing::CacheOptions(s.tmp / "cache"));
+  ASSERT_TRUE(remote.ok());
+  LoaderOptions o;
+  o.shuffle = false;
+  o.batch_size = 12;
+  auto loader = Loader::Create(*remote, o);
+  ASSERT_TRUE(loader.ok());
+  int good = 0, failed = 0;
+  for (int step = 0; step < 5; ++step) {
+    auto b = (*loader)->Next();
+    if (b.ok() && *b) ++good;
+    if (!b.ok()) {
+      ++failed;
+      EXPECT_TRUE(b.status().IsNotFound()) << "step " << step << ": " << b.status().ToString();
+      EXPECT_NE(b.status().message().find("/coco/shard-000002.h5"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(good, 3);  // 51 samples: 4 batches of 12, the last 3 samples dropped
+}
+
+}  // namespace
+}  // namespace mm::reader
