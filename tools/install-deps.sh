@@ -16,6 +16,7 @@ PACKAGES=(
   libopenblas0-openmp  # LibTorch CPU GEMM: the default reference libblas is ~4x slower
   python3-h5py python3-numpy python3-pil python3-torch python3-torchvision python3-sentencepiece
   python3-dev pybind11-dev python3-pybind11 python3-pytest  # the Python module (reader/python)
+  python3-matplotlib  # mmtrain plot (curves.png)
 )
 
 missing=()

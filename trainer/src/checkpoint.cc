@@ -1,27 +1,44 @@
 #include "checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
+#include "files.h"
+#include "mm/internal/checksum.h"
 
 namespace mm::train {
 
 namespace {
 
-void FsyncPath(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
+constexpr char kTrailerPrefix[] = "mmtrain-checkpoint 1 xxh3-64 ";
+constexpr size_t kTrailerSize = sizeof(kTrailerPrefix) - 1 + 16 + 7 + 20 + 1;  // 73
+
+/// The trailer line of `archive` (see checkpoint.h).
+std::string Trailer(const std::string& archive) {
+  char size[32];
+  std::snprintf(size, sizeof size, " bytes %020" PRIu64 "\n",
+                static_cast<uint64_t>(archive.size()));
+  return kTrailerPrefix + Xxh3Hex(archive.data(), archive.size()) + size;
 }
 
-std::string DirName(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+/// Splits `file` into archive and trailer and checks them; throws naming `path`.
+std::string VerifiedArchive(std::string file, const std::string& path) {
+  const std::string refused = "checkpoint " + path + " ";
+  if (file.size() < kTrailerSize ||
+      file.compare(file.size() - kTrailerSize, sizeof(kTrailerPrefix) - 1, kTrailerPrefix) != 0) {
+    throw std::runtime_error(refused +
+                             "has no mmtrain checksum trailer: not an mmtrain checkpoint, cut "
+                             "short, or written by an mmtrain before checksums");
+  }
+  const std::string trailer = file.substr(file.size() - kTrailerSize);
+  file.resize(file.size() - kTrailerSize);
+  if (Trailer(file) != trailer) {
+    throw std::runtime_error(refused + "is damaged: its XXH3-64 or length does not match its " +
+                             "trailer (" + trailer.substr(0, kTrailerSize - 1) + ")");
+  }
+  return file;
 }
 
 void WriteMeta(torch::serialize::OutputArchive& a, const CheckpointMeta& m) {
@@ -32,6 +49,8 @@ void WriteMeta(torch::serialize::OutputArchive& a, const CheckpointMeta& m) {
   a.write("meta/loader_state", c10::IValue(m.loader_state));
   a.write("meta/config", c10::IValue(m.config));
   a.write("meta/model_config", c10::IValue(m.model_config));
+  a.write("meta/shards_identity", c10::IValue(m.shards_identity));
+  a.write("meta/world_size", c10::IValue(m.world_size));
 }
 
 CheckpointMeta ReadMeta(torch::serialize::InputArchive& a) {
@@ -51,6 +70,10 @@ CheckpointMeta ReadMeta(torch::serialize::InputArchive& a) {
   m.config = v.toStringRef();
   a.read("meta/model_config", v);
   m.model_config = v.toStringRef();
+  a.read("meta/shards_identity", v);
+  m.shards_identity = v.toStringRef();
+  a.read("meta/world_size", v);
+  m.world_size = v.toInt();
   return m;
 }
 
@@ -69,33 +92,35 @@ void SaveCheckpoint(const std::string& path, Coca& model, torch::optim::Optimize
   archive.write("scaler/growth_tracker", scaler_state[1]);
   archive.write("rng", at::detail::getDefaultCPUGenerator().get_state());
   WriteMeta(archive, meta);
+  std::string bytes;
+  archive.save_to([&bytes](const void* data, size_t n) {
+    bytes.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  bytes += Trailer(bytes);
+  WriteFileAtomically(path, bytes);
+}
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+Checkpoint Checkpoint::Read(const std::string& path) {
+  const uint64_t memory = PhysicalMemoryBytes();
+  Checkpoint c;
+  c.path_ = path;
+  const int64_t limit = memory ? static_cast<int64_t>(memory / 2) : -1;
+  c.archive_ = VerifiedArchive(ReadWholeFile(path, limit, "reading checkpoint"), path);
   try {
-    archive.save_to(tmp);
+    torch::serialize::InputArchive archive;
+    archive.load_from(c.archive_.data(), c.archive_.size());
+    c.meta_ = ReadMeta(archive);
   } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write checkpoint " + tmp + ": " + e.what());
+    throw std::runtime_error("checkpoint " + path + " cannot be parsed: " + e.what());
   }
-  FsyncPath(tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + err);
-  }
-  FsyncPath(DirName(path));
+  return c;
 }
 
-CheckpointMeta ReadCheckpointMeta(const std::string& path) {
+void Checkpoint::Restore(Coca& model, torch::optim::Optimizer& optimizer,
+                         LossScaler& scaler) const {
   torch::serialize::InputArchive archive;
-  archive.load_from(path);
-  return ReadMeta(archive);
-}
-
-CheckpointMeta LoadCheckpoint(const std::string& path, Coca& model,
-                              torch::optim::Optimizer& optimizer, LossScaler& scaler) {
-  torch::serialize::InputArchive archive;
-  archive.load_from(path);
+  archive.load_from(archive_.data(), archive_.size());
   torch::serialize::InputArchive model_archive, optim_archive;
   archive.read("model", model_archive);
   archive.read("optimizer", optim_archive);
@@ -106,12 +131,9 @@ CheckpointMeta LoadCheckpoint(const std::string& path, Coca& model,
   archive.read("scaler/growth_tracker", tracker);
   scaler.LoadState({scale, tracker});
   archive.read("rng", rng);
-  {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(rng);
-  }
-  return ReadMeta(archive);
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(rng);
 }
 
 }  // namespace mm::train

@@ -75,6 +75,7 @@ DistEnv ReadDistEnv(const std::function<const char*(const char*)>& getenv_fn) {
 struct Distributed::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
+  torch::Device device{torch::kCPU};  // where the group's collectives run (NCCL: the GPU)
 };
 
 Distributed::Distributed(const DistEnv& env, const torch::Device& device,
@@ -146,6 +147,7 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
 #endif
   }
   impl_->group = group;
+  impl_->device = device;
 }
 
 Distributed::~Distributed() = default;
@@ -154,8 +156,22 @@ c10::intrusive_ptr<c10d::ProcessGroup> Distributed::group() const { return impl_
 
 void Distributed::AllReduceSum(torch::Tensor& t) {
   if (!enabled()) return;
-  std::vector<torch::Tensor> v{t};
+  // NCCL reduces device tensors only: host figures (token counts, losses) make the trip.
+  std::vector<torch::Tensor> v{t.device() == impl_->device ? t : t.to(impl_->device)};
   impl_->group->allreduce(v)->wait();
+  if (!v[0].is_same(t)) t.copy_(v[0]);
+}
+
+std::vector<torch::Tensor> Distributed::AllGather(const torch::Tensor& t) {
+  if (!enabled()) return {t};
+  std::vector<torch::Tensor> in{t.to(impl_->device).contiguous()};  // NCCL: device tensors only
+  std::vector<std::vector<torch::Tensor>> out(1);
+  for (int r = 0; r < world_size(); ++r) out[0].push_back(torch::empty_like(in[0]));
+  impl_->group->allgather(out, in)->wait();
+  if (t.device() != impl_->device) {
+    for (auto& o : out[0]) o = o.to(t.device());
+  }
+  return out[0];
 }
 
 void Distributed::Broadcast(const std::vector<torch::Tensor>& tensors) {

@@ -62,8 +62,12 @@ class Distributed {
   const DistEnv& env() const { return env_; }
   c10::intrusive_ptr<c10d::ProcessGroup> group() const;
 
-  /// In-place sum over ranks of a dense tensor.
+  /// In-place sum over ranks of a dense tensor (copied to the group's device and back when it
+  /// lies elsewhere: NCCL reduces GPU tensors only).
   void AllReduceSum(torch::Tensor& t);
+  /// Every rank's `t` (same shape and dtype on all ranks), in rank order, on t's device; {t}
+  /// without a group.
+  std::vector<torch::Tensor> AllGather(const torch::Tensor& t);
   /// Copies rank 0's values of every tensor into all ranks (one flattened broadcast).
   void Broadcast(const std::vector<torch::Tensor>& tensors);
   void Barrier();

@@ -2,23 +2,51 @@
 //
 //   mmtrain --shards OUT --val-shards VAL --out RUN [--steps N] [--amp bf16] ...
 //   mpirun -n 2 mmtrain ...            (or torchrun / srun; see distributed.h)
+//   mmtrain plot RUN [RUN_B] -o curves.png
+//
+// Includes no LibTorch header.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <sstream>
+#include <string>
+#include <vector>
 
-#include "trainer.h"
+#include "plot.h"
+#include "train.h"
+
+namespace {
+
+/// `mmtrain plot RUN [RUN_B] -o PNG`: one line and status 1 on any error.
+int PlotMain(int argc, char** argv) {
+  CLI::App app{"mmtrain plot: training curves of one run, or two overlaid, as a PNG",
+               "mmtrain plot"};
+  std::vector<std::string> runs;
+  std::string png;
+  app.add_option("runs", runs, "run directories (--out of mmtrain), one or two")
+      ->required()
+      ->expected(1, 2);
+  app.add_option("-o,--output", png, "PNG file to write")->required();
+  CLI11_PARSE(app, argc, argv);
+  const std::string error = mm::train::PlotRuns(runs, png);
+  if (error.empty()) return 0;
+  std::fprintf(stderr, "mmtrain plot: error: %s\n", error.c_str());
+  return 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "plot") return PlotMain(argc - 1, argv + 1);
   mm::train::TrainConfig c;
   CLI::App app{"mmtrain: train a CoCa-style model (contrastive + captioning) on mmpack shards"};
   app.option_defaults()->always_capture_default();  // --help shows every default
+  app.footer("Curves: mmtrain plot RUN [RUN_B] -o curves.png (mmtrain plot --help)");
   std::string loss_weights = "1,1";
   app.add_option("--shards", c.shards,
                  "training shard set: a directory with index.json, s3://BUCKET/PREFIX or "
-                 "http(s)://URL (S3: AWS_* variables)")
-      ->required();
+                 "http(s)://URL (S3: AWS_* variables); on --resume: the checkpoint's");
   app.add_option("--val-shards", c.val_shards, "validation shard set (as --shards)");
   app.add_option("--cache-dir", c.cache_dir,
                  "cache of remote sets' shards (empty: $XDG_CACHE_HOME/mmpack)");
@@ -42,6 +70,9 @@ int main(int argc, char** argv) {
   app.add_option("--heads", c.heads, "attention heads");
   app.add_option("--patch", c.patch, "ViT patch side in pixels");
   app.add_option("--loss-weights", loss_weights, "\"contrastive,caption\" weights");
+  app.add_flag("--local-loss", c.local_loss,
+               "contrastive loss of this rank's rows against all gathered columns (B x N logits "
+               "instead of N x N; the same gradient)");
   app.add_option("--amp", c.amp, "off | bf16 | fp16 (fp16 needs CUDA)");
   app.add_option("--device", c.device, "cpu | cuda | cuda:N");
   app.add_option("--batch-size", c.batch_size, "items per micro-batch per rank");
@@ -61,7 +92,10 @@ int main(int argc, char** argv) {
   app.add_option("--patience", c.patience,
                  "stop after this many evaluations without "
                  "val-loss improvement (0: never)");
-  app.add_option("--resume", c.resume, "checkpoint to continue from");
+  app.add_option("--resume", c.resume,
+                 "checkpoint to continue from; flags not given come from its config");
+  app.add_flag("--resume-override", c.resume_override,
+               "resume although a given flag changes the optimisation or --shards is another set");
   app.add_option("--stop-after", c.stop_after,
                  "stop after this step, keeping the schedule of "
                  "--steps (to test --resume)");
@@ -83,9 +117,16 @@ int main(int argc, char** argv) {
                "benchmark baseline: train on the first step's batches every step (no reading)");
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() > 0 && !opt->get_lnames().empty())
+      c.given.push_back("--" + opt->get_lnames()[0]);
+  }
   int rank = 0;
   try {
     rank = mm::train::RankFromEnvironment();
+    if (c.shards.empty() && c.resume.empty()) {
+      throw std::invalid_argument("--shards is required (or --resume, which knows it)");
+    }
     char comma = 0;
     std::istringstream lw(loss_weights);
     if (!(lw >> c.w_contrastive >> comma >> c.w_caption) || comma != ',' || c.w_contrastive < 0 ||
@@ -95,7 +136,6 @@ int main(int argc, char** argv) {
           "\"contrastive,caption\", not '" +
           loss_weights + "'");
     }
-    if (c.eval_every == 0 && !c.val_shards.empty()) c.eval_every = 1LL << 62;  // end only
     mm::train::Train(c);
   } catch (const std::exception& e) {
     // One line; the first line of a c10::Error (its backtrace follows on later lines).

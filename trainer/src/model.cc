@@ -1,24 +1,10 @@
 #include "model.h"
 
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 namespace mm::train {
 
 namespace F = torch::nn::functional;
-
-std::string ModelConfig::ToJson() const {
-  nlohmann::json j = {{"dim", dim},
-                      {"layers", layers},
-                      {"heads", heads},
-                      {"patch", patch},
-                      {"image_size", image_size},
-                      {"vocab_size", vocab_size},
-                      {"max_tokens", max_tokens},
-                      {"embed_dim", embed_dim},
-                      {"mlp_ratio", mlp_ratio}};
-  return j.dump();
-}
 
 AttentionImpl::AttentionImpl(int64_t dim, int64_t heads) : heads_(heads) {
   TORCH_CHECK(dim % heads == 0, "--dim ", dim, " is not a multiple of --heads ", heads);
@@ -135,9 +121,11 @@ CocaOutput CocaImpl::forward(const torch::Tensor& images, const torch::Tensor& t
   auto x = txt;
   for (auto& m : *fusion_blocks_) x = m->as<Block>()->forward(x, img);
   out.logits = F::linear(fusion_ln_(x), token_emb_->weight);  // [B,L,V], tied LM head
-  out.logit_scale = log_scale_.clamp_max(std::log(100.0)).exp();
+  out.logit_scale = LogitScale();
   return out;
 }
+
+torch::Tensor CocaImpl::LogitScale() { return log_scale_.clamp_max(std::log(100.0)).exp(); }
 
 std::pair<torch::Tensor, torch::Tensor> CocaImpl::Embed(const torch::Tensor& images,
                                                         const torch::Tensor& tokens,

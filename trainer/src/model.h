@@ -23,20 +23,9 @@
 
 #include <string>
 
-namespace mm::train {
+#include "config.h"
 
-struct ModelConfig {
-  int64_t dim = 128;         // D: width of every transformer
-  int64_t layers = 2;        // blocks in each of image encoder, text encoder, fusion decoder
-  int64_t heads = 4;         // attention heads (dim % heads == 0)
-  int64_t patch = 32;        // P: patch side in pixels
-  int64_t image_size = 224;  // H == W of the shards, pixels
-  int64_t vocab_size = 0;    // V: from the shard set's index
-  int64_t max_tokens = 77;   // longest caption, bos/eos included: position-embedding rows
-  int64_t embed_dim = 128;   // E: joint contrastive embedding
-  int64_t mlp_ratio = 4;
-  std::string ToJson() const;
-};
+namespace mm::train {
 
 /// Multi-head attention on [B, T, D] (batch first). `causal` masks keys after the query.
 class AttentionImpl : public torch::nn::Module {
@@ -80,7 +69,9 @@ class CocaImpl : public torch::nn::Module {
   /// images [B,3,H,W] float (normalised), tokens [B,L] int64, lengths [B] int64 (>= 1).
   CocaOutput forward(const torch::Tensor& images, const torch::Tensor& tokens,
                      const torch::Tensor& lengths);
-  /// The pooled embeddings only (no decoder): for retrieval evaluation.
+  /// exp(learnable log-temperature) clamped to <= 100: [] float32 (what forward returns).
+  torch::Tensor LogitScale();
+  /// The pooled embeddings only (no decoder), the same values forward returns: [B,E] each.
   std::pair<torch::Tensor, torch::Tensor> Embed(const torch::Tensor& images,
                                                 const torch::Tensor& tokens,
                                                 const torch::Tensor& lengths);

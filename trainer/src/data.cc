@@ -1,0 +1,82 @@
+#include "data.h"
+
+#include <nlohmann/json.hpp>
+
+#include "mm/internal/checksum.h"
+#include "model.h"
+
+namespace mm::train {
+
+namespace {
+
+// CLIP's image normalisation (Radford et al. 2021), RGB.
+constexpr double kMean[3] = {0.48145466, 0.4578275, 0.40821073};
+constexpr double kStd[3] = {0.26862954, 0.26130258, 0.27577711};
+
+}  // namespace
+
+void ThrowIfError(const Status& st, const std::string& what) {
+  if (!st.ok()) throw std::runtime_error(what + ": " + st.ToString());
+}
+
+std::string SetIdentity(const reader::SetInfo& info) {
+  std::string shards;
+  for (const auto& e : info.shards) {
+    shards += e.file + "\t" + std::to_string(e.samples) + "\t" + e.xxh3_64 + "\n";
+  }
+  return nlohmann::json({{"tokenizer_sha256", info.tokenizer_sha256},
+                         {"vocab_size", info.vocab_size},
+                         {"samples", info.num_samples},
+                         {"shards_xxh3_64", Xxh3Hex(shards.data(), shards.size())}})
+      .dump();
+}
+
+std::string DescribeSet(const std::string& identity) {
+  const auto j = nlohmann::json::parse(identity, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "(no identity recorded)";
+  return std::to_string(j.value("samples", int64_t{0})) + " samples, shards XXH3-64 " +
+         j.value("shards_xxh3_64", std::string("?")) + ", tokenizer SHA-256 " +
+         j.value("tokenizer_sha256", std::string("?")).substr(0, 12) + "...";
+}
+
+DeviceBatch ToDevice(const reader::Batch& b, const torch::Device& device, int64_t max_tokens) {
+  DeviceBatch d;
+  auto img = torch::from_blob(const_cast<uint8_t*>(b.images.data()), {b.size, b.height, b.width, 3},
+                              torch::kUInt8);
+  // uint8 crosses to the device (4x fewer bytes than float), then is normalised there.
+  img = img.to(device, /*non_blocking=*/false, /*copy=*/true).permute({0, 3, 1, 2});
+  auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  auto mean = torch::tensor({kMean[0], kMean[1], kMean[2]}, opts).view({1, 3, 1, 1});
+  auto stdv = torch::tensor({kStd[0], kStd[1], kStd[2]}, opts).view({1, 3, 1, 1});
+  d.images = ((img.to(torch::kFloat) / 255.0 - mean) / stdv).contiguous();
+  const int64_t l = std::min<int64_t>(b.max_length, max_tokens);
+  auto tok =
+      torch::from_blob(const_cast<int32_t*>(b.tokens.data()), {b.size, b.max_length}, torch::kInt);
+  d.tokens = tok.slice(1, 0, std::max<int64_t>(l, 1)).to(torch::kLong).to(device);
+  auto len = torch::from_blob(const_cast<int32_t*>(b.lengths.data()), {b.size}, torch::kInt);
+  d.lengths = len.to(torch::kLong).clamp(1, std::max<int64_t>(l, 1)).to(device);
+  d.indices = b.indices;
+  d.caption_tokens = CaptionTokenCount(d.lengths.cpu());
+  return d;
+}
+
+reader::BatchPtr BatchStream::Next(double* wait_s) {
+  auto t0 = Clock::now();
+  auto b = Take(loader_->Next(), "reading a training batch");
+  if (!b) {
+    loader_->StartEpoch(++epoch_);
+    b = Take(loader_->Next(), "reading a training batch");
+    if (!b) throw std::runtime_error("the training set yields no batch in an epoch");
+  }
+  epoch_ = b->epoch;
+  *wait_s += Seconds(t0, Clock::now());
+  return b;
+}
+
+void BatchStream::Restore(const std::string& json) {
+  auto st = Take(reader::LoaderState::FromJson(json), "checkpoint loader state");
+  ThrowIfError(loader_->Restore(st), "restoring the loader");
+  epoch_ = st.epoch;
+}
+
+}  // namespace mm::train
