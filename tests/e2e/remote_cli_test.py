@@ -191,6 +191,82 @@ class RemoteCliTest(u.TempDirTest):
                 + self.cache("http"))
         self.assertEqual(s.rc, 0, str(s))
 
+    def http_server(self, root, *args):
+        log = os.path.join(self.tmp, "http-%d.log" % len(os.listdir(self.tmp)))
+        requests = log + ".requests"
+        server = Server(["/usr/bin/python3", os.path.join(SOURCE_DIR, "tests/remote/http_server.py"),
+                         "--root", root, "--log", requests] + list(args), log, r"^([0-9]+)$")
+        self.addCleanup(server.stop)
+        server.requests = requests
+        return server
+
+    def test_upload_publishes_to_s3_a_set_that_verifies_and_reads_as_local(self):
+        up = run([u.MMPACK, "upload", self.local, "s3://bkt/up/coco"], self.env)
+        self.assertEqual(up.rc, 0, str(up))
+        files = len(self.index["shards"]) + 3  # shards, tokenizer.model, report.json, index.json
+        self.assertIn("upload: OK: %d files" % files, up.stdout)
+        v = run([u.MMPACK, "verify", "s3://bkt/up/coco"] + self.cache("up"), self.env)
+        self.assertEqual(v.rc, 0, str(v))
+        self.assertIn("verify: OK: %d shards" % len(self.index["shards"]), v.stdout)
+        want = u.mmpack("show", self.local, 17, "-o", os.path.join(self.tmp, "ul.png"))
+        got = run([u.MMPACK, "show", "s3://bkt/up/coco", 17, "-o",
+                   os.path.join(self.tmp, "ur.png")] + self.cache("up"), self.env)
+        self.assertEqual(got.rc, 0, str(got))
+        self.assertEqual(open(os.path.join(self.tmp, "ur.png"), "rb").read(),
+                         open(os.path.join(self.tmp, "ul.png"), "rb").read())
+
+    def test_upload_puts_index_json_last_and_retries_a_5xx(self):
+        www = os.path.join(self.tmp, "www-order")
+        second = self.index["shards"][1]["file"]
+        http = self.http_server(www, "--fail", "*/" + second + ":503:2")
+        up = run([u.MMPACK, "upload", "-q", self.local, http.url + "/b/set"])
+        self.assertEqual(up.rc, 0, str(up))
+        puts = [l.split()[1] for l in open(http.requests) if l.startswith("PUT ")]
+        self.assertEqual(puts[-1], "/b/set/index.json", puts)
+        self.assertEqual(puts.count("/b/set/" + second), 3, puts)  # two 503s, then stored
+        for name in os.listdir(self.local):
+            self.assertEqual(open(os.path.join(www, "b", "set", name), "rb").read(),
+                             open(os.path.join(self.local, name), "rb").read(), name)
+
+    def test_upload_failing_midway_leaves_no_index_json(self):
+        www = os.path.join(self.tmp, "www-fail")
+        dest = os.path.join(www, "b", "set")
+        ok = self.http_server(www)
+        first = run([u.MMPACK, "upload", "-q", self.local, ok.url + "/b/set"])
+        self.assertEqual(first.rc, 0, str(first))
+        self.assertTrue(os.path.exists(os.path.join(dest, "index.json")))
+        ok.stop()
+        # The same destination again; the third shard's PUT always fails: the old index.json is
+        # gone (it would name shards being replaced) and no new one is written.
+        third = self.index["shards"][2]["file"]
+        bad = self.http_server(www, "--fail", "*/" + third + ":503:always")
+        up = run([u.MMPACK, "upload", self.local, bad.url + "/b/set"])
+        self.assertNotEqual(up.rc, 0, str(up))
+        self.assertEqual(len(up.stderr.strip().splitlines()), 1, up.stderr)
+        self.assertIn("PUT %s/b/set/%s" % (bad.url, third), up.stderr)
+        self.assertIn("503", up.stderr)
+        self.assertFalse(os.path.exists(os.path.join(dest, "index.json")))
+        puts = [l.split()[1] for l in open(bad.requests) if l.startswith("PUT ")]
+        self.assertNotIn("/b/set/index.json", puts)
+        v = run([u.MMPACK, "verify", bad.url + "/b/set"] + self.cache("upfail"))
+        self.assertNotEqual(v.rc, 0, str(v))
+        self.assertIn("NotFound", v.stderr)
+
+    def test_upload_refuses_a_set_that_does_not_verify(self):
+        broken = os.path.join(self.tmp, "broken")
+        u.subprocess.run(["cp", "-r", self.local, broken], check=True)
+        path = os.path.join(broken, self.index["shards"][0]["file"])
+        data = bytearray(open(path, "rb").read())
+        data[len(data) // 2] ^= 0xFF
+        open(path, "wb").write(bytes(data))
+        up = run([u.MMPACK, "upload", broken, "s3://bkt/up/broken"], self.env)
+        self.assertNotEqual(up.rc, 0, str(up))
+        self.assertIn("not uploaded", up.stderr)
+        self.assertEqual(len(up.stderr.strip().splitlines()), 1, up.stderr)
+        missing = run([u.MMPACK, "info", "s3://bkt/up/broken"] + self.cache("broken"), self.env)
+        self.assertNotEqual(missing.rc, 0)
+        self.assertIn("NotFound", missing.stderr)
+
     @unittest.skipIf(not os.access(MMTRAIN, os.X_OK), "mmtrain is not built (MM_BUILD_TRAINER)")
     def test_mmtrain_trains_from_s3_within_a_small_cache(self):
         shard = max(s["bytes"] for s in self.index["shards"])

@@ -35,6 +35,12 @@ class LocalSetFiles final : public SetFiles {
   Result<LocalShardFile> Shard(const ShardEntry& entry) const override {
     return LocalShardFile{Display(entry.file), nullptr};
   }
+  Status Put(const std::string& name, const std::string&) const override {
+    return Status::Unsupported(Display(name) + ": uploading into a local directory");
+  }
+  Status Remove(const std::string& name) const override {
+    return Status::Unsupported(Display(name) + ": removing from a local directory");
+  }
 
  private:
   std::string dir_;
@@ -70,6 +76,12 @@ class RemoteSetFiles final : public SetFiles {
       cache->Released();
     });
     return out;
+  }
+  Status Put(const std::string& name, const std::string& local_path) const override {
+    return ThreadHttpClient().PutFile(Request(name), options_, local_path);
+  }
+  Status Remove(const std::string& name) const override {
+    return ThreadHttpClient().Delete(Request(name), options_);
   }
 
  private:

@@ -53,6 +53,22 @@ Status RunInfo(const std::string& dir, std::ostream& out,
 Status RunVerify(const std::string& dir, std::ostream& out,
                  const mm::reader::RemoteOptions& remote = {});
 
+/// `mmpack upload OUT URL`: publishes the local set OUT at URL (s3://BUCKET/PREFIX or
+/// http(s)://URL, through `remote`'s transport settings): verifies OUT (as `mmpack verify`),
+/// deletes URL's index.json, PUTs every shard, the tokenizer and report.json, then index.json
+/// last, so that a reader never sees a half-written set (upload.cc). Prints one line per file
+/// (unless quiet) and "upload: OK: N files, SIZE to URL".
+/// Errors: InvalidArgument (URL is not remote, OUT is), those of verify ("not uploaded: OUT:
+/// ..."), IOError naming the URL of the file whose PUT failed after the retries (URL then has
+/// no index.json).
+struct UploadOptions {
+  std::string dir;                   // OUT: a local set
+  std::string url;                   // where to publish it
+  mm::reader::RemoteOptions remote;  // transport (retries, timeouts); the cache is not used
+  bool quiet = false;
+};
+Status RunUpload(const UploadOptions& options, std::ostream& out);
+
 /// `mmpack env`: shell lines that set HDF5_PLUGIN_PATH to this build's plugin folder.
 std::string EnvScript();
 

@@ -259,6 +259,13 @@ int main(int argc, char** argv) {
     auto* be = AddBench(app, &bench, &remote, &shuffle);
     mm::pack::ShowOptions show;
     auto* sh = AddShow(app, &show, &remote);
+    mm::pack::UploadOptions upload;
+    auto* up = app.add_subcommand(
+        "upload", "Publish a local set at s3://BUCKET/PREFIX or http(s)://URL, index.json last");
+    up->add_option("dir", upload.dir, "Local shard set (verified first)")->required();
+    up->add_option("url", upload.url, "Destination: s3://BUCKET/PREFIX or http(s)://URL")
+        ->required();
+    up->add_flag("-q,--quiet", upload.quiet, "Print only errors and the summary");
     CLI11_PARSE(app, argc, argv);
 
     if (*b) return FinishBuild(&build) ? Report("build", mm::pack::RunBuild(build.options)) : 2;
@@ -276,6 +283,10 @@ int main(int argc, char** argv) {
       bench.remote = remote_options;
       bench.shuffle = mm::reader::ParseShuffleMode(shuffle).value();  // CLI::IsMember checked
       return Report("bench", mm::pack::RunBench(bench, std::cout));
+    }
+    if (*up) {
+      upload.remote = remote_options;
+      return Report("upload", mm::pack::RunUpload(upload, std::cout));
     }
     if (*sh) {
       show.remote = remote_options;

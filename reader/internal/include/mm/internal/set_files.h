@@ -3,6 +3,7 @@
 // samples (`mmpack info`, `mmpack verify`). Remote files come through the reader's transport
 // (reader/src/remote/http.h: Signature V4, retries) and shards through its cache
 // (reader/src/remote/cache.h: checked against index.json's size and XXH3-64, bounded, shared).
+// A remote set can also be written, file by file (`mmpack upload`): Put and Remove.
 // Thread safety: one SetFiles per thread.
 #pragma once
 
@@ -48,6 +49,13 @@ class SetFiles {
   /// differs twice; IOError naming the URL after the retries); none for a local set (the
   /// caller checks the file).
   virtual Result<LocalShardFile> Shard(const ShardEntry& entry) const = 0;
+  /// Uploads the local regular file `local_path` as the set's file `name` (HTTP PUT; S3:
+  /// signed with the file's SHA-256), retried as downloads are. Errors: IOError naming the URL
+  /// after the last try ("PUT URL: HTTP 503 (...) (5 tries over 3.1 s)") or reading the file;
+  /// Unsupported for a local set (mmpack writes local sets itself).
+  virtual Status Put(const std::string& name, const std::string& local_path) const = 0;
+  /// Deletes the set's file `name`; a missing file is not an error. Errors as Put.
+  virtual Status Remove(const std::string& name) const = 0;
 };
 
 }  // namespace mm::reader::internal
