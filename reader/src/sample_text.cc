@@ -10,6 +10,7 @@
 
 #include "mm/format.h"
 #include "mm/internal/h5.h"
+#include "shard_set_impl.h"
 
 namespace mm::reader {
 
@@ -17,6 +18,8 @@ namespace {
 
 // One shard opened by HDF5: the file and the three datasets text reads need.
 struct OpenShard {
+  ShardPin pin;  // a remote shard's cached file stays resident while open (declared first:
+                 // released after the HDF5 handles below are closed)
   size_t shard = 0;
   uint64_t last_use = 0;
   h5::File file;
@@ -110,8 +113,11 @@ struct SampleText::Impl {
     }
     const SetInfo& info = set->info();
     const ShardEntry& e = info.shards[k];
-    const std::string path = info.root + "/" + e.file;
     auto s = std::make_unique<OpenShard>();
+    // A remote shard is read from its cached copy, pinned as long as it stays open here.
+    MM_ASSIGN_OR_RETURN(s->pin, set->PinShard(k));
+    const auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
+    const std::string path = impl ? impl->LocalPath(k) : info.root + "/" + e.file;
     s->shard = k;
     s->last_use = ++clock;
     MM_ASSIGN_OR_RETURN(
@@ -147,6 +153,17 @@ struct SampleText::Impl {
   }
 };
 
+// A remote set's shards are closed (their pins dropped) when each read ends: text reads never
+// hold cache room that the caller's own pins may need (a cache limit of one shard still works).
+// Declared after the lock, so it runs while the lock is held.
+struct CloseIfRemote {
+  bool remote;
+  std::vector<std::unique_ptr<OpenShard>>* open;
+  ~CloseIfRemote() {
+    if (remote) open->clear();
+  }
+};
+
 SampleText::SampleText(std::shared_ptr<const ShardSet> set, int max_open_shards)
     : impl_(std::make_unique<Impl>()) {
   impl_->set = std::move(set);
@@ -161,6 +178,7 @@ SampleText::~SampleText() = default;
 
 Result<std::vector<std::string>> SampleText::Captions(int64_t i) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  const CloseIfRemote close{impl_->set->remote(), &impl_->open};
   int64_t local = 0;
   MM_ASSIGN_OR_RETURN(OpenShard * s, impl_->Locate(i, &local));
   const ShardEntry& e = impl_->set->info().shards[s->shard];
@@ -183,6 +201,7 @@ Result<std::vector<std::string>> SampleText::Captions(int64_t i) const {
 
 Result<std::string> SampleText::Source(int64_t i) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  const CloseIfRemote close{impl_->set->remote(), &impl_->open};
   int64_t local = 0;
   MM_ASSIGN_OR_RETURN(OpenShard * s, impl_->Locate(i, &local));
   const std::string where =

@@ -11,6 +11,8 @@ from mmpack._shard_set import PathLike, ShardSet
 # The batch entries that are arrays (numpy, or torch tensors with as_torch=True).
 _ARRAY_KEYS = ("images", "tokens", "lengths", "indices", "caption_index")
 _CAPTION_MODES = {"random": _mmpack.CaptionMode.RANDOM, "all": _mmpack.CaptionMode.ALL}
+_SHUFFLE_MODES = {"auto": _mmpack.ShuffleMode.AUTO, "global": _mmpack.ShuffleMode.GLOBAL,
+                  "block": _mmpack.ShuffleMode.BLOCK}
 _STATE_KEYS = ("seed", "epoch", "consumed", "world_size", "batch_size")
 
 
@@ -79,9 +81,18 @@ class Loader:
     are serialised with it in C++ and never hold the GIL while they wait.
 
     Args:
-        path_or_set: a set directory or an open ShardSet (shared, not copied).
+        path_or_set: a set directory, a remote set's URL (s3://, http(s)://; opened with
+            cache_dir and cache_limit) or an open ShardSet (shared, not copied).
         batch_size: samples per batch on this rank (B).
         shuffle: a seeded permutation per (seed, epoch); False: file order.
+        shuffle_mode: "auto" (the global permutation, unless the set is remote and its cache
+            limit cannot hold it: then the block shuffle, said in one line on stderr and in
+            `notice`), "global" (any item may follow any other; refused when the cache limit
+            cannot hold a remote set) or "block" (shards permuted, items shuffled within
+            windows of shuffle_window shards: a remote set needs two windows in its cache).
+        shuffle_window: "block": shards per window (0: the largest window two of which fit in
+            the cache limit, else 8).
+        cache_dir, cache_limit: a remote set's cache when path_or_set is a URL (ShardSet).
         seed: the permutation's and caption choice's seed (the same on every rank).
         rank, world_size: None: default_rank_and_world_size() (torch.distributed, else RANK /
             WORLD_SIZE, else 0 / 1).
@@ -106,10 +117,17 @@ class Loader:
                  world_size: Optional[int] = None, drop_last: bool = True,
                  num_threads: int = 2, prefetch: int = 4, caption_mode: str = "random",
                  random_crop_scale: float = 0.0, horizontal_flip: bool = False,
-                 as_torch: bool = False) -> None:
-        self._set = path_or_set if isinstance(path_or_set, ShardSet) else ShardSet(path_or_set)
+                 as_torch: bool = False, shuffle_mode: str = "auto", shuffle_window: int = 0,
+                 cache_dir: Optional[PathLike] = None, cache_limit: int = 0) -> None:
         if caption_mode not in _CAPTION_MODES:
             raise ValueError("caption_mode must be 'random' or 'all', not %r" % (caption_mode,))
+        if shuffle_mode not in _SHUFFLE_MODES:
+            raise ValueError("shuffle_mode must be 'auto', 'global' or 'block', not %r"
+                             % (shuffle_mode,))
+        if isinstance(path_or_set, ShardSet):
+            self._set = path_or_set
+        else:
+            self._set = ShardSet(path_or_set, cache_dir=cache_dir, cache_limit=cache_limit)
         default_rank, default_world = default_rank_and_world_size()
         options = _mmpack.LoaderOptions()
         options.batch_size = batch_size
@@ -121,9 +139,15 @@ class Loader:
         options.num_threads = num_threads
         options.prefetch_batches = prefetch
         options.caption_mode = _CAPTION_MODES[caption_mode]
+        options.shuffle_mode = _SHUFFLE_MODES[shuffle_mode]
+        options.shuffle_window = shuffle_window
         _augmentation(options, random_crop_scale, horizontal_flip)
         self._options = options
         self._impl = _mmpack.Loader(self._set._set, options)
+        self.notice: str = self._impl.notice
+        """One line when the loader chose for the user (auto became the block shuffle), else ''."""
+        if self.notice:
+            sys.stderr.write("mmpack.Loader: %s\n" % self.notice)
         self._from_numpy = None
         if as_torch:
             import torch  # only when asked for: importing torch takes a second

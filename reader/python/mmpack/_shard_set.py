@@ -24,16 +24,35 @@ class ShardSet:
     verify_checksums; the message names the shard), mmpack.UnsupportedError (a format version
     outside the readable range), OSError (open or mmap failed).
 
+    A remote set ("s3://BUCKET/PREFIX", "http(s)://HOST/PATH"; S3 credentials, region and
+    endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
+    AWS_ENDPOINT_URL) reads only index.json at open. Each per-sample access downloads the
+    sample's shard into the cache (checked against index.json's XXH3-64) unless it is there,
+    and keeps the last shard used pinned (resident, never evicted), so reading a shard's
+    samples in order downloads and maps it once; random access across shards re-pins (a cache
+    hit, or a download when the cache limit evicted it). Remote errors: OSError naming the URL
+    after the retries, FileNotFoundError (HTTP 404), mmpack.CorruptionError (checksum).
+
     Args:
-        path: the set's directory (holding index.json).
+        path: the set's directory (holding index.json), or a remote set's URL.
         verify_checksums: recompute every shard's XXH3-64 and compare with index.json (reads
             every byte of the set once).
+        cache_dir: a remote set's shard cache (None: $XDG_CACHE_HOME/mmpack, else
+            ~/.cache/mmpack); processes may share it.
+        cache_limit: bytes the cache may hold (0: no limit; least recently used shards are
+            evicted, never a pinned one).
     """
 
-    def __init__(self, path: PathLike, *, verify_checksums: bool = False) -> None:
-        # Absolute, so that info, pickling and messages do not depend on a later chdir.
-        root = os.path.abspath(os.fspath(path))
-        self._set = _mmpack.ShardSet(root, verify_checksums=verify_checksums)
+    def __init__(self, path: PathLike, *, verify_checksums: bool = False,
+                 cache_dir: Optional[PathLike] = None, cache_limit: int = 0) -> None:
+        text = os.fspath(path)
+        # A local set: absolute, so that info, pickling and messages do not depend on a later
+        # chdir. A remote one stays its URL.
+        root = text if is_remote(text) else os.path.abspath(text)
+        self._set = _mmpack.ShardSet(
+            root, verify_checksums=verify_checksums,
+            cache_dir=os.path.abspath(os.fspath(cache_dir)) if cache_dir is not None else "",
+            cache_limit=int(cache_limit))
         self._info: Optional[Dict[str, Any]] = None
 
     def __len__(self) -> int:
@@ -93,14 +112,18 @@ class ShardSet:
         vocab_size / pad_id / bos_id / eos_id, shards, totals; schemas/FORMAT.md). Read once,
         on first use."""
         if self._info is None:
-            with open(os.path.join(self.root, "index.json"), encoding="utf-8") as f:
-                self._info = json.load(f)
+            self._info = json.loads(self._set.index_text())
         return self._info
 
     @property
     def root(self) -> str:
-        """The set's directory (absolute)."""
+        """The set's directory (absolute), or a remote set's URL."""
         return self._set.root
+
+    @property
+    def remote(self) -> bool:
+        """True for a set read from s3:// or http(s)://."""
+        return self._set.remote
 
     @property
     def image_shape(self) -> Tuple[int, int, int]:
@@ -129,8 +152,16 @@ class ShardSet:
 
     def __reduce__(self):
         # Pickled as its path (for DataLoader workers started with spawn): reopened on load.
-        return (_reopen, (self.root, self._set.verify_checksums))
+        return (_reopen, (self.root, self._set.verify_checksums, self._set.cache_dir or None,
+                          self._set.cache_limit))
 
 
-def _reopen(root: str, verify_checksums: bool) -> ShardSet:
-    return ShardSet(root, verify_checksums=verify_checksums)
+def _reopen(root: str, verify_checksums: bool, cache_dir: Optional[str] = None,
+            cache_limit: int = 0) -> ShardSet:
+    return ShardSet(root, verify_checksums=verify_checksums, cache_dir=cache_dir,
+                    cache_limit=cache_limit)
+
+
+def is_remote(path: str) -> bool:
+    """True when `path` names a remote set (s3://, http://, https://)."""
+    return path.startswith(("s3://", "http://", "https://"))

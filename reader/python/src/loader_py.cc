@@ -88,6 +88,9 @@ class PyLoader {
   int64_t ItemsPerEpoch() {
     return Locked([](reader::Loader& l) { return l.items_per_epoch(); });
   }
+  std::string Notice() {
+    return Locked([](reader::Loader& l) { return l.notice(); });
+  }
   int64_t BatchesPerEpoch() {
     return Locked([](reader::Loader& l) { return l.batches_per_epoch(); });
   }
@@ -122,11 +125,17 @@ void BindOptions(py::module_& m) {
   py::enum_<reader::CaptionMode>(m, "CaptionMode")
       .value("RANDOM", reader::CaptionMode::kRandomCaption)
       .value("ALL", reader::CaptionMode::kAllCaptions);
+  py::enum_<reader::ShuffleMode>(m, "ShuffleMode")
+      .value("AUTO", reader::ShuffleMode::kAuto)
+      .value("GLOBAL", reader::ShuffleMode::kGlobal)
+      .value("BLOCK", reader::ShuffleMode::kBlock);
   using O = reader::LoaderOptions;
   py::class_<O>(m, "LoaderOptions", "mm::reader::LoaderOptions (reader/include/mm/reader.h).")
       .def(py::init<>())
       .def_readwrite("batch_size", &O::batch_size)
       .def_readwrite("shuffle", &O::shuffle)
+      .def_readwrite("shuffle_mode", &O::shuffle_mode)
+      .def_readwrite("shuffle_window", &O::shuffle_window)
       .def_readwrite("seed", &O::seed)
       .def_readwrite("rank", &O::rank)
       .def_readwrite("world_size", &O::world_size)
@@ -151,6 +160,7 @@ void BindLoader(py::module_& m) {
       .def("restore_json", &PyLoader::RestoreJson, py::arg("state"))
       .def_property_readonly("items_per_epoch", &PyLoader::ItemsPerEpoch)
       .def_property_readonly("batches_per_epoch", &PyLoader::BatchesPerEpoch)
+      .def_property_readonly("notice", &PyLoader::Notice)
       .def("close", &PyLoader::Close)
       .def_property_readonly("closed", &PyLoader::closed);
 }

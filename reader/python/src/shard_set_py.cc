@@ -10,6 +10,8 @@
 
 #include "bindings.h"
 #include "errors.h"
+#include "mm/format.h"
+#include "mm/internal/set_files.h"
 
 namespace py = pybind11;
 
@@ -20,6 +22,23 @@ py::str Utf8(std::string_view s) {
       PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
   if (o == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
+}
+
+reader::ShardPin PinSampleShard(PyShardSet& s, int64_t i) {
+  if (!s.set->remote()) return {};
+  const size_t k = s.set->ShardOfSample(i);
+  py::gil_scoped_release nogil;  // a pin may download the shard, or wait for cache room
+  std::unique_lock<std::mutex> lock(s.kept_mu);
+  if (!s.kept.empty() && s.kept_shard == k) return s.kept;
+  // Another shard: let the kept one go first, so that a cache limit of one shard still works.
+  s.kept = reader::ShardPin();
+  lock.unlock();
+  Result<reader::ShardPin> pin = s.set->PinShard(k);
+  ThrowIfError(pin.status());  // StatusError: translated once pybind11 holds the GIL again
+  lock.lock();
+  s.kept_shard = k;
+  s.kept = pin.value();
+  return pin.value();
 }
 
 namespace {
@@ -35,10 +54,17 @@ int64_t SampleIndex(const PyShardSet& s, int64_t i) {
   return i;
 }
 
-std::unique_ptr<PyShardSet> Open(const py::object& path, bool verify_checksums) {
+std::unique_ptr<PyShardSet> Open(const py::object& path, bool verify_checksums,
+                                 const std::string& cache_dir, int64_t cache_limit) {
   std::string dir = py::module_::import("os").attr("fspath")(path).cast<std::string>();
+  if (cache_limit < 0) {
+    throw py::value_error("cache_limit must be >= 0 bytes (0: no limit), not " +
+                          std::to_string(cache_limit));
+  }
   reader::OpenOptions options;
   options.verify_checksums = verify_checksums;
+  options.remote.cache_dir = cache_dir;
+  options.remote.cache_limit = cache_limit;
   Result<std::shared_ptr<reader::ShardSet>> opened = Status::Internal("not opened");
   {
     py::gil_scoped_release nogil;  // HDF5 queries, checksums: milliseconds to minutes
@@ -46,21 +72,16 @@ std::unique_ptr<PyShardSet> Open(const py::object& path, bool verify_checksums) 
   }
   auto out = std::make_unique<PyShardSet>();
   out->set = ValueOrThrow(std::move(opened));
-  if (out->set->remote()) {
-    // Remote sets need every per-sample access to pin its shard (mm/reader.h); this module's
-    // accessors do not yet, so such a set is refused here rather than abort on first access.
-    throw py::value_error("mmpack.ShardSet: " + dir +
-                          " is (or holds) a remote set, which the Python module does not read "
-                          "yet; use mmpack/mmtrain, or a local copy");
-  }
   out->text = std::make_unique<reader::SampleText>(out->set);
   out->verify_checksums = verify_checksums;
+  out->remote = options.remote;
   return out;
 }
 
 // Decodes sample i into `out` (a C-contiguous, writable uint8 [H, W, 3] array) or a new array.
-py::array_t<uint8_t> Image(const PyShardSet& s, int64_t i, const py::object& out) {
+py::array_t<uint8_t> Image(PyShardSet& s, int64_t i, const py::object& out) {
   i = SampleIndex(s, i);
+  const reader::ShardPin pin = PinSampleShard(s, i);
   const reader::SetInfo& info = s.set->info();
   py::array_t<uint8_t> dst;
   if (out.is_none()) {
@@ -90,8 +111,9 @@ py::array_t<uint8_t> Image(const PyShardSet& s, int64_t i, const py::object& out
   return dst;
 }
 
-py::list Tokens(const PyShardSet& s, int64_t i) {
+py::list Tokens(PyShardSet& s, int64_t i) {
   i = SampleIndex(s, i);
+  const reader::ShardPin pin = PinSampleShard(s, i);
   py::list out;
   for (int c = 0; c < s.set->NumCaptions(i); ++c) {
     mm::Span<const int32_t> ids = s.set->Tokens(i, c);
@@ -124,8 +146,34 @@ py::str Source(const PyShardSet& s, int64_t i) {
   return Utf8(ValueOrThrow(std::move(source)));
 }
 
-py::dict Sample(const PyShardSet& s, int64_t i) {
+// The text of the set's index.json (a remote one through the transport of the set's options).
+std::string IndexText(const PyShardSet& s) {
+  constexpr int64_t kMaxIndexBytes = int64_t{256} << 20;  // as ShardSet::Open reads it
+  Result<std::string> text = Status::Internal("not read");
+  {
+    py::gil_scoped_release nogil;
+    auto files = reader::internal::SetFiles::Open(s.set->info().root, s.remote);
+    text = files.ok() ? files.value()->Read(std::string(format::kIndexFile), kMaxIndexBytes)
+                      : Result<std::string>(files.status());
+  }
+  return ValueOrThrow(std::move(text));
+}
+
+py::str Key(PyShardSet& s, int64_t i) {
   i = SampleIndex(s, i);
+  const reader::ShardPin pin = PinSampleShard(s, i);
+  return Utf8(s.set->Key(i));
+}
+
+int NumCaptionsOf(PyShardSet& s, int64_t i) {
+  i = SampleIndex(s, i);
+  const reader::ShardPin pin = PinSampleShard(s, i);
+  return s.set->NumCaptions(i);
+}
+
+py::dict Sample(PyShardSet& s, int64_t i) {
+  i = SampleIndex(s, i);
+  const reader::ShardPin pin = PinSampleShard(s, i);
   py::dict d;
   d["index"] = i;
   d["key"] = Utf8(s.set->Key(i));
@@ -140,24 +188,25 @@ py::dict Sample(const PyShardSet& s, int64_t i) {
 
 void BindShardSet(py::module_& m) {
   py::class_<PyShardSet>(m, "ShardSet", "The C++ half of mmpack.ShardSet (see there).")
-      .def(py::init(&Open), py::arg("path"), py::kw_only(), py::arg("verify_checksums") = false)
+      .def(py::init(&Open), py::arg("path"), py::kw_only(), py::arg("verify_checksums") = false,
+           py::arg("cache_dir") = std::string(), py::arg("cache_limit") = int64_t{0})
       .def("__len__", [](const PyShardSet& s) { return s.set->num_samples(); })
       .def("__getitem__", &Sample, py::arg("i"))
       .def("image", &Image, py::arg("i"), py::kw_only(), py::arg("out") = py::none())
       .def("tokens", &Tokens, py::arg("i"))
       .def("captions", &Captions, py::arg("i"))
       .def("source", &Source, py::arg("i"))
-      .def(
-          "key", [](const PyShardSet& s, int64_t i) { return Utf8(s.set->Key(SampleIndex(s, i))); },
-          py::arg("i"))
-      .def(
-          "num_captions_of",
-          [](const PyShardSet& s, int64_t i) { return s.set->NumCaptions(SampleIndex(s, i)); },
-          py::arg("i"))
+      .def("key", &Key, py::arg("i"))
+      .def("num_captions_of", &NumCaptionsOf, py::arg("i"))
       .def(
           "locate", [](const PyShardSet& s, int64_t i) { return s.set->Locate(SampleIndex(s, i)); },
           py::arg("i"))
       .def_property_readonly("root", [](const PyShardSet& s) { return s.set->info().root; })
+      .def("index_text", &IndexText)
+      .def_property_readonly("cache_dir", [](const PyShardSet& s) { return s.remote.cache_dir; })
+      .def_property_readonly("cache_limit",
+                             [](const PyShardSet& s) { return s.remote.cache_limit; })
+      .def_property_readonly("remote", [](const PyShardSet& s) { return s.set->remote(); })
       .def_property_readonly("verify_checksums",
                              [](const PyShardSet& s) { return s.verify_checksums; })
       .def_property_readonly("image_shape",

@@ -1,0 +1,127 @@
+"""mmpack.ShardSet and mmpack.Loader on remote sets: a real s3rver on 127.0.0.1 (installed into
+the build tree by ctest's fixture remote_servers; MM_NODE_DIR), the set published there by the
+real `mmpack upload`, every sample compared with the same set read locally."""
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import mmpack
+
+NODE_DIR = os.environ.get("MM_NODE_DIR", "")
+S3RVER = os.path.join(NODE_DIR, "node_modules", "s3rver", "bin", "s3rver.js")
+NODE = shutil.which("node") or ""
+URL = "s3://bkt/sets/coco"
+
+pytestmark = pytest.mark.skipif(not NODE, reason="node is not installed: s3rver needs it "
+                                "(tools/install-deps.sh installs nodejs)")
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory, coco_multi):
+    """s3rver on a kernel-chosen port of 127.0.0.1, holding coco_multi at URL; AWS_* set."""
+    if not os.path.exists(S3RVER):
+        pytest.fail(S3RVER + " is missing: ctest's fixture remote_servers_setup installs it")
+    tmp = tmp_path_factory.mktemp("s3")
+    log = tmp / "s3rver.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([NODE, S3RVER, "-d", str(tmp / "data"), "-a", "127.0.0.1",
+                                 "-p", "0", "--silent", "--configure-bucket", "bkt"],
+                                stdout=out, stderr=subprocess.STDOUT)
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
+                                            "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
+    try:
+        deadline, port = time.time() + 30, None
+        while port is None and time.time() < deadline and proc.poll() is None:
+            m = re.search(r"listening on 127\.0\.0\.1:([0-9]+)", log.read_text(errors="replace"))
+            port = int(m.group(1)) if m else time.sleep(0.05)
+        assert port, "s3rver did not start: " + log.read_text(errors="replace")
+        os.environ.update({"AWS_ENDPOINT_URL": "http://127.0.0.1:%d" % port,
+                           "AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER",
+                           "AWS_REGION": "us-east-1"})
+        up = subprocess.run([os.environ["MMPACK_BIN"], "upload", "-q", coco_multi, URL],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        assert up.returncode == 0, up.stderr.decode()
+        yield coco_multi
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def shard_bytes(local):
+    return max(s["bytes"] for s in mmpack.ShardSet(local).info["shards"])
+
+
+def test_shard_set_reads_every_sample_of_s3_as_local(s3, tmp_path):
+    local = mmpack.ShardSet(s3)
+    remote = mmpack.ShardSet(URL, cache_dir=tmp_path / "cache")
+    assert remote.remote and not local.remote
+    assert remote.root == URL
+    assert len(remote) == len(local) and remote.image_shape == local.image_shape
+    assert remote.info["shards"] == local.info["shards"]
+    for i in range(len(local)):
+        a, b = remote[i], local[i]
+        assert a["key"] == b["key"] and a["captions"] == b["captions"]
+        assert a["source"] == b["source"]
+        np.testing.assert_array_equal(a["image"], b["image"])
+        assert [t.tolist() for t in a["tokens"]] == [t.tolist() for t in b["tokens"]]
+    assert remote.key(-1) == local.key(-1)
+    again = pickle.loads(pickle.dumps(remote))
+    assert again.root == URL and again.key(5) == local.key(5)
+
+
+def test_a_cache_of_one_shard_still_reads_every_sample(s3, tmp_path):
+    # The kept pin is let go before the next shard is pinned: one shard's room is enough.
+    limit = shard_bytes(s3) + shard_bytes(s3) // 4
+    remote = mmpack.ShardSet(URL, cache_dir=tmp_path / "cache", cache_limit=limit)
+    local = mmpack.ShardSet(s3)
+    order = list(range(len(local)))[::-1]  # backwards: every shard is evicted and fetched
+    for i in order:
+        np.testing.assert_array_equal(remote.image(i), local.image(i))
+        assert remote.captions(i) == local.captions(i)
+    cached = sum(f.stat().st_size for f in (tmp_path / "cache").rglob("*.h5"))
+    assert cached <= limit
+
+
+def test_loader_on_a_url_gives_the_local_batches(s3, tmp_path):
+    opts = dict(batch_size=8, seed=3, shuffle_mode="global", rank=0, world_size=1)
+    remote = mmpack.Loader(URL, cache_dir=tmp_path / "cache", **opts)
+    local = mmpack.Loader(s3, **opts)
+    assert remote.notice == ""
+    pairs = list(zip(remote, local))
+    assert len(pairs) == len(local) > 0
+    for a, b in pairs:
+        np.testing.assert_array_equal(a["indices"], b["indices"])
+        np.testing.assert_array_equal(a["images"], b["images"])
+
+
+def test_small_cache_limit_makes_auto_the_block_shuffle_and_says_so(s3, tmp_path, capfd):
+    limit = 2 * shard_bytes(s3) + shard_bytes(s3) // 2  # two shards, not the set
+    loader = mmpack.Loader(URL, batch_size=4, seed=1, rank=0, world_size=1, drop_last=False,
+                           cache_dir=tmp_path / "cache", cache_limit=limit)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "block shuffle" in err[0], err
+    assert "block shuffle" in loader.notice
+    seen = np.concatenate([b["indices"] for b in loader])
+    assert sorted(set(seen.tolist())) == list(range(len(mmpack.ShardSet(s3))))
+    with pytest.raises((ValueError, OSError), match="cache limit"):
+        mmpack.Loader(URL, batch_size=4, shuffle_mode="global", rank=0, world_size=1,
+                      cache_dir=tmp_path / "cache", cache_limit=limit)
+    block = mmpack.Loader(URL, batch_size=4, shuffle_mode="block", shuffle_window=1, rank=0,
+                          world_size=1, cache_dir=tmp_path / "cache", cache_limit=limit)
+    assert block.notice == "" and len(block) > 0
+
+
+def test_a_missing_remote_set_is_file_not_found_naming_the_url(s3, tmp_path):
+    with pytest.raises(FileNotFoundError, match="/bkt/nothing/index.json"):
+        mmpack.ShardSet("s3://bkt/nothing", cache_dir=tmp_path / "cache")
