@@ -57,7 +57,7 @@ def main():
         if os.path.exists(os.path.join(dst, "index.json")) and not changed:
             return
         cmd = [mmpack, "build", manifest, "-o", dst, "--overwrite", "--image-size", "64",
-               "--tokenizer", tokenizer, "--max-tokens", "32", "-j", "2", "-q"]
+               "--tokenizer", tokenizer, "--lowercase", "--max-tokens", "32", "-j", "2", "-q"]
         print(" ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
 
