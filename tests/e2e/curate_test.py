@@ -133,6 +133,18 @@ class FieldMapping(Base):
         self.assertNotEqual(run.rc, 0)
         self.assertIn("image column (image, image_path", run.stderr)
         self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+        # The field options read manifests only: a folder of pairs refuses them in one line.
+        pairs = self.out("pairs")
+        os.makedirs(pairs)
+        photo = sorted(os.listdir(os.path.join(COCO, "images")))[0]
+        shutil.copy(os.path.join(COCO, "images", photo), os.path.join(pairs, "a.jpg"))
+        with open(os.path.join(pairs, "a.txt"), "w") as f:
+            f.write("a photo\n")
+        run = u.mmpack("build", pairs, "-o", self.out("y"), "--tokenizer", u.ALBERT,
+                       "--caption-field", "alt")
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("read as files", run.stderr)
+        self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
 
 
 class Filters(Base):

@@ -69,6 +69,14 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
 // The input's samples; its notes go to stderr (unless quiet), its issues into `report`.
 Result<IngestResult> IngestInput(const BuildOptions& o, BuildReport* report) {
   MM_ASSIGN_OR_RETURN(IngestResult ingest, Ingest(o.input, o.input_format, o.fields));
+  const bool manifest = ingest.format == InputFormat::kJsonl ||
+                        ingest.format == InputFormat::kCsv || ingest.format == InputFormat::kTsv;
+  if (!manifest && (!o.fields.image.empty() || !o.fields.caption.empty() ||
+                    !o.filters.min_score_field.empty())) {
+    return Status::InvalidArgument(
+        "--image-field, --caption-field and --min-score read JSONL/CSV/TSV manifests; '" + o.input +
+        "' is read as " + std::string(ToString(ingest.format)));
+  }
   if (!o.quiet) {
     for (const std::string& note : ingest.notes) {
       std::fprintf(stderr, "mmpack build: note: %s\n", note.c_str());
