@@ -35,7 +35,8 @@ void PrintFigure(const std::string& name, const ojson& f, std::ostream& out) {
 }  // namespace
 
 Status RunStats(const StatsOptions& o, std::ostream& out) {
-  MM_ASSIGN_OR_RETURN(auto index, ReadSetIndex(o.dir));
+  MM_ASSIGN_OR_RETURN(auto files, OpenSetFiles(o.dir, mm::reader::RemoteOptions{}));
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(*files));
   const std::string report_path = o.dir + "/" + std::string(mm::format::kReportFile);
   std::string text;
   MM_RETURN_NOT_OK(ReadRegularFile(report_path, &text));
