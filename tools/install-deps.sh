@@ -11,6 +11,7 @@ PACKAGES=(
   libarchive-dev libssl-dev libfmt-dev libturbojpeg0-dev
   libcurl4-openssl-dev  # remote shard sets: HTTP(S) and S3 (reader/src/remote)
   nodejs curl  # the S3 test server (s3rver, put in the build tree by tests/remote/npm_setup.sh); uploads
+  libicu-dev fonts-dejavu-core  # NFKC + lowercasing before tokenizing; `mmpack preview` font
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev openmpi-bin libopenmpi-dev
   libopenblas0-openmp  # LibTorch CPU GEMM: the default reference libblas is ~4x slower

@@ -147,6 +147,22 @@ Status DecodeTokenizer(const json& doc, IndexDocument* out) {
   OptString(*tok, "sha256", &info.tokenizer_sha256);
   OptString(*tok, "file", &out->tokenizer_file);
   OptBool(*tok, "trained", &out->tokenizer_trained);
+  auto unk_rate = tok->find("unk_rate");
+  if (unk_rate != tok->end() && unk_rate->is_number()) info.unk_rate = unk_rate->get<double>();
+  return Status::OK();
+}
+
+// "text" (optional; absent: no lowercasing, no normalisation).
+Status DecodeText(const json& doc, SetInfo* info) {
+  auto text = doc.find("text");
+  if (text == doc.end()) return Status::OK();
+  if (!text->is_object()) return Bad("\"text\" is not an object");
+  OptBool(*text, "lowercase", &info->text_lowercase);
+  OptString(*text, "normalize", &info->text_normalize);
+  if (info->text_normalize != "none" && info->text_normalize != "nfkc") {
+    return Status::Unsupported("index.json: text.normalize \"" + info->text_normalize +
+                               "\" (this reader knows none and nfkc)");
+  }
   return Status::OK();
 }
 
@@ -236,6 +252,7 @@ Status Decode(const json& doc, IndexDocument* out) {
   MM_RETURN_NOT_OK(DecodeImage(doc, out));
   MM_RETURN_NOT_OK(DecodeCompression(doc, out));
   MM_RETURN_NOT_OK(DecodeTokenizer(doc, out));
+  MM_RETURN_NOT_OK(DecodeText(doc, &out->info));
   MM_RETURN_NOT_OK(DecodeShards(doc, &out->info));
   MM_RETURN_NOT_OK(DecodeTotals(doc, out));
   DecodeOptional(doc, out);
@@ -253,16 +270,18 @@ ojson EncodeCompression(const SetInfo& info) {
 
 ojson EncodeTokenizer(const IndexDocument& doc) {
   const SetInfo& info = doc.info;
-  return {{"file", doc.tokenizer_file.empty() ? std::string(mm::format::kTokenizerFile)
-                                              : doc.tokenizer_file},
-          {"sha256", info.tokenizer_sha256},
-          {"vocab_size", info.vocab_size},
-          {"pad_id", info.pad_id},
-          {"unk_id", info.unk_id},
-          {"bos_id", info.bos_id},
-          {"eos_id", info.eos_id},
-          {"max_tokens", info.max_tokens},
-          {"trained", doc.tokenizer_trained}};
+  ojson tok = {{"file", doc.tokenizer_file.empty() ? std::string(mm::format::kTokenizerFile)
+                                                   : doc.tokenizer_file},
+               {"sha256", info.tokenizer_sha256},
+               {"vocab_size", info.vocab_size},
+               {"pad_id", info.pad_id},
+               {"unk_id", info.unk_id},
+               {"bos_id", info.bos_id},
+               {"eos_id", info.eos_id},
+               {"max_tokens", info.max_tokens},
+               {"trained", doc.tokenizer_trained}};
+  if (info.unk_rate >= 0) tok["unk_rate"] = info.unk_rate;
+  return tok;
 }
 
 // "shards" and "totals", the totals summed over the shards.
@@ -314,6 +333,7 @@ std::string EncodeIndex(const IndexDocument& doc) {
                     {"background", doc.background}};
   index["compression"] = EncodeCompression(info);
   index["tokenizer"] = EncodeTokenizer(doc);
+  index["text"] = {{"lowercase", info.text_lowercase}, {"normalize", info.text_normalize}};
   index["build_options"] = doc.build_options;
   EncodeShards(info.shards, &index);
   index["dropped"] = EncodeDropped(doc.dropped_by_reason);

@@ -21,7 +21,7 @@ def build_set(mmpack, manifest, out, tokenizer, stamp):
     if os.path.exists(stamp_path) and json.load(open(stamp_path)) == stamp:
         return
     subprocess.run([mmpack, "build", manifest, "-o", out, "--tokenizer", tokenizer,
-                    "--image-size", "224", "-j", "2", "--overwrite", "-q"], check=True)
+                    "--lowercase", "--image-size", "224", "-j", "2", "--overwrite", "-q"], check=True)
     json.dump(stamp, open(stamp_path, "w"))
 
 

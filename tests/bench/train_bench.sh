@@ -28,7 +28,7 @@ for line in open(os.path.join(d, "captions.jsonl"), encoding="utf-8"):
 PY
   done > "$WORK/all.jsonl"
   "$BUILD/bin/mmpack" build "$WORK/all.jsonl" -o "$WORK/all224" --overwrite \
-    --tokenizer "$SHARED/tokenizers/albert-30k-clean.model" -q
+    --tokenizer "$SHARED/tokenizers/albert-30k-clean.model" --lowercase -q
 fi
 COMMON="--shards $WORK/all224 --steps $STEPS --batch-size 32 --threads 2 --log-every 10 --seed 1"
 echo "== reader: mmtrain $COMMON"

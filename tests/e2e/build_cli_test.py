@@ -46,7 +46,7 @@ class Failures(u.TempDirTest):
     def test_missing_raw(self):
         out = os.path.join(self.tmp, "out_missing")
         raw = os.path.join(self.tmp, "no_such_input")
-        run = u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT)
+        run = u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT, "--lowercase")
         self.assertFailsCleanly(run, "no_such_input")
         self.assertFalse(os.path.exists(out))
         self.assertNoLeftovers(out)
@@ -55,7 +55,7 @@ class Failures(u.TempDirTest):
         raw = os.path.join(self.tmp, "empty_dir")
         os.makedirs(raw)
         out = os.path.join(self.tmp, "out_empty_dir")
-        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT))
+        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT, "--lowercase"))
         self.assertFalse(os.path.exists(out))
         self.assertNoLeftovers(out)
 
@@ -63,7 +63,7 @@ class Failures(u.TempDirTest):
         raw = os.path.join(self.tmp, "empty.jsonl")
         open(raw, "w").close()
         out = os.path.join(self.tmp, "out_empty_manifest")
-        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT))
+        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT, "--lowercase"))
         self.assertFalse(os.path.exists(out))
 
     def test_unwritable_output(self):
@@ -73,7 +73,7 @@ class Failures(u.TempDirTest):
         with open(blocker, "w") as f:
             f.write("x")
         out = os.path.join(blocker, "sub")
-        self.assertFailsCleanly(u.mmpack("build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT))
+        self.assertFailsCleanly(u.mmpack("build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT, "--lowercase"))
         self.assertEqual(open(blocker).read(), "x")
 
     def test_existing_output_needs_overwrite(self):
@@ -81,7 +81,7 @@ class Failures(u.TempDirTest):
         u.build(SKIMAGE, out, "--samples-per-shard", "2")
         before = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
         self.assertEqual(len([f for f in before if f.endswith(".h5")]), 3)
-        run = u.mmpack("build", COCO, "-o", out, "--tokenizer", u.ALBERT)
+        run = u.mmpack("build", COCO, "-o", out, "--tokenizer", u.ALBERT, "--lowercase")
         self.assertFailsCleanly(run, "--overwrite")
         after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
         self.assertEqual(before, after, "a refused build changed OUT")
@@ -97,7 +97,7 @@ class Failures(u.TempDirTest):
         with open(raw, "w") as f:
             f.write('{"image": "missing.jpg", "text": "a caption"}\n')
         out = os.path.join(self.tmp, "out_all_bad")
-        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT))
+        self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT, "--lowercase"))
         self.assertFalse(os.path.exists(out))
         self.assertNoLeftovers(out)
 
@@ -109,7 +109,7 @@ class Failures(u.TempDirTest):
         with open(raw, "w") as f:
             f.write('{"image": "missing.jpg", "text": "a caption"}\n')
         self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--overwrite",
-                                         "--tokenizer", u.ALBERT))
+                                         "--tokenizer", u.ALBERT, "--lowercase"))
         after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
         self.assertEqual(before, after, "a failed --overwrite build damaged the old set")
         self.assertNoLeftovers(out)
@@ -147,7 +147,7 @@ class OutputPaths(u.TempDirTest):
         cwd = self.canary_dir("cwd_dot")
         for out in (".", "./", os.path.join("..", "cwd_dot"), ".."):
             for extra in ([], ["--overwrite"]):
-                run = self.run_in(cwd, "build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT,
+                run = self.run_in(cwd, "build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT, "--lowercase",
                                   *extra)
                 self.assertNotEqual(run.rc, 0, str(run))
                 lines = output_lines(run)
@@ -159,7 +159,7 @@ class OutputPaths(u.TempDirTest):
         self.assertIn("current directory", run.stderr)
 
     def test_root_and_input_parent_are_refused(self):
-        run = u.mmpack("build", SKIMAGE, "-o", "/", "--overwrite", "--tokenizer", u.ALBERT)
+        run = u.mmpack("build", SKIMAGE, "-o", "/", "--overwrite", "--tokenizer", u.ALBERT, "--lowercase")
         self.assertNotEqual(run.rc, 0, str(run))
         self.assertIn("root", run.stderr)
         # OUT holding RAW (a copy, never the shared data) is refused, with and without "/"
@@ -167,7 +167,7 @@ class OutputPaths(u.TempDirTest):
         shutil.copytree(os.path.dirname(SKIMAGE), raw_dir)
         raw = os.path.join(raw_dir, "captions.jsonl")
         for out in (raw_dir, raw_dir + "/", os.path.join(raw_dir, "images", "..")):
-            run = u.mmpack("build", raw, "-o", out, "--overwrite", "--tokenizer", u.ALBERT)
+            run = u.mmpack("build", raw, "-o", out, "--overwrite", "--tokenizer", u.ALBERT, "--lowercase")
             self.assertNotEqual(run.rc, 0, str(run))
             self.assertIn("lies inside output", run.stderr)
             self.assertTrue(os.path.exists(raw))
@@ -196,7 +196,7 @@ class OutputPaths(u.TempDirTest):
     def test_overwrite_refuses_a_folder_that_is_not_a_shard_set(self):
         d = self.canary_dir("not_a_set")
         for out in (d, d + "/"):
-            run = u.mmpack("build", SKIMAGE, "-o", out, "--overwrite", "--tokenizer", u.ALBERT)
+            run = u.mmpack("build", SKIMAGE, "-o", out, "--overwrite", "--tokenizer", u.ALBERT, "--lowercase")
             self.assertNotEqual(run.rc, 0, str(run))
             lines = output_lines(run)
             self.assertEqual(len(lines), 1, str(run))
@@ -208,7 +208,7 @@ class OutputPaths(u.TempDirTest):
         f = os.path.join(self.tmp, "a_plain_file")
         with open(f, "w") as fh:
             fh.write("keep")
-        run = u.mmpack("build", SKIMAGE, "-o", f, "--overwrite", "--tokenizer", u.ALBERT)
+        run = u.mmpack("build", SKIMAGE, "-o", f, "--overwrite", "--tokenizer", u.ALBERT, "--lowercase")
         self.assertNotEqual(run.rc, 0, str(run))
         with open(f) as fh:
             self.assertEqual(fh.read(), "keep")
@@ -283,7 +283,7 @@ class Progress(u.TempDirTest):
 
     def test_progress_bar_on_a_terminal(self):
         rc, text = self.run_on_terminal("build", COCO, "-o", os.path.join(self.tmp, "tty"),
-                                        "--tokenizer", u.ALBERT, "--threads", "2")
+                                        "--tokenizer", u.ALBERT, "--lowercase", "--threads", "2")
         self.assertEqual(rc, 0, text)
         self.assertIn("\r", text, "no bar redrawn in place")
         self.assertRegex(text, r"51/51")
@@ -292,7 +292,7 @@ class Progress(u.TempDirTest):
 
     def test_quiet_on_a_terminal_draws_no_bar(self):
         rc, text = self.run_on_terminal("build", COCO, "-o", os.path.join(self.tmp, "tty_quiet"),
-                                        "--tokenizer", u.ALBERT, "--quiet")
+                                        "--tokenizer", u.ALBERT, "--lowercase", "--quiet")
         self.assertEqual(rc, 0, text)
         self.assertNotIn("ETA", text)
         self.assertNotIn("\x1b", text)

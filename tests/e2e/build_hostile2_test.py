@@ -54,6 +54,8 @@ def build(raw, out, *extra, tokenizer=u.ALBERT):
     args = ["build", raw, "-o", out, "--threads", 2, "--compression-level", 1]
     if tokenizer:
         args += ["--tokenizer", tokenizer]
+    if tokenizer == u.ALBERT:
+        args += ["--lowercase"]
     run = mmpack(*(args + list(extra)))
     if run.rc != 0:
         raise AssertionError("build failed: " + str(run))

@@ -73,11 +73,17 @@ def mmpack(*args, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL):
     return Run(args, proc)
 
 
-def build(raw, out, *extra, tokenizer=ALBERT, threads=2):
-    """`mmpack build RAW -o OUT` that must succeed (AssertionError otherwise); returns the Run."""
+def build(raw, out, *extra, tokenizer=ALBERT, threads=2, lowercase=None):
+    """`mmpack build RAW -o OUT` that must succeed (AssertionError otherwise); returns the Run.
+    With the ALBERT model, --lowercase is passed (its pieces are lowercase) unless `lowercase`
+    is False or `extra` has it already."""
     args = ["build", raw, "-o", out, "--threads", threads]
     if tokenizer:
         args += ["--tokenizer", tokenizer]
+    if lowercase is None:
+        lowercase = tokenizer == ALBERT
+    if lowercase and "--lowercase" not in [str(e) for e in extra]:
+        args += ["--lowercase"]
     args += list(extra)
     run = mmpack(*args)
     if run.rc != 0:
@@ -199,12 +205,16 @@ class ShardSet:
 class Tokenizer:
     """sentencepiece as Debian's Python binding runs it, with mmpack's bos/eos/truncation rule."""
 
-    def __init__(self, model_path):
+    def __init__(self, model_path, lowercase=None):
+        """`lowercase`: lowercase captions first (str.lower(), as `--lowercase`); by default
+        for the ALBERT model, which the tests build with --lowercase (build())."""
         self.sp = spm.SentencePieceProcessor(model_file=model_path)
+        self.lowercase = model_path == ALBERT if lowercase is None else lowercase
 
     def expected(self, caption_bytes, max_tokens):
         """ids of one caption: [bos] + pieces + [eos] where defined, at most max_tokens."""
-        ids = self.sp.encode(caption_bytes.decode("utf-8"))
+        text = caption_bytes.decode("utf-8")
+        ids = self.sp.encode(text.lower() if self.lowercase else text)
         bos, eos = self.sp.bos_id(), self.sp.eos_id()
         room = max_tokens - (bos >= 0) - (eos >= 0)
         truncated = len(ids) > room

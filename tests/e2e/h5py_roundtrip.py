@@ -129,7 +129,7 @@ def build_and_check_real_sets():
             manifest = os.path.join(shared, "data", name, "captions.jsonl")
             out = os.path.join(tmp, name)
             subprocess.run([mmpack, "build", manifest, "-o", out, "--tokenizer", tokenizer,
-                            "--quiet"] + options, check=True)
+                            "--lowercase", "--quiet"] + options, check=True)
             subprocess.run([mmpack, "verify", out], check=True)
             subprocess.run([sys.executable, os.path.abspath(__file__), out, "--manifest",
                             manifest], check=True)
@@ -137,7 +137,7 @@ def build_and_check_real_sets():
         manifest = os.path.join(shared, "data", "coco-cc", "captions.jsonl")
         other = os.path.join(tmp, "coco-cc-1-thread")
         subprocess.run([mmpack, "build", manifest, "-o", other, "--tokenizer", tokenizer,
-                        "--quiet", "--samples-per-shard", "20", "--threads", "1"], check=True)
+                        "--lowercase", "--quiet", "--samples-per-shard", "20", "--threads", "1"], check=True)
         a = json.load(open(os.path.join(tmp, "coco-cc", "index.json")))
         b = json.load(open(os.path.join(other, "index.json")))
         assert a["shards"] == b["shards"], "index shards differ between --threads 2 and 1"
@@ -208,7 +208,8 @@ def main():
                 assert want_caps is not None, where + ": source %r not in the manifest" % source
                 assert sample["captions"] == want_caps, where + ": captions differ"
                 for caption, row in zip(sample["captions"], sample["tokens"]):
-                    ids = sp.encode(caption)
+                    lower = index.get("text", {}).get("lowercase", False)
+                    ids = sp.encode(caption.lower() if lower else caption)
                     if tok.get("bos_id", -1) >= 0:
                         ids = [tok["bos_id"]] + ids
                     if tok.get("eos_id", -1) >= 0:

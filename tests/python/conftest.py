@@ -55,8 +55,8 @@ def build_set(tmp_path_factory):
         if name not in built:
             raw, options = _SETS[name]
             out = os.path.join(str(root), name)
-            mmpack.build(os.path.join(DATA_DIR, raw), out, tokenizer=ALBERT, threads=2,
-                         **options)
+            mmpack.build(os.path.join(DATA_DIR, raw), out, tokenizer=ALBERT, lowercase=True,
+                         threads=2, **options)
             built[name] = out
         return built[name]
 

@@ -26,7 +26,7 @@ std::string MmpackBin() {
 bool Build(const std::string& input, const std::string& out, const std::string& extra) {
   std::string cmd = Quote(MmpackBin()) + " build " + Quote(input) + " -o " + Quote(out) +
                     " --tokenizer " + Quote(SharedDir() + "/tokenizers/albert-30k-clean.model") +
-                    " -q -j 2 " + extra + " > " + Quote(out + ".log") + " 2>&1";
+                    " --lowercase -q -j 2 " + extra + " > " + Quote(out + ".log") + " 2>&1";
   int rc = std::system(cmd.c_str());
   if (rc != 0) std::fprintf(stderr, "%s\n%s\n", cmd.c_str(), ReadFile(out + ".log").c_str());
   return rc == 0;

@@ -1,6 +1,7 @@
 """tools/src's folders include each other only downwards (tools/CMakeLists.txt, tools/README.md):
 
-    commands/ -> ingest/, image/, shard/, text/
+    commands/ -> ingest/, image/, shard/, text/, curate/
+    curate/   -> ingest/, text/
     ingest/   -> text/
     image/    -> text/
     shard/, text/ -> none of the others
@@ -12,7 +13,8 @@ import re
 import sys
 
 ALLOWED = {
-    "commands": {"commands", "ingest", "image", "shard", "text"},
+    "commands": {"commands", "ingest", "image", "shard", "text", "curate"},
+    "curate": {"curate", "ingest", "text"},
     "ingest": {"ingest", "text"},
     "image": {"image", "text"},
     "shard": {"shard"},

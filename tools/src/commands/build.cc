@@ -11,6 +11,7 @@
 //   WriteIndex        index.json, last (mm/internal/index_json.h)
 //   Publish           the finished set renamed to OUT (output_dir.h)
 //   PrintSummary      one line on stderr (build_report.h)
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +34,7 @@
 #include "mm/internal/index_json.h"
 #include "shard/shard_writer.h"
 #include "text/caption.h"
+#include "text/normalize.h"
 #include "text/tokenizer.h"
 
 namespace mm::pack {
@@ -66,7 +68,15 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
 
 // The input's samples; its notes go to stderr (unless quiet), its issues into `report`.
 Result<IngestResult> IngestInput(const BuildOptions& o, BuildReport* report) {
-  MM_ASSIGN_OR_RETURN(IngestResult ingest, Ingest(o.input, o.input_format));
+  MM_ASSIGN_OR_RETURN(IngestResult ingest, Ingest(o.input, o.input_format, o.fields));
+  const bool manifest = ingest.format == InputFormat::kJsonl ||
+                        ingest.format == InputFormat::kCsv || ingest.format == InputFormat::kTsv;
+  if (!manifest && (!o.fields.image.empty() || !o.fields.caption.empty() ||
+                    !o.filters.min_score_field.empty())) {
+    return Status::InvalidArgument(
+        "--image-field, --caption-field and --min-score read JSONL/CSV/TSV manifests; '" + o.input +
+        "' is read as " + std::string(ToString(ingest.format)));
+  }
   if (!o.quiet) {
     for (const std::string& note : ingest.notes) {
       std::fprintf(stderr, "mmpack build: note: %s\n", note.c_str());
@@ -108,6 +118,21 @@ void CheckCaptions(std::vector<RawSample>* samples, BuildReport* report) {
   samples->resize(kept);
 }
 
+// --min-score: the samples whose score field is missing or low become drops.
+Status FilterScores(const BuildOptions& o, std::vector<RawSample>* samples, BuildReport* report) {
+  if (o.filters.min_score_field.empty()) return Status::OK();
+  const auto& extra = o.fields.extra;
+  const size_t at =
+      std::find(extra.begin(), extra.end(), o.filters.min_score_field) - extra.begin();
+  std::vector<IngestIssue> dropped;
+  FilterByScore(o.filters, at, samples, &dropped);
+  for (IngestIssue& d : dropped) {
+    report->dropped.push_back(
+        {std::move(d.source), std::move(d.key), std::move(d.reason), std::move(d.detail)});
+  }
+  return Status::OK();
+}
+
 // The tokenizer of the set, and what index.json says of it.
 struct SetTokenizer {
   std::unique_ptr<Tokenizer> tokenizer;
@@ -124,10 +149,21 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawS
   if (!o.tokenizer.empty()) {
     MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
   } else {
+    // Trained on the text the tokenizer will see (--lowercase, --normalize).
+    std::vector<std::string> normalized;
+    if (!o.text.identity()) {
+      for (const RawSample& s : samples) {
+        for (const std::string& c : s.captions) {
+          MM_ASSIGN_OR_RETURN(std::string n, NormalizeForTokenizer(c, o.text));
+          normalized.push_back(std::move(n));
+        }
+      }
+    }
     std::vector<std::string_view> captions;
     for (const RawSample& s : samples) {
       for (const std::string& c : s.captions) captions.push_back(c);
     }
+    if (!o.text.identity()) captions.assign(normalized.begin(), normalized.end());
     if (!o.quiet) {
       std::fprintf(stderr,
                    "mmpack build: training a SentencePiece unigram tokenizer "
@@ -160,6 +196,40 @@ Result<std::unique_ptr<ShardWriter>> MakeWriter(const BuildOptions& o, const fs:
   return ShardWriter::Create(wo);
 }
 
+// The curation options in index.json's build_options (those that are on).
+void FilterOptionsJson(const BuildOptions& o, nlohmann::ordered_json* out) {
+  const FilterOptions& f = o.filters;
+  if (!o.fields.image.empty()) (*out)["image_field"] = o.fields.image;
+  if (!o.fields.caption.empty()) (*out)["caption_field"] = o.fields.caption;
+  if (f.min_size > 0) (*out)["min_size"] = f.min_size;
+  if (f.max_aspect > 0) (*out)["max_aspect"] = f.max_aspect;
+  if (f.min_tokens > 0) (*out)["min_tokens"] = f.min_tokens;
+  if (f.drop_long_captions) (*out)["drop_long_captions"] = true;
+  if (!f.min_score_field.empty()) {
+    (*out)["min_score"] = {{"field", f.min_score_field}, {"value", f.min_score}};
+  }
+  (*out)["dedup"] = std::string(ToString(f.dedup));
+  if (f.dedup == DedupMode::kNear) (*out)["near_threshold"] = f.near_threshold;
+}
+
+// One line on stderr when more than 1% of the token ids are <unk>, naming the likely fix.
+void WarnUnknown(const BuildOptions& o, const SetTokenizer& tok, const BuildReport& report) {
+  const double rate = report.stats.UnkRate();
+  if (rate <= 0.01) return;
+  std::string fix;
+  if (!o.text.lowercase) {
+    fix = "the tokenizer may expect lowercased text (ALBERT's does): try --lowercase";
+  } else if (o.text.normalize == TextNormalization::kNone) {
+    fix = "try --normalize nfkc, or a tokenizer that covers these captions' characters";
+  } else {
+    fix = tok.trained ? "raise --vocab-size"
+                      : "the tokenizer does not cover these captions' characters; omit "
+                        "--tokenizer to train one on them";
+  }
+  std::fprintf(stderr, "mmpack build: warning: %.1f%% of the token ids are <unk> (id %d); %s\n",
+               100 * rate, tok.tokenizer->unk_id(), fix.c_str());
+}
+
 // index.json, written last: what the set holds and how it was built.
 Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions& image_options,
                   const SetTokenizer& tok, const std::vector<mm::reader::ShardEntry>& shards,
@@ -178,6 +248,9 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
   set.eos_id = tok.tokenizer->eos_id();
   set.max_tokens = o.max_tokens;
   set.tokenizer_sha256 = tok.sha256;
+  set.unk_rate = report.stats.UnkRate();
+  set.text_lowercase = o.text.lowercase;
+  set.text_normalize = std::string(ToString(o.text.normalize));
   set.shards = shards;
   index.background = ColourHex(image_options.background);
   index.tokenizer_trained = tok.trained;
@@ -186,6 +259,7 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
                          {"shard_size", o.shard_size},
                          {"samples_per_shard", o.samples_per_shard},
                          {"vocab_size", o.vocab_size}};
+  FilterOptionsJson(o, &index.build_options);
   index.dropped_by_reason = report.ByReason();
   return WriteText(staging / std::string(mm::format::kIndexFile),
                    mm::reader::internal::EncodeIndex(index));
@@ -208,6 +282,7 @@ Status RunBuild(const BuildOptions& o) {
   MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o, &report));
   std::vector<RawSample>& samples = ingest.samples;
   CheckCaptions(&samples, &report);
+  MM_RETURN_NOT_OK(FilterScores(o, &samples, &report));
   if (samples.empty()) {
     return Status::InvalidArgument(
         "no usable sample in '" + o.input + "' (format " + std::string(ToString(ingest.format)) +
@@ -228,6 +303,7 @@ Status RunBuild(const BuildOptions& o) {
   MM_RETURN_NOT_OK(WriteIndex(o, ingest.format, image_options, tok, shards, report, staging));
   MM_RETURN_NOT_OK(Publish(staging, out));
   guard.Disarm();
+  WarnUnknown(o, tok, report);
   PrintSummary(o, report, shards, timer.ElapsedSeconds());
   return Status::OK();
 }

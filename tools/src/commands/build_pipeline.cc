@@ -13,7 +13,10 @@
 #include <utility>
 
 #include "commands/progress.h"
+#include "curate/dedup.h"
+#include "curate/filters.h"
 #include "mm/internal/file.h"
+#include "text/normalize.h"
 
 namespace mm::pack {
 namespace {
@@ -29,6 +32,9 @@ struct Item {
   EncodedSample encoded;
   DropEntry drop;
   int64_t truncated = 0;
+  std::vector<int> unk;                          // per kept caption: its <unk> ids
+  std::vector<DroppedCaption> dropped_captions;  // by --min-tokens / --drop-long-captions
+  uint64_t pixel_hash = 0, perceptual_hash = 0;  // --dedup
   Status fatal;  // a failure that stops the build (compression, tokenizer internals)
 };
 
@@ -46,6 +52,43 @@ const char* ReadFailureReason(const Status& st) {
   if (st.IsNotFound()) return "missing_file";
   if (st.code() == StatusCode::kOutOfRange) return "file_too_large";
   return "unreadable";
+}
+
+// The sample's captions, normalised (--lowercase, --normalize) and tokenized, into
+// item->encoded; those --min-tokens or --drop-long-captions refuse go to
+// item->dropped_captions. False when the item is finished: dropped (no caption left) or fatal.
+bool TokenizeCaptions(Item* item, const BuildOptions& o, const Tokenizer& tokenizer) {
+  RawSample& raw = *item->raw;
+  EncodedSample& e = item->encoded;
+  e.tokens.reserve(raw.captions.size());
+  const char* first_reason = nullptr;
+  for (size_t c = 0; c < raw.captions.size(); ++c) {
+    auto text = NormalizeForTokenizer(raw.captions[c], o.text);
+    auto t =
+        text.ok() ? tokenizer.Encode(*text, o.max_tokens) : Result<TokenizedCaption>(text.status());
+    if (!t.ok()) {
+      item->fatal = t.status().WithContext("sample " + raw.key);
+      return false;
+    }
+    if (const char* why = CheckCaptionLength(t->pieces, t->truncated, o.filters)) {
+      if (first_reason == nullptr) first_reason = why;
+      item->dropped_captions.push_back({raw.source, raw.key, static_cast<int64_t>(c), why});
+      continue;
+    }
+    if (t->truncated) ++item->truncated;
+    item->unk.push_back(t->unk);
+    e.tokens.push_back(std::move(t->ids));
+    e.captions.push_back(std::move(raw.captions[c]));
+  }
+  if (e.captions.empty()) {
+    item->ok = false;
+    item->drop = {raw.source, raw.key, first_reason,
+                  std::to_string(raw.captions.size()) +
+                      " caption(s), none within the caption "
+                      "length filters"};
+    return false;
+  }
+  return true;
 }
 
 // The processor stage: bytes -> image -> token ids -> compressed chunk, or a drop.
@@ -70,17 +113,18 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
     return;
   }
   std::string().swap(item->bytes);
-  EncodedSample& e = item->encoded;
-  e.tokens.reserve(raw.captions.size());
-  for (const std::string& caption : raw.captions) {
-    auto t = tokenizer.Encode(caption, o.max_tokens);
-    if (!t.ok()) {
-      item->fatal = t.status().WithContext("sample " + raw.key);
-      return;
-    }
-    if (t->truncated) ++item->truncated;
-    e.tokens.push_back(std::move(t->ids));
+  std::string detail;
+  if (const char* why =
+          CheckSourceSize(image.original_width, image.original_height, o.filters, &detail)) {
+    drop(why, std::move(detail));
+    return;
   }
+  if (o.filters.dedup != DedupMode::kOff) {
+    item->pixel_hash = PixelHash(image.pixels.data(), image.pixels.size());
+    item->perceptual_hash = PerceptualHash(image.pixels.data(), o.image_width, o.image_height);
+  }
+  if (!TokenizeCaptions(item, o, tokenizer)) return;
+  EncodedSample& e = item->encoded;
   auto chunk =
       CompressImage(image.pixels.data(), image.pixels.size(), o.compression, o.compression_level);
   if (!chunk.ok()) {
@@ -93,7 +137,6 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   e.original_width = image.original_width;
   e.original_height = image.original_height;
   std::copy(image.valid_box, image.valid_box + 4, e.valid_box);
-  e.captions = std::move(raw.captions);
   item->ok = true;
 }
 
@@ -109,7 +152,12 @@ class Pipeline {
         tokenizer_(tokenizer),
         writer_(writer),
         report_(report),
-        progress_(static_cast<int64_t>(samples->size()), o.quiet) {}
+        progress_(static_cast<int64_t>(samples->size()), o.quiet) {
+    if (o.filters.dedup != DedupMode::kOff) {
+      duplicates_ = std::make_unique<DuplicateIndex>(
+          o.filters.dedup == DedupMode::kNear ? o.filters.near_threshold : -1);
+    }
+  }
 
   Status Run() {
     const int threads =
@@ -154,9 +202,18 @@ class Pipeline {
     std::unique_ptr<Item> owner(item);
     if (!fatal_.ok()) return;
     if (!item->fatal.ok()) return Stop(item->fatal);
+    for (DroppedCaption& d : item->dropped_captions) {
+      report_->dropped_captions.push_back(std::move(d));
+    }
+    if (item->ok && duplicates_ != nullptr) CheckDuplicate(item);
     if (item->ok) {
-      report_->written_captions += static_cast<int64_t>(item->encoded.captions.size());
+      const EncodedSample& e = item->encoded;
+      report_->written_captions += static_cast<int64_t>(e.captions.size());
       report_->truncated += item->truncated;
+      for (size_t c = 0; c < e.captions.size(); ++c) {
+        report_->stats.AddCaption(e.tokens[c].size(), item->unk[c], e.captions[c]);
+      }
+      report_->stats.AddSample(e.captions.size(), e.original_width, e.original_height);
       Status st = writer_->Add(std::move(item->encoded));
       if (!st.ok()) return Stop(st);
       ++report_->written;
@@ -167,6 +224,25 @@ class Pipeline {
     progress_.Update(report_->written + dropped_, dropped_);
     // Free the sample's text as soon as it is written.
     RawSample().captions.swap(item->raw->captions);
+  }
+
+  // --dedup: the item becomes a drop when an earlier written sample has its pixels (or, for
+  // near, its perceptual hash within the threshold); else its hashes are recorded.
+  void CheckDuplicate(Item* item) {
+    bool exact = false;
+    const int64_t earlier = duplicates_->Find(item->pixel_hash, item->perceptual_hash, &exact);
+    if (earlier < 0) {
+      duplicates_->Add(item->pixel_hash, item->perceptual_hash);
+      kept_keys_.push_back(item->encoded.key);
+      return;
+    }
+    const std::string& first = kept_keys_[static_cast<size_t>(earlier)];
+    item->ok = false;
+    item->drop = {std::move(item->encoded.source), std::move(item->encoded.key),
+                  exact ? "duplicate_exact" : "duplicate_near",
+                  exact ? "same pixels as sample " + first
+                        : "perceptual hash within " + std::to_string(o_.filters.near_threshold) +
+                              " bits of sample " + first};
   }
 
   // `fatal_` is written only by the sink; the source runs on another TBB thread, so it reads
@@ -184,10 +260,12 @@ class Pipeline {
   ShardWriter* writer_;
   BuildReport* report_;
   Progress progress_;
-  size_t next_ = 0;         // source: the next sample
-  ImageReader tar_reader_;  // source: reads tar members in one pass
-  int64_t dropped_ = 0;     // sink: samples the pipeline dropped
-  Status fatal_;            // sink
+  size_t next_ = 0;                             // source: the next sample
+  ImageReader tar_reader_;                      // source: reads tar members in one pass
+  int64_t dropped_ = 0;                         // sink: samples the pipeline dropped
+  std::unique_ptr<DuplicateIndex> duplicates_;  // sink, --dedup only
+  std::vector<std::string> kept_keys_;          // sink, --dedup only: keys in Add order
+  Status fatal_;                                // sink
   std::atomic<bool> stop_{false};
 };
 

@@ -53,6 +53,7 @@ std::string ReportJson(const BuildOptions& o, InputFormat format, const BuildRep
     report["dropped_captions_by_reason"][reason] = n;
   }
   report["truncated_captions"] = r.truncated;
+  report["stats"] = r.stats.ToJson();
   return report.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 

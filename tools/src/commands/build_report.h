@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands/commands.h"
+#include "curate/stats.h"
 #include "mm/reader.h"
 
 namespace mm::pack {
@@ -37,6 +38,7 @@ struct BuildReport {
   int64_t written = 0;           // samples in the shards
   int64_t written_captions = 0;  // their captions
   int64_t truncated = 0;         // captions cut to --max-tokens
+  SetStats stats;                // of the written samples (report.json "stats")
 
   /// Samples dropped, by reason (sorted by reason).
   std::map<std::string, int64_t> ByReason() const;

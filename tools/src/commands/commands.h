@@ -7,11 +7,13 @@
 #include <iosfwd>
 #include <string>
 
+#include "curate/filters.h"
 #include "ingest/ingest.h"
 #include "mm/format.h"
 #include "mm/reader.h"
 #include "mm/status.h"
 #include "shard/shard_writer.h"
+#include "text/normalize.h"
 
 namespace mm::pack {
 
@@ -29,6 +31,9 @@ struct BuildOptions {
   std::string tokenizer;                  // .model file; empty: train one on the captions
   int vocab_size = 8000;                  // when training a tokenizer
   int max_tokens = 77;                    // per caption, bos/eos included
+  TextOptions text;                       // --lowercase, --normalize: before tokenizing only
+  FieldNames fields;                      // --image-field, --caption-field (ingest.h)
+  FilterOptions filters;                  // --min-size ... --dedup (curate/filters.h)
   int64_t shard_size = int64_t{1} << 30;  // bytes of a shard before it closes
   int64_t samples_per_shard = 0;          // 0: no limit
   format::Codec compression = format::Codec::kZstd;
@@ -95,5 +100,26 @@ struct ShowOptions {
   std::string output_png;
 };
 Status RunShow(const ShowOptions& options, std::ostream& out);
+
+/// `mmpack stats OUT [--json]`: caption length histograms (tokens, characters), captions per
+/// image, <unk> rate, source size and aspect distributions (report.json "stats"), drops by
+/// reason. Errors: NotFound (no index.json, or a report.json without stats), Corruption.
+struct StatsOptions {
+  std::string dir;
+  bool json = false;
+};
+Status RunStats(const StatsOptions& options, std::ostream& out);
+
+/// `mmpack preview OUT -o sheet.png`: a contact sheet of `count` samples (seeded, or the
+/// first), key and first caption under each (preview.cc).
+struct PreviewOptions {
+  std::string dir;
+  std::string output_png;
+  int64_t count = 16;
+  bool first = false;
+  uint64_t seed = 0;
+  int columns = 4;
+};
+Status RunPreview(const PreviewOptions& options, std::ostream& out);
 
 }  // namespace mm::pack

@@ -77,6 +77,13 @@ void PrintTokenizer(const mm::reader::internal::IndexDocument& index, std::ostre
       << (index.tokenizer_trained ? ", trained on the captions" : ", pretrained") << "), vocab "
       << info.vocab_size << ", pad " << info.pad_id << ", unk " << info.unk_id << ", bos "
       << info.bos_id << ", eos " << info.eos_id << ", max tokens " << info.max_tokens << "\n";
+  out << "text:         " << (info.text_lowercase ? "lowercased" : "case kept") << ", normalize "
+      << info.text_normalize << " (before tokenizing; captions stored as given)\n";
+  if (info.unk_rate >= 0) {
+    out << "unk rate:     " << std::setprecision(2) << 100 * info.unk_rate << "% of token ids"
+        << (info.unk_rate > 0.01 ? " (high: does the tokenizer expect lowercased text?)" : "")
+        << "\n";
+  }
 }
 
 // dropped (the index's counts by reason, or report.json's when the index has none) and

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "commands/commands.h"
+#include "curate/filters.h"
 #include "mm/format.h"
 #include "mm/version.h"
+#include "text/normalize.h"
 
 namespace {
 
@@ -90,7 +92,44 @@ struct BuildArgs {
   std::string input_format{ToString(options.input_format)};
   std::string resize_mode{ToString(options.resize_mode)};
   std::string compression{ToString(options.compression)};
+  std::string normalize{ToString(options.text.normalize)};
+  std::string dedup{ToString(options.filters.dedup)};
+  std::string min_score;
 };
+
+// --lowercase ... --dedup: text normalisation, field mapping and filters (issue 14).
+void AddCurate(CLI::App* b, BuildArgs* a) {
+  mm::pack::BuildOptions& o = a->options;
+  mm::pack::FilterOptions& f = o.filters;
+  b->add_flag("--lowercase", o.text.lowercase,
+              "Lowercase captions before tokenizing (stored as given); ALBERT's model needs it");
+  b->add_option("--normalize", a->normalize, "Unicode normalisation before tokenizing")
+      ->check(CLI::IsMember(Names(mm::pack::kTextNormalizations)))
+      ->capture_default_str();
+  b->add_option("--image-field", o.fields.image,
+                "JSONL key / CSV column of the image path (repeatable or a,b: first present)")
+      ->delimiter(',');
+  b->add_option("--caption-field", o.fields.caption,
+                "JSONL key / CSV column of a caption (repeatable or a,b: every one present)")
+      ->delimiter(',');
+  b->add_option("--min-size", f.min_size, "Drop images whose shorter side is below this (pixels)")
+      ->check(CLI::NonNegativeNumber);
+  b->add_option("--max-aspect", f.max_aspect, "Drop images with longer/shorter side above this")
+      ->check(CLI::NonNegativeNumber);
+  b->add_option("--min-tokens", f.min_tokens, "Drop captions of fewer tokens (bos/eos excluded)")
+      ->check(CLI::NonNegativeNumber);
+  b->add_flag("--drop-long-captions", f.drop_long_captions,
+              "Drop captions over --max-tokens instead of truncating them");
+  b->add_option("--min-score", a->min_score,
+                "FIELD=VALUE: drop samples whose manifest FIELD is missing or below VALUE");
+  b->add_option("--dedup", a->dedup, "Drop duplicate images: exact pixels, or perceptual hash")
+      ->check(CLI::IsMember(Names(mm::pack::kDedupModes)))
+      ->capture_default_str();
+  b->add_option("--dedup-threshold", f.near_threshold,
+                "--dedup near: Hamming distance of 64-bit pHashes counted as duplicate")
+      ->check(CLI::Range(0, 32))
+      ->capture_default_str();
+}
 
 CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
   mm::pack::BuildOptions& o = a->options;
@@ -139,6 +178,7 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
   b->add_option("-j,--threads", o.threads, "Worker threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   b->add_flag("-q,--quiet", o.quiet, "Print only errors and the summary");
+  AddCurate(b, a);
   return b;
 }
 
@@ -161,6 +201,16 @@ bool FinishBuild(BuildArgs* a) {
   o.input_format = mm::pack::ParseInputFormat(a->input_format).value();
   o.resize_mode = mm::format::ParseResizeMode(a->resize_mode).value();
   o.compression = mm::format::ParseCodec(a->compression).value();
+  o.text.normalize = mm::pack::ParseTextNormalization(a->normalize).value();
+  o.filters.dedup = mm::pack::ParseDedupMode(a->dedup).value();
+  if (!a->min_score.empty()) {
+    mm::Status st = mm::pack::ParseMinScore(a->min_score, &o.filters);
+    if (!st.ok()) {
+      std::cerr << "mmpack build: " << st.message() << std::endl;
+      return false;
+    }
+    o.fields.extra.push_back(o.filters.min_score_field);
+  }
   return true;
 }
 
@@ -232,6 +282,30 @@ CLI::App* AddShow(CLI::App& app, mm::pack::ShowOptions* show, RemoteArgs* remote
   return sh;
 }
 
+CLI::App* AddStats(CLI::App& app, mm::pack::StatsOptions* stats) {
+  auto* st = app.add_subcommand("stats",
+                                "Caption lengths, captions per image, unk rate, source "
+                                "sizes and aspects, drops by reason");
+  st->add_option("dir", stats->dir, "Shard set directory")->required();
+  st->add_flag("--json", stats->json, "Print one JSON object");
+  return st;
+}
+
+CLI::App* AddPreview(CLI::App& app, mm::pack::PreviewOptions* p) {
+  auto* pv = app.add_subcommand("preview", "Write a contact sheet of samples with key and caption");
+  pv->add_option("dir", p->dir, "Shard set directory")->required();
+  pv->add_option("-o,--output", p->output_png, "PNG file to write")->required();
+  pv->add_option("-n,--count", p->count, "Samples on the sheet")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  pv->add_flag("--first", p->first, "The first samples instead of a seeded draw");
+  pv->add_option("--seed", p->seed, "Seed of the draw")->capture_default_str();
+  pv->add_option("--columns", p->columns, "Images per row")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  return pv;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -266,6 +340,10 @@ int main(int argc, char** argv) {
     up->add_option("url", upload.url, "Destination: s3://BUCKET/PREFIX or http(s)://URL")
         ->required();
     up->add_flag("-q,--quiet", upload.quiet, "Print only errors and the summary");
+    mm::pack::StatsOptions stats;
+    auto* st = AddStats(app, &stats);
+    mm::pack::PreviewOptions preview;
+    auto* pv = AddPreview(app, &preview);
     CLI11_PARSE(app, argc, argv);
 
     if (*b) return FinishBuild(&build) ? Report("build", mm::pack::RunBuild(build.options)) : 2;
@@ -292,6 +370,8 @@ int main(int argc, char** argv) {
       show.remote = remote_options;
       return Report("show", mm::pack::RunShow(show, std::cout));
     }
+    if (*st) return Report("stats", mm::pack::RunStats(stats, std::cout));
+    if (*pv) return Report("preview", mm::pack::RunPreview(preview, std::cout));
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "mmpack: " << e.what() << std::endl;

@@ -1,15 +1,14 @@
 // csv.cc: CSV and TSV manifests, a header row and then rows (ingest.h, "csv" and "tsv").
 #include <algorithm>
 #include <filesystem>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "ingest/common.h"
+#include "ingest/fields.h"
 #include "ingest/formats.h"
 #include "ingest/keys.h"
 #include "mm/internal/file.h"
-#include "text/ascii.h"
 
 namespace mm::pack {
 
@@ -146,26 +145,11 @@ void ParseDelimited(const std::string& text, char sep, bool quoting,
   DelimitedParser(text, sep, quoting, bad).Parse(rows, row_lines);
 }
 
-// The index of the first of `names` among the header's columns (matched without regard to
-// ASCII case and surrounding blanks), or -1.
-int FindColumn(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    for (size_t c = 0; c < header.size(); ++c) {
-      std::string h = AsciiLower(header[c]);
-      const size_t from = h.find_first_not_of(" \t\r");
-      const size_t to = h.find_last_not_of(" \t\r");
-      h = from == std::string::npos ? std::string() : h.substr(from, to - from + 1);
-      if (h == name) return static_cast<int>(c);
-    }
-  }
-  return -1;
-}
-
-// The rows after the header into samples (`image_col`, `text_col`), and issues for the
-// malformed records and short rows.
+// The rows after the header into samples (columns `cols`), and issues for the malformed
+// records, short rows and URLs.
 void AddRows(const fs::path& file, const std::vector<std::vector<std::string>>& rows,
-             const std::vector<int64_t>& lines, const std::vector<BadRecord>& bad, int image_col,
-             int text_col, IngestResult* result) {
+             const std::vector<int64_t>& lines, const std::vector<BadRecord>& bad,
+             const ColumnPlan& cols, IngestResult* result) {
   Grouper grouper(file.parent_path());
   const std::string where = file.filename().string();
   for (const BadRecord& b : bad) {
@@ -174,22 +158,42 @@ void AddRows(const fs::path& file, const std::vector<std::vector<std::string>>& 
                                   "; the row is skipped and reading "
                                   "goes on at the next line"});
   }
+  int needed = cols.image;
+  for (int c : cols.captions) needed = std::max(needed, c);
   for (size_t r = 1; r < rows.size(); ++r) {
     const auto& row = rows[r];
     std::string source = where + ":" + std::to_string(lines[r]);
-    if (static_cast<int>(row.size()) <= std::max(image_col, text_col) || row[image_col].empty()) {
+    if (static_cast<int>(row.size()) <= needed || row[cols.image].empty()) {
       result->issues.push_back({source, "", "invalid_manifest_line",
                                 "row has " + std::to_string(row.size()) + " fields"});
       continue;
     }
-    grouper.Add(row[image_col], row[text_col]);
+    if (IsRemoteUrl(row[cols.image])) {
+      result->issues.push_back(
+          {source, "", "remote_image_not_supported",
+           "image '" + row[cols.image] + "' is a URL; mmpack reads local files (download first)"});
+      continue;
+    }
+    // Every non-empty caption cell; an all-empty row keeps its first (reported as empty).
+    std::vector<std::string> captions;
+    for (int c : cols.captions) {
+      if (!row[c].empty()) captions.push_back(row[c]);
+    }
+    if (captions.empty()) captions.push_back(row[cols.captions[0]]);
+    std::vector<FieldValue> fields;
+    for (int c : cols.extra) {
+      fields.push_back(c >= 0 && c < static_cast<int>(row.size()) ? FieldValue::FromText(row[c])
+                                                                  : FieldValue());
+    }
+    grouper.Add(row[cols.image], std::move(captions), std::move(fields));
   }
   result->samples = grouper.Take();
 }
 
 }  // namespace
 
-Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat format) {
+Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat format,
+                                     const FieldNames& names) {
   std::string text;
   MM_RETURN_NOT_OK(ReadRegularFile(file.string(), &text));
   StripBom(&text);
@@ -213,17 +217,15 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
     return Status::InvalidArgument(file.string() + ": malformed header row: " + bad[0].why);
   }
   if (rows.empty()) return Status::InvalidArgument(file.string() + ": no header row");
-  const int image_col =
-      FindColumn(rows[0], {"image", "image_path", "file_name", "filepath", "url"});
-  const int text_col = FindColumn(rows[0], {"text", "caption", "title"});
-  if (image_col < 0 || text_col < 0) {
-    return Status::InvalidArgument(file.string() +
-                                   ": header needs an image column (image, image_path, "
-                                   "file_name, filepath, url) and a text column (text, "
-                                   "caption, title); its first line is '" +
+  const FieldPlan plan(names);
+  const ColumnPlan cols = PlanColumns(rows[0], plan);
+  if (cols.image < 0 || cols.captions.empty()) {
+    return Status::InvalidArgument(file.string() + ": header needs an image column (" +
+                                   FieldPlan::List(plan.image) + ") and a text column (" +
+                                   FieldPlan::List(plan.caption) + "); its first line is '" +
                                    first_line.substr(0, 200) + "'");
   }
-  AddRows(file, rows, lines, bad, image_col, text_col, &result);
+  AddRows(file, rows, lines, bad, cols, &result);
   return result;
 }
 

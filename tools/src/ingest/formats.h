@@ -12,12 +12,13 @@
 namespace mm::pack {
 
 /// jsonl.cc. Errors: IOError (the file cannot be opened or read).
-[[nodiscard]] Result<IngestResult> IngestJsonl(const std::filesystem::path& file);
+[[nodiscard]] Result<IngestResult> IngestJsonl(const std::filesystem::path& file,
+                                               const FieldNames& fields);
 /// csv.cc: CSV (`sep` ',' or ';', RFC 4180 quoting) and TSV (`sep` '\t', no quoting); `format`
 /// is kCsv or kTsv. Errors: those of ReadRegularFile; InvalidArgument (no header row, or one
 /// without an image and a text column).
 [[nodiscard]] Result<IngestResult> IngestDelimited(const std::filesystem::path& file, char sep,
-                                                   InputFormat format);
+                                                   InputFormat format, const FieldNames& fields);
 /// coco.cc. Errors: those of ReadRegularFile; InvalidArgument (not a COCO captions JSON).
 [[nodiscard]] Result<IngestResult> IngestCoco(const std::filesystem::path& file);
 /// files.cc: a folder of pairs. Errors: IOError (the folder cannot be listed).

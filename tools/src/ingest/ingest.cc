@@ -19,7 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Result<IngestResult> IngestAny(const std::string& input, InputFormat format) {
+Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
+                               const FieldNames& fields) {
   std::error_code ec;
   fs::path p(input);
   if (format == InputFormat::kAuto) {
@@ -55,11 +56,11 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format) {
   }
   switch (format) {
     case InputFormat::kJsonl:
-      return IngestJsonl(p);
+      return IngestJsonl(p, fields);
     case InputFormat::kCsv:
-      return IngestDelimited(p, ',', InputFormat::kCsv);
+      return IngestDelimited(p, ',', InputFormat::kCsv, fields);
     case InputFormat::kTsv:
-      return IngestDelimited(p, '\t', InputFormat::kTsv);
+      return IngestDelimited(p, '\t', InputFormat::kTsv, fields);
     case InputFormat::kCoco:
       return IngestCoco(p);
     default:
@@ -112,8 +113,9 @@ void DropUnstorableNames(IngestResult* result) {
 
 }  // namespace
 
-Result<IngestResult> Ingest(const std::string& input, InputFormat format) {
-  MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format));
+Result<IngestResult> Ingest(const std::string& input, InputFormat format,
+                            const FieldNames& fields) {
+  MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format, fields));
   DropUnstorableNames(&result);
   MakeKeysUnique(&result.samples);
   return result;

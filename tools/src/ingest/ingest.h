@@ -9,13 +9,17 @@
 //          Order: paths sorted bytewise. Symlinks are followed; a folder reached again (a
 //          loop such as `a/up -> ..`, or a second link to it) is read once only (a note on
 //          stderr). FIFOs, devices and links that do not resolve are not files.
-//   jsonl  one JSON object a line: image from `image` | `image_path` | `file_name`, text from
-//          `text` | `caption`. Lines naming the same image are that sample's captions, in
-//          line order; samples in order of first appearance. A line that is not valid JSON or
-//          lacks the fields is reported (reason `invalid_manifest_line`) and skipped.
+//   jsonl  one JSON object a line: image from the first present of FieldNames::image (default
+//          `image` | `image_path` | `file_name` | `filepath` | `url`), text from every present
+//          field of FieldNames::caption (default: the first present of `text` | `caption` |
+//          `title`; a JSON array of strings is several captions). Lines naming the same image
+//          are that sample's captions, in line order; samples in order of first appearance. A
+//          line that is not valid JSON or lacks the fields is reported (reason
+//          `invalid_manifest_line`) and skipped. An image that is a URL (`scheme://...`) is
+//          reported as `remote_image_not_supported` (mmpack reads local files only).
 //   csv    a header row, then rows (RFC 4180 quoting, "," separated; ";" when the header has
-//          ";" and no ","); same column names, matched without regard to ASCII case and
-//          surrounding blanks. A malformed row (a quote never closed, text after a closing
+//          ";" and no ","); the same field names as jsonl, matched without regard to ASCII case
+//          and surrounding blanks. A malformed row (a quote never closed, text after a closing
 //          quote) is reported as invalid_manifest_line and reading goes on at its next line.
 //   tsv    tab separators, one record a line, no quoting (quotes are text).
 //   coco   COCO captions JSON: `images[]` (`id`, `file_name`) and `annotations[]`
@@ -37,6 +41,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +49,30 @@
 #include "mm/status.h"
 
 namespace mm::pack {
+
+/// A manifest field's value kept with a sample (FieldNames::extra): JSON numbers and strings
+/// as typed; a CSV/TSV cell is an integer or a float when all of it parses as one, else a
+/// string; an empty cell, null or an absent key is missing; other JSON values are missing.
+struct FieldValue {
+  enum class Type { kMissing, kInt, kFloat, kString };
+  Type type = Type::kMissing;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+
+  /// kInt/kFloat as a double; nullopt otherwise.
+  std::optional<double> AsNumber() const;
+  /// From a CSV cell (see above).
+  static FieldValue FromText(const std::string& text);
+};
+
+/// Which JSONL keys / CSV columns the manifests read (--image-field, --caption-field).
+/// Empty lists mean the defaults above. Not used by the files, coco and wds formats.
+struct FieldNames {
+  std::vector<std::string> image;    // the first present names the image
+  std::vector<std::string> caption;  // every present one adds caption(s)
+  std::vector<std::string> extra;    // kept per sample in RawSample::fields, in this order
+};
 
 /// One image with its captions, as the input gave them.
 struct RawSample {
@@ -53,6 +82,7 @@ struct RawSample {
   std::string tar_member;             // wds only: the image member's name in `path`
   int64_t tar_member_index = -1;      // wds only: position of the member in the tar (0-based)
   std::vector<std::string> captions;  // raw bytes, input order (validated later)
+  std::vector<FieldValue> fields;     // FieldNames::extra's values (first line of the image)
 };
 
 /// Something the input named that cannot become a sample (a bad manifest line, an image
@@ -61,7 +91,8 @@ struct IngestIssue {
   std::string source;
   std::string key;
   // invalid_manifest_line | missing_caption | missing_file | duplicate_key | unreadable |
-  // invalid_utf8 (a name that is not UTF-8) | file_too_large (a caption file over 16 MiB)
+  // invalid_utf8 (a name that is not UTF-8) | file_too_large (a caption file over 16 MiB) |
+  // remote_image_not_supported (the image field holds a URL)
   std::string reason;
   std::string detail;
 };
@@ -82,11 +113,12 @@ struct IngestResult {
 /// Errors: NotFound (no such path), InvalidArgument (cannot tell).
 [[nodiscard]] Result<InputFormat> DetectInputFormat(const std::string& input);
 
-/// Enumerates `input` in `format` (kAuto: DetectInputFormat).
+/// Enumerates `input` in `format` (kAuto: DetectInputFormat), reading manifests' `fields`.
 /// Errors: NotFound, IOError (unreadable input), InvalidArgument (malformed as a whole, e.g.
 /// a CSV without an image column or a COCO file that is not JSON). Per-line or per-file
 /// problems are IngestIssues, not errors.
-[[nodiscard]] Result<IngestResult> Ingest(const std::string& input, InputFormat format);
+[[nodiscard]] Result<IngestResult> Ingest(const std::string& input, InputFormat format,
+                                          const FieldNames& fields = {});
 
 /// Reads the image bytes of samples in order. For plain files it reads the file; for wds it
 /// keeps the tar open and moves forward to the member (reopening only if asked to go back),

@@ -1,12 +1,14 @@
 // jsonl.cc: the JSONL manifest, one JSON object a line (ingest.h, "jsonl").
 #include <cerrno>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ingest/common.h"
+#include "ingest/fields.h"
 #include "ingest/formats.h"
 #include "ingest/keys.h"
 #include "ingest/lenient_json.h"
@@ -20,18 +22,53 @@ namespace {
 
 using json = nlohmann::json;
 
-const json* FirstField(const json& obj, std::initializer_list<const char*> names) {
-  for (const char* n : names) {
-    auto it = obj.find(n);
-    if (it != obj.end() && !it->is_null()) return &*it;
+// A JSON value as a kept field (ingest.h, FieldValue).
+FieldValue ToField(const json& v) {
+  FieldValue out;
+  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)) {
+    out.type = FieldValue::Type::kInt;
+    out.i = v.get<int64_t>();
+  } else if (v.is_number()) {
+    out.type = FieldValue::Type::kFloat;
+    out.f = v.get<double>();
+  } else if (v.is_string()) {
+    out.type = FieldValue::Type::kString;
+    out.s = v.get<std::string>();
+  } else if (v.is_boolean()) {
+    out.type = FieldValue::Type::kInt;
+    out.i = v.get<bool>() ? 1 : 0;
   }
-  return nullptr;
+  return out;
 }
 
-// One line's sample: its image path and caption, or the issue that keeps it out.
-// False (and `issue` set) when the line is not a usable sample.
-bool ParseLine(const std::string& line, const std::string& source, std::string* image_path,
-               std::string* caption, IngestIssue* issue) {
+// One line: its image path, captions and kept fields.
+struct Line {
+  std::string image;
+  std::vector<std::string> captions;
+  std::vector<FieldValue> fields;
+};
+
+// The captions of `obj` under `plan`: a string is one, an array's strings are several.
+std::vector<std::string> Captions(const json& obj, const FieldPlan& plan) {
+  std::vector<std::string> out;
+  for (const std::string& name : plan.caption) {
+    auto it = obj.find(name);
+    if (it == obj.end() || it->is_null()) continue;
+    if (it->is_string()) out.push_back(it->get<std::string>());
+    if (it->is_array()) {
+      for (const json& c : *it) {
+        if (c.is_string()) out.push_back(c.get<std::string>());
+      }
+    }
+    if (!plan.every_caption_field) break;
+  }
+  return out;
+}
+
+// One line's sample, or the issue that keeps it out: false (and `issue` set) when the line is
+// not a usable sample.
+bool ParseLine(const std::string& line, const std::string& source, const FieldPlan& plan, Line* out,
+               IngestIssue* issue) {
   auto reject = [&](const char* reason, std::string detail) {
     *issue = {source, "", reason, std::move(detail)};
     return false;
@@ -48,17 +85,26 @@ bool ParseLine(const std::string& line, const std::string& source, std::string* 
     return reject("invalid_manifest_line",
                   parse_error.empty() ? "not a JSON object" : "not a JSON object: " + parse_error);
   }
-  const json* image = FirstField(obj, {"image", "image_path", "file_name"});
-  const json* text = FirstField(obj, {"text", "caption"});
+  const json* image = nullptr;
+  for (const std::string& name : plan.image) {
+    auto it = obj.find(name);
+    if (it != obj.end() && !it->is_null()) {
+      image = &*it;
+      break;
+    }
+  }
   if (image == nullptr || !image->is_string() || image->get_ref<const std::string&>().empty()) {
-    return reject("invalid_manifest_line", "no string field image/image_path/file_name");
+    return reject("invalid_manifest_line", "no string field " + FieldPlan::List(plan.image));
   }
   const std::string& path = image->get_ref<const std::string&>();
-  if (text == nullptr || !text->is_string()) {
-    return reject("invalid_manifest_line", "no string field text/caption for " + path);
+  out->captions = Captions(obj, plan);
+  if (out->captions.empty()) {
+    return reject("invalid_manifest_line",
+                  "no string field " + FieldPlan::List(plan.caption) + " for " + path);
   }
-  *caption = text->get<std::string>();
-  if (neutral.changed) RestoreInvalid(caption, neutral.mark);
+  if (neutral.changed) {
+    for (std::string& c : out->captions) RestoreInvalid(&c, neutral.mark);
+  }
   if (path.find('\0') != std::string::npos) {
     return reject("invalid_manifest_line", "image path holds a NUL");
   }
@@ -66,13 +112,25 @@ bool ParseLine(const std::string& line, const std::string& source, std::string* 
     return reject("invalid_utf8",
                   "image path is not valid UTF-8 (an invalid byte or a lone surrogate escape)");
   }
-  *image_path = path;
+  if (IsRemoteUrl(path)) {
+    return reject("remote_image_not_supported",
+                  "image '" + path + "' is a URL; mmpack reads local files (download first)");
+  }
+  for (const std::string& name : plan.extra) {
+    auto it = obj.find(name);
+    out->fields.push_back(it == obj.end() ? FieldValue() : ToField(*it));
+    if (neutral.changed && out->fields.back().type == FieldValue::Type::kString) {
+      RestoreInvalid(&out->fields.back().s, neutral.mark);
+    }
+  }
+  out->image = path;
   return true;
 }
 
 }  // namespace
 
-Result<IngestResult> IngestJsonl(const fs::path& file) {
+Result<IngestResult> IngestJsonl(const fs::path& file, const FieldNames& names) {
+  const FieldPlan plan(names);
   std::ifstream in(file, std::ios::binary);
   if (!in) return ErrnoStatus(errno, "cannot open " + file.string());
   IngestResult result;
@@ -86,10 +144,10 @@ Result<IngestResult> IngestJsonl(const fs::path& file) {
     if (line_no == 1) StripBom(&line);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    std::string image, caption;
+    Line parsed;
     IngestIssue issue;
-    if (ParseLine(line, where + ":" + std::to_string(line_no), &image, &caption, &issue)) {
-      grouper.Add(image, std::move(caption));
+    if (ParseLine(line, where + ":" + std::to_string(line_no), plan, &parsed, &issue)) {
+      grouper.Add(parsed.image, std::move(parsed.captions), std::move(parsed.fields));
     } else {
       result.issues.push_back(std::move(issue));
     }

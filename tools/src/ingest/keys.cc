@@ -52,6 +52,20 @@ void Grouper::Add(const std::string& image, std::string caption) {
   samples_[it->second].captions.push_back(std::move(caption));
 }
 
+void Grouper::Add(const std::string& image, std::vector<std::string> captions,
+                  std::vector<FieldValue> fields) {
+  auto [it, inserted] = index_.emplace(image, samples_.size());
+  if (inserted) {
+    RawSample s;
+    s.source = image;
+    s.path = Resolve(base_, image);
+    s.fields = std::move(fields);
+    samples_.push_back(std::move(s));
+  }
+  auto& to = samples_[it->second].captions;
+  for (std::string& c : captions) to.push_back(std::move(c));
+}
+
 std::vector<RawSample> Grouper::Take() {
   AssignKeys(&samples_);
   return std::move(samples_);

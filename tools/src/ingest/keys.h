@@ -32,6 +32,9 @@ class Grouper {
  public:
   explicit Grouper(std::filesystem::path base) : base_(std::move(base)) {}
   void Add(const std::string& image, std::string caption);
+  /// Several captions of one line or row; `fields` kept when the image is new.
+  void Add(const std::string& image, std::vector<std::string> captions,
+           std::vector<FieldValue> fields);
   /// The samples, with keys assigned (AssignKeys).
   std::vector<RawSample> Take();
 

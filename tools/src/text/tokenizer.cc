@@ -159,6 +159,7 @@ Result<TokenizedCaption> Tokenizer::Encode(std::string_view caption, int max_tok
   if (max_tokens < 1) max_tokens = 1;
   const int specials = (bos_id_ >= 0 ? 1 : 0) + (eos_id_ >= 0 ? 1 : 0);
   const int room = std::max(0, max_tokens - specials);
+  out.pieces = static_cast<int>(pieces.size());
   if (static_cast<int>(pieces.size()) > room) {
     pieces.resize(room);
     out.truncated = true;
@@ -169,6 +170,8 @@ Result<TokenizedCaption> Tokenizer::Encode(std::string_view caption, int max_tok
   if (eos_id_ >= 0) out.ids.push_back(eos_id_);
   // Only when max_tokens < number of specials: bos wins over eos.
   if (static_cast<int>(out.ids.size()) > max_tokens) out.ids.resize(max_tokens);
+  const int unk = processor_->unk_id();
+  out.unk = static_cast<int>(std::count(out.ids.begin(), out.ids.end(), unk));
   return out;
 }
 

@@ -23,6 +23,8 @@ namespace mm::pack {
 struct TokenizedCaption {
   std::vector<int32_t> ids;  // bos? pieces eos?, at most max_tokens
   bool truncated = false;    // pieces were cut to fit max_tokens
+  int pieces = 0;            // pieces of the whole caption, before any cut, specials excluded
+  int unk = 0;               // ids in `ids` that are the model's unk id
 };
 
 /// A loaded SentencePiece model. Encode is const and thread-safe (SentencePieceProcessor's

@@ -1,0 +1,42 @@
+// stats.h: what a build wrote, measured as it is written (`mmpack build` keeps it in
+// report.json "stats"; `mmpack stats OUT` prints it, commands/stats.cc), after img2dataset's
+// stats.json: caption lengths in tokens and characters, captions per image, the <unk> rate,
+// the source images' sizes and aspect ratios.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+namespace mm::pack {
+
+/// Figures of the written samples. Not thread-safe (the build's serial sink feeds it).
+class SetStats {
+ public:
+  /// One written caption: its stored token ids (bos/eos included), how many are <unk>, and its
+  /// text (UTF-8; characters are code points).
+  void AddCaption(size_t tokens, size_t unk, std::string_view text);
+  /// One written sample: its caption count and its source size in pixels (after EXIF
+  /// orientation).
+  void AddSample(size_t captions, int source_width, int source_height);
+
+  int64_t tokens() const { return tokens_; }
+  int64_t unk_tokens() const { return unk_; }
+  /// unk_tokens / tokens, 0 when there are no tokens.
+  double UnkRate() const { return tokens_ > 0 ? static_cast<double>(unk_) / tokens_ : 0.0; }
+
+  /// {"samples", "captions", "unk_rate", "unk_tokens", "tokens",
+  ///  "caption_tokens"|"caption_chars"|"captions_per_image"|"source_shorter_side"|
+  ///  "source_aspect": {"min", "mean", "p50", "p95", "max",
+  ///                    "histogram": [{"from": x, "to": y, "count": n}, ...]}}
+  /// "from" inclusive, "to" exclusive; the bins are fixed per figure (at most 16).
+  nlohmann::ordered_json ToJson() const;
+
+ private:
+  int64_t tokens_ = 0, unk_ = 0;
+  std::vector<int32_t> caption_tokens_, caption_chars_, captions_per_image_, shorter_side_;
+  std::vector<float> aspect_;  // longer / shorter side
+};
+
+}  // namespace mm::pack
