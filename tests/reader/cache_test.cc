@@ -227,10 +227,31 @@ TEST(RemoteLoader, BlockShuffleReadsEveryItemOnceWithinTheCacheLimit) {
   int64_t held = 0;
   testing::CachedFiles(s.tmp / "cache", &held);
   EXPECT_LE(held, limit);
-  // Each epoch reads each shard in one window: about one download per shard per epoch (the
-  // next epoch's first window is fetched ahead, so at most one more in all).
-  EXPECT_GE(stats.downloads, 3 * static_cast<int64_t>(s.bytes.size()) - 3);
-  EXPECT_LE(stats.downloads, 3 * static_cast<int64_t>(s.bytes.size()) + 1);
+  // Every download is one whole GET of a shard, none hidden.
+  int64_t gets = 0;
+  for (size_t k = 0; k < s.bytes.size(); ++k) {
+    char name[64];
+    std::snprintf(name, sizeof name, "shard-%06zu.h5 200", k);
+    gets += CountLogLines(s.log(), name);
+  }
+  EXPECT_EQ(stats.downloads, gets);
+  // What the design guarantees, not an exact figure: which shards LRU eviction keeps for a
+  // later window (the wrap-around of the padded last batch, the next epoch) depends on which
+  // pins the decode threads still hold when a reservation evicts, i.e. on timing (measured
+  // under load: 14 to 17 downloads). At least: every shard once in the cold first epoch, and
+  // in each later epoch the shards not among the at most `limit` bytes cached at its start.
+  // At most: each shard once per window visit (the prefetcher holds a shard through its
+  // window): per epoch n windows and at most 2 more for the 4 padding items (only the 3-sample
+  // shard is shorter than 4), plus the next epoch's windows fetched ahead (at most 3 fit).
+  const int64_t n = static_cast<int64_t>(s.bytes.size());
+  std::vector<int64_t> sorted = s.bytes;
+  std::sort(sorted.begin(), sorted.end());
+  int64_t missing = -limit, k_min = 0;
+  for (int64_t b : sorted) missing += b;
+  for (int64_t covered = 0; covered < missing; covered += sorted[k_min++]) {
+  }
+  EXPECT_GE(stats.downloads, n + 2 * k_min);
+  EXPECT_LE(stats.downloads, 3 * (n + 2) + 3);
 }
 
 TEST(RemoteLoader, AutoShuffleBecomesBlockWhenTheSetDoesNotFit) {

@@ -154,7 +154,11 @@ Result<std::string> SetDir(const std::string& dir, const std::string& location) 
     if (stored == location) return set_dir;
     return Status::IOError("cache: " + set_dir + " belongs to " + stored + ", not " + location);
   }
-  const std::string temp = file + kPartMark + std::to_string(::getpid());
+  // Unique per call: two threads of one process may write it at once (the same name would
+  // let one rename the other's file away, and the other's rename fail with ENOENT).
+  static std::atomic<uint64_t> counter{0};
+  const std::string temp =
+      file + kPartMark + std::to_string(::getpid()) + "." + std::to_string(counter++);
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid() ||
       ::write(fd.get(), location.data(), location.size()) !=
