@@ -506,7 +506,10 @@ class VerifyCatchesDamage(u.TempDirTest):
         run = u.mmpack("verify", out)
         self.assertNotEqual(run.rc, 0, str(run))
         self.assertIn("shard-000001", run.stdout + run.stderr)
-        self.assertRegex(run.stdout + run.stderr, r"sample \d+", "verify should name the sample")
+        # The checksum is checked before libhdf5 parses a byte (issue 9 item 1): a changed file
+        # is reported by its XXH3 and never parsed, so no sample is named.
+        self.assertIn("xxh3_64", run.stdout + run.stderr)
+        self.assertIn("not parsed", run.stdout + run.stderr)
 
     def test_truncated_shard(self):
         out = self.damaged_copy("cut")

@@ -399,11 +399,11 @@ class VerifyHostileSet(u.TempDirTest):
         with open(os.path.join(out, "index.json")) as f:
             return out, json.load(f)
 
-    def check_fails_naming(self, out, name):
+    def check_fails_naming(self, out, name, why="not a regular file"):
         run = mmpack("verify", out)
         self.assertNotEqual(run.rc, 0, str(run))
         self.assertIn(name, run.stderr + run.stdout)
-        self.assertIn("not a regular file", run.stderr + run.stdout)
+        self.assertIn(why, run.stderr + run.stdout)
 
     def test_tokenizer_is_a_fifo_or_a_device(self):
         for name, target in (("fifo", "tokenizer.fifo"), ("device", "/dev/zero")):
@@ -413,7 +413,9 @@ class VerifyHostileSet(u.TempDirTest):
             index["tokenizer"]["file"] = target
             with open(os.path.join(out, "index.json"), "w") as f:
                 json.dump(index, f)
-            self.check_fails_naming(out, target)
+            # A path outside the set's folder is refused before it is opened (issue 9 item 2).
+            self.check_fails_naming(
+                out, target, "not a regular file" if name == "fifo" else "outside the set's folder")
 
     def test_index_is_a_fifo(self):
         out, _ = self.copy("index_fifo")

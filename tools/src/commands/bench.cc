@@ -166,6 +166,7 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   }
   mm::reader::OpenOptions open;
   open.remote = options.remote;
+  open.isolate_hdf5 = true;  // the shard's HDF5 metadata is parsed in a bounded child
   MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(options.dir, open));
   Figures f;
   f.anon_open_mb = ProcStatusKb("RssAnon") / 1024.0;

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,12 +27,15 @@
 #include "commands/commands.h"
 #include "commands/output_dir.h"
 #include "commands/progress.h"
+#include "commands/set_lock.h"
+#include "commands/set_publish.h"
 #include "image/image_pipeline.h"
 #include "ingest/ingest.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
 #include "mm/internal/index_json.h"
+#include "mm/internal/set_rules.h"
 #include "shard/shard_writer.h"
 #include "text/caption.h"
 #include "text/normalize.h"
@@ -55,9 +59,11 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
   ImageOptions image_options;
   image_options.mode = o.resize_mode;
   MM_ASSIGN_OR_RETURN(image_options.background, ParseColour(o.background));
-  if (o.image_width <= 0 || o.image_height <= 0 || o.image_width > 16384 ||
-      o.image_height > 16384) {
-    return Status::InvalidArgument("--image-size must be 1..16384 pixels a side");
+  // The reader refuses a set whose sides exceed kMaxImageSide (mm/internal/set_rules.h).
+  constexpr int kMax = mm::reader::kMaxImageSide;
+  if (o.image_width <= 0 || o.image_height <= 0 || o.image_width > kMax || o.image_height > kMax) {
+    return Status::InvalidArgument("--image-size must be 1.." + std::to_string(kMax) +
+                                   " pixels a side");
   }
   if (o.max_tokens < 1) return Status::InvalidArgument("--max-tokens must be >= 1");
   image_options.width = o.image_width;
@@ -271,6 +277,8 @@ Status RunBuild(const BuildOptions& o) {
   Progress timer(0, true);
   MM_ASSIGN_OR_RETURN(ImageOptions image_options, ValidateOptions(o));
   const fs::path out = NormalOutput(o.output);
+  MM_ASSIGN_OR_RETURN(SetLock lock, LockOutput(out));  // held until return (set_lock.h)
+  MM_RETURN_NOT_OK(RecoverInterruptedPublish(out, std::cerr));
   MM_RETURN_NOT_OK(CheckPaths(o, out));
   MM_RETURN_NOT_OK(InitVips());
   // The staging folder beside OUT proves OUT writable before any long work; a failure

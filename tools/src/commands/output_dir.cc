@@ -1,12 +1,7 @@
 // output_dir.cc: see output_dir.h.
 #include "commands/output_dir.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-
-#include "mm/filename.h"
-#include "mm/format.h"
+#include "commands/set_publish.h"
 
 namespace mm::pack {
 
@@ -24,24 +19,6 @@ bool IsInside(const fs::path& inner, const fs::path& outer) {
     if (ai == a.end() || *ai != *bi) return false;
   }
   return true;
-}
-
-// True when `dir` may be replaced by --overwrite: an empty folder, or one that holds an
-// mmpack shard set (index.json) or the remains of one (shard-*.h5, report.json, as a build
-// killed before index.json leaves it). Anything else may be someone's data.
-bool LooksLikeShardSet(const fs::path& dir) {
-  std::error_code ec;
-  fs::directory_iterator it(dir, ec);
-  if (ec) return false;
-  bool empty = true;
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    if (ec) return false;
-    empty = false;
-    const std::string name = it->path().filename().string();
-    if (name == mm::format::kIndexFile || name == mm::format::kReportFile) return true;
-    if (mm::format::ParseShardFileName(name, nullptr)) return true;
-  }
-  return empty;
 }
 
 }  // namespace
@@ -94,11 +71,7 @@ Status CheckPaths(const BuildOptions& o, const fs::path& out) {
       return Status::AlreadyExists("output '" + o.output +
                                    "' already exists; pass --overwrite to replace it");
     }
-    if (!fs::is_directory(out, ec) || !LooksLikeShardSet(out)) {
-      return Status::AlreadyExists("output '" + o.output +
-                                   "' exists and is not an mmpack shard set; refusing to "
-                                   "delete it");
-    }
+    MM_RETURN_NOT_OK(CheckReplaceable(out));  // set_publish.h
   }
   return Status::OK();
 }
@@ -121,42 +94,6 @@ Result<fs::path> MakeStaging(const fs::path& out) {
                            "): " + (ec ? ec.message() : std::string("unknown error")));
   }
   return staging;
-}
-
-Status Publish(const fs::path& staging, const fs::path& out) {
-  std::error_code ec;
-  fs::path old;
-  if (fs::exists(fs::symlink_status(out, ec))) {
-    old =
-        out.parent_path() / (out.filename().string() + ".mmpack-old-" + std::to_string(::getpid()));
-    fs::remove_all(old, ec);
-    fs::rename(out, old, ec);
-    if (ec) {
-      return Status::IOError("cannot move old '" + out.string() + "' aside to " + old.string() +
-                             ": " + ec.message());
-    }
-  }
-  fs::rename(staging, out, ec);
-  if (ec) {
-    Status st = Status::IOError("cannot rename " + staging.string() + " to " + out.string() + ": " +
-                                ec.message());
-    if (!old.empty()) {
-      std::error_code back;
-      fs::rename(old, out, back);
-      if (back) {
-        return Status::IOError(st.message() + "; the old set is left at " + old.string());
-      }
-    }
-    return st;
-  }
-  if (!old.empty()) {
-    fs::remove_all(old, ec);
-    if (ec) {
-      std::fprintf(stderr, "mmpack build: warning: cannot remove the old set %s: %s\n",
-                   old.string().c_str(), ec.message().c_str());
-    }
-  }
-  return Status::OK();
 }
 
 StagingGuard::~StagingGuard() {

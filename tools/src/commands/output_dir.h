@@ -1,10 +1,10 @@
 // output_dir.h: where `mmpack build` writes, so that OUT is never half-built and never
 // someone else's data (commands/build.cc). Everything is built in a sibling folder
-// "OUT.mmpack-partial" and renamed at the end, so a failed build leaves no half set and an
-// --overwrite build keeps the old set until the new one is complete (the old one is renamed
-// aside, the new one renamed in, then the old one deleted). OUT is normalised first ("out/" is
-// "out"); --overwrite refuses an OUT that is "/", the current folder or a parent of it, holds
-// RAW, or is a folder that is neither empty nor a shard set.
+// "OUT.mmpack-partial" and published at the end (set_publish.h), so a failed build leaves no
+// half set and an --overwrite build keeps the old set until the new one is complete. OUT is
+// normalised first ("out/" is "out"); --overwrite refuses an OUT that is "/", the current folder
+// or a parent of it, holds RAW, or is not an empty folder or an mmpack shard set
+// (CheckReplaceable).
 #pragma once
 
 #include <filesystem>
@@ -23,21 +23,14 @@ std::filesystem::path NormalOutput(const std::string& given);
 
 /// The checks that must fail at once, before anything is created: RAW exists and is not
 /// empty; OUT (`out`: NormalOutput) is not the root, the current folder or a parent of it, does
-/// not hold RAW, and does not exist unless --overwrite and it is an empty folder or a shard set
-/// (index.json, report.json or shard-*.h5 in it). Errors: NotFound, InvalidArgument,
+/// not hold RAW, and does not exist unless --overwrite and CheckReplaceable (set_publish.h)
+/// accepts it. Errors: NotFound, InvalidArgument,
 /// AlreadyExists, each one line.
 [[nodiscard]] Status CheckPaths(const BuildOptions& o, const std::filesystem::path& out);
 
 /// Creates the (empty) staging folder "OUT.mmpack-partial" beside `out` (NormalOutput, so the
 /// staging folder is never inside OUT). Errors: IOError (OUT's parent not writable).
 [[nodiscard]] Result<std::filesystem::path> MakeStaging(const std::filesystem::path& out);
-
-/// Moves the finished set `staging` to `out`. An older OUT (checked by CheckPaths) is first
-/// renamed aside to "OUT.mmpack-old-<pid>", the new set renamed in, and only then the old one
-/// deleted; if the new set cannot be renamed in, the old one is renamed back, so OUT is never
-/// lost. Errors: IOError.
-[[nodiscard]] Status Publish(const std::filesystem::path& staging,
-                             const std::filesystem::path& out);
 
 /// Removes the staging folder unless disarmed (every failure path after MakeStaging).
 class StagingGuard {

@@ -4,6 +4,7 @@
 // itself never needs their text).
 #include <hdf5.h>
 
+#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -14,13 +15,16 @@
 #include "mm/format.h"
 #include "mm/internal/set_files.h"
 #include "mm/reader.h"
+#include "shard/bounded_query.h"
 #include "shard/h5_util.h"
+#include "shard/self_contained.h"
 
 namespace mm::pack {
 namespace {
 
-// Captions [first, first + count) of shard `path`, as UTF-8 strings.
-Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t first, int count) {
+// Captions [first, first + count) of shard `path`, as UTF-8 strings, read in this process.
+Result<std::vector<std::string>> ReadCaptionsHere(const std::string& path, int64_t first,
+                                                  int count) {
   h5::SilenceErrors();
   MM_ASSIGN_OR_RETURN(auto file,
                       h5::Own<h5::File>(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path,
@@ -28,6 +32,7 @@ Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t f
   MM_ASSIGN_OR_RETURN(auto dset,
                       h5::Own<h5::Dataset>(H5Dopen2(file.get(), mm::format::kCaptions, H5P_DEFAULT),
                                            path + ": captions", StatusCode::kCorruption));
+  MM_RETURN_NOT_OK(CheckDatasetSelfContained(file.get(), mm::format::kCaptions));
   MM_ASSIGN_OR_RETURN(auto space,
                       h5::Own<h5::Dataspace>(H5Dget_space(dset.get()), path + ": captions space"));
   hsize_t start[1] = {static_cast<hsize_t>(first)}, n[1] = {static_cast<hsize_t>(count)};
@@ -46,11 +51,32 @@ Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t f
   return out;
 }
 
+// ReadCaptionsHere in a bounded child (shard/bounded_query.h): libhdf5 loops for ever on some
+// damaged global heaps, where variable-length strings live (issue 9 item 1).
+Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t first, int count) {
+  std::error_code ec;
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  auto query = [&]() -> Result<std::string> {
+    MM_ASSIGN_OR_RETURN(auto captions, ReadCaptionsHere(path, first, count));
+    std::string wire;
+    for (const std::string& c : captions) PutString(c, &wire);
+    return wire;
+  };
+  MM_ASSIGN_OR_RETURN(std::string wire, RunBounded(path, BoundsForFile(ec ? 0 : bytes), query));
+  std::vector<std::string> out(static_cast<size_t>(count));
+  size_t pos = 0;
+  for (std::string& c : out) {
+    if (!GetString(wire, &pos, &c)) return Status::Corruption(path + ": malformed captions answer");
+  }
+  return out;
+}
+
 }  // namespace
 
 Status RunShow(const ShowOptions& options, std::ostream& out) {
   mm::reader::OpenOptions open;
   open.remote = options.remote;
+  open.isolate_hdf5 = true;  // the shard's HDF5 metadata is parsed in a bounded child
   MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(options.dir, open));
   const int64_t i = options.index;
   if (i < 0 || i >= set->num_samples()) {

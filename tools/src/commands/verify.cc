@@ -15,6 +15,9 @@
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
+#include "mm/internal/set_path.h"
+#include "mm/internal/set_rules.h"
+#include "shard/bounded_verify.h"
 #include "shard/h5_util.h"
 #include "shard/verifier.h"
 
@@ -39,6 +42,8 @@ class SetVerifier {
   Status CheckTokenizer(const mm::reader::internal::IndexDocument& index) const {
     const std::string file =
         index.tokenizer_file.empty() ? std::string(format::kTokenizerFile) : index.tokenizer_file;
+    // A local set's tokenizer must not be a symlink out of the set (issue 9 item 2).
+    if (!files_.remote()) MM_RETURN_NOT_OK(CheckSetPath(files_.root(), file));
     std::string sha;
     if (files_.remote()) {
       MM_ASSIGN_OR_RETURN(std::string bytes, files_.Read(file, kMaxTokenizerBytes));
@@ -55,7 +60,7 @@ class SetVerifier {
 
   // Shard `e.index`: its name, its counts, the file's size and XXH3-64, then its contents.
   Status CheckShard(const ShardExpectation& e, const mm::reader::ShardEntry& entry,
-                    Totals* totals) {
+                    const mm::reader::SetInfo& info, Totals* totals) {
     const std::string& label = e.file;
     if (e.file != format::ShardFileName(e.index)) {
       return Status::Corruption("index.json shard " + std::to_string(e.index) + " is named '" +
@@ -64,19 +69,23 @@ class SetVerifier {
     if (e.samples <= 0 || e.captions < e.samples || e.tokens < 0 || entry.bytes <= 0) {
       return Status::Corruption(label + ": index.json counts are not valid");
     }
-    // A remote shard: its cached copy, pinned until this check ends.
+    // A local shard must not be a symlink out of the set (issue 9 item 2); a remote shard is
+    // its cached copy (a file of the cache, checked on arrival), pinned until this check ends.
+    if (!files_.remote()) MM_RETURN_NOT_OK(CheckSetPath(files_.root(), e.file));
     MM_ASSIGN_OR_RETURN(mm::reader::internal::LocalShardFile local, files_.Shard(entry));
     const fs::path path = local.path;
     MM_ASSIGN_OR_RETURN(int64_t size, FileSize(path, label, entry.bytes));
+    MM_RETURN_NOT_OK(CheckCountsFit(e, size));
+    // Every byte is checked before libhdf5 parses one (issue 9 item 1): a damaged file is
+    // reported by its checksum and never parsed.
     MM_ASSIGN_OR_RETURN(std::string hash, Xxh3HexOfFile(path.string()));
-    const Status checksum = hash == entry.xxh3_64
-                                ? Status::OK()
-                                : Status::Corruption(label + ": xxh3_64 is " + hash +
-                                                     ", index.json says " + entry.xxh3_64);
-    int64_t bad_sample = -1;
-    Status st = verifier_.Verify(path.string(), e, &bad_sample);
-    if (!st.ok()) return st.WithContext(Where(label, bad_sample, checksum.ok()));
-    MM_RETURN_NOT_OK(checksum);  // structure and chunks fine, but the bytes changed
+    if (hash != entry.xxh3_64) {
+      return Status::Corruption(label + ": xxh3_64 is " + hash + ", index.json says " +
+                                entry.xxh3_64 + " (the file changed; not parsed)");
+    }
+    BoundedVerdict verdict;
+    Status st = VerifyShardBounded(&verifier_, &keys_, path.string(), size, e, info, &verdict);
+    if (!st.ok()) return st.WithContext(Where(label, verdict));
     ++totals->shards;
     totals->samples += e.samples;
     totals->captions += e.captions;
@@ -112,16 +121,28 @@ class SetVerifier {
     return size;
   }
 
+  // The tables index.json claims fit in the file (no allocation larger than the file).
+  static Status CheckCountsFit(const ShardExpectation& e, int64_t size) {
+    const double table_bytes = 8.0 * static_cast<double>(e.samples + 1) +
+                               8.0 * static_cast<double>(e.captions + 1) +
+                               4.0 * static_cast<double>(e.tokens);
+    if (table_bytes > static_cast<double>(size)) {
+      return Status::Corruption(e.file + ": index.json counts need more bytes than the file's " +
+                                std::to_string(size));
+    }
+    return Status::OK();
+  }
+
   // "shard-000001.h5 sample 3 (key 'coco-3')": where a shard's problem lies.
-  std::string Where(const std::string& label, int64_t sample, bool checksum_ok) const {
+  static std::string Where(const std::string& label, const BoundedVerdict& verdict) {
     std::string where = label;
+    const int64_t sample = verdict.sample;
     if (sample >= 0) {
       where += " sample " + std::to_string(sample);
-      if (static_cast<size_t>(sample) < verifier_.keys_of_shard().size()) {
-        where += " (key '" + verifier_.keys_of_shard()[static_cast<size_t>(sample)] + "')";
+      if (static_cast<size_t>(sample) < verdict.keys_of_shard.size()) {
+        where += " (key '" + verdict.keys_of_shard[static_cast<size_t>(sample)] + "')";
       }
     }
-    if (!checksum_ok) where += " (checksum mismatch too)";
     return where;
   }
 
@@ -166,6 +187,7 @@ Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote
   MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index,
                       ReadSetIndexChecked(*files, schema));
   const mm::reader::SetInfo& info = index.info;
+  MM_RETURN_NOT_OK(mm::reader::CheckSetRules(info));  // the reader's rules (issue 9 item 3)
   SetVerifier set(*files, schema);
   MM_RETURN_NOT_OK(set.CheckTokenizer(index));
   const ShardExpectation base = BaseExpectation(info);
@@ -178,7 +200,7 @@ Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote
     e.samples = s.samples;
     e.captions = s.captions;
     e.tokens = s.tokens;
-    MM_RETURN_NOT_OK(set.CheckShard(e, s, &totals));
+    MM_RETURN_NOT_OK(set.CheckShard(e, s, info, &totals));
   }
   MM_RETURN_NOT_OK(CheckTotals(index.totals, totals));
   MM_RETURN_NOT_OK(set.CheckNoLeftover(totals.shards));
