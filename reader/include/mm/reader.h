@@ -367,6 +367,13 @@ class Loader {
   virtual const std::string& notice() const = 0;
 };
 
+/// Sample `sample`'s image exactly as a Loader with `options` hands it out in `epoch` (the same
+/// window, flip and resize): [height, width, 3] uint8 into `pixels`, with (height, width) the
+/// loader's output size. For tools (`mmpack show`) and tests. Thread-safe.
+/// Errors: those of ShardSet::ReadImage; OutOfRange for a sample outside the set.
+Status LoadSampleImage(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
+                       int64_t sample, std::vector<uint8_t>* pixels, int* height, int* width);
+
 /// One element of an epoch's global order.
 struct Item {
   int64_t sample;   // global sample index

@@ -1,6 +1,7 @@
 // image_transform.cc: see image_transform.h.
 #include "transforms/image_transform.h"
 
+#include <string>
 #include <vector>
 
 #include "sampler.h"
@@ -48,3 +49,18 @@ Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t
 }
 
 }  // namespace mm::reader::internal
+
+namespace mm::reader {
+
+Status LoadSampleImage(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
+                       int64_t sample, std::vector<uint8_t>* pixels, int* height, int* width) {
+  if (sample < 0 || sample >= set.num_samples()) {
+    return Status::OutOfRange("sample " + std::to_string(sample) + " outside [0, " +
+                              std::to_string(set.num_samples()) + ")");
+  }
+  internal::OutputSize(set, options, height, width);
+  pixels->resize(static_cast<size_t>(*height) * *width * 3);
+  return internal::TransformImage(set, options, epoch, sample, *width, *height, pixels->data());
+}
+
+}  // namespace mm::reader
