@@ -8,7 +8,7 @@ PACKAGES=(
   libhdf5-dev hdf5-tools libzstd-dev libxxhash-dev nlohmann-json3-dev
   libvips-dev libvips-tools zstd  # vips, zstd commands: format tests, h5py round trip
   libsentencepiece-dev sentencepiece libtbb-dev libcli11-dev
-  libarchive-dev libssl-dev libfmt-dev libturbojpeg0-dev
+  libarchive-dev libssl-dev libfmt-dev libturbojpeg0-dev libjpeg62-turbo-dev
   libcurl4-openssl-dev  # remote shard sets: HTTP(S) and S3 (reader/src/remote)
   nodejs curl  # the S3 test server (s3rver, put in the build tree by tests/remote/npm_setup.sh); uploads
   libicu-dev fonts-dejavu-core  # NFKC + lowercasing before tokenizing; `mmpack preview` font

@@ -25,6 +25,7 @@
 #include "order.h"
 #include "prefetcher.h"
 #include "sampler.h"
+#include "transforms/image_transform.h"
 
 namespace mm::reader {
 namespace {
@@ -298,10 +299,12 @@ class LoaderImpl final : public Loader {
               int64_t epoch, int64_t start, int64_t k) const {
     const ShardSet& set = *set_;
     const int B = run.batch_size;
-    const size_t image_bytes = set.image_bytes();
+    int out_h = 0, out_w = 0;
+    internal::OutputSize(set, run, &out_h, &out_w);
+    const size_t image_bytes = static_cast<size_t>(out_h) * out_w * 3;
     b.size = B;
-    b.height = set.info().image_height;
-    b.width = set.info().image_width;
+    b.height = out_h;
+    b.width = out_w;
     b.images.resize(image_bytes * B);
     b.lengths.resize(B);
     b.indices.resize(B);
@@ -309,9 +312,6 @@ class LoaderImpl final : public Loader {
     b.keys.resize(B);
     b.epoch = epoch;
     b.step_in_epoch = start / global_batch_ + k;
-    const bool augment = run.random_crop_scale > 0.0f || run.horizontal_flip;
-    thread_local std::vector<uint8_t> scratch;
-    if (augment) scratch.resize(image_bytes);
 
     const int64_t base = start + k * global_batch_ + static_cast<int64_t>(run.rank) * B;
     thread_local std::vector<internal::Draw> draws;
@@ -331,9 +331,7 @@ class LoaderImpl final : public Loader {
     for (int j = 0; j < B; ++j) {
       const Item item = internal::ResolveDraw(impl_, run, epoch, draws[j]);
       uint8_t* dst = b.images.data() + image_bytes * j;
-      Status st = set.ReadImage(item.sample, augment ? scratch.data() : dst);
-      if (!st.ok()) return st;
-      if (augment) Augment(run, epoch, item.sample, scratch.data(), dst);
+      MM_RETURN_NOT_OK(internal::TransformImage(set, run, epoch, item.sample, out_w, out_h, dst));
       b.indices[j] = item.sample;
       b.caption[j] = item.caption;
       b.keys[j].assign(set.Key(item.sample));
@@ -357,36 +355,6 @@ class LoaderImpl final : public Loader {
     return v;
   }
 
-  // Random crop (nearest-neighbour back to full size) and horizontal flip, seeded per
-  // (seed, epoch, sample). src and dst: [H, W, 3] uint8.
-  void Augment(const LoaderOptions& run, int64_t epoch, int64_t sample, const uint8_t* src,
-               uint8_t* dst) const {
-    const int H = set_->info().image_height, W = set_->info().image_width;
-    int cw = W, ch = H, x0 = 0, y0 = 0;
-    if (run.random_crop_scale > 0.0f) {
-      uint64_t h = internal::SampleHash(run.seed, epoch, sample, internal::kCropSalt);
-      double u = static_cast<double>(h >> 11) * 0x1.0p-53;
-      double scale = 1.0 - std::min(1.0, static_cast<double>(run.random_crop_scale)) * u;
-      cw = std::clamp(static_cast<int>(std::lround(W * scale)), 1, W);
-      ch = std::clamp(static_cast<int>(std::lround(H * scale)), 1, H);
-      uint64_t h2 = internal::Mix64(h);
-      x0 = static_cast<int>((h2 & 0xffffffffu) % static_cast<uint64_t>(W - cw + 1));
-      y0 = static_cast<int>((h2 >> 32) % static_cast<uint64_t>(H - ch + 1));
-    }
-    const bool flip = run.horizontal_flip &&
-                      (internal::SampleHash(run.seed, epoch, sample, internal::kFlipSalt) & 1);
-    for (int y = 0; y < H; ++y) {
-      const uint8_t* srow =
-          src + static_cast<size_t>(y0 + (static_cast<int64_t>(y) * ch) / H) * W * 3;
-      uint8_t* drow = dst + static_cast<size_t>(y) * W * 3;
-      for (int x = 0; x < W; ++x) {
-        int xs = flip ? W - 1 - x : x;
-        int sx = x0 + static_cast<int>((static_cast<int64_t>(xs) * cw) / W);
-        std::memcpy(drow + x * 3, srow + sx * 3, 3);
-      }
-    }
-  }
-
   std::shared_ptr<const ShardSet> set_;
   const internal::ShardSetImpl& impl_;
   const LoaderOptions options_;
@@ -400,6 +368,22 @@ class LoaderImpl final : public Loader {
   bool started_ = false;                              // consumer thread only
   int64_t next_deliver_ = 0;                          // consumer thread only
 };
+
+Status CheckTransformOptions(const LoaderOptions& o) {
+  if ((o.output_height == 0) != (o.output_width == 0)) {
+    return Status::InvalidArgument("output_height and output_width: give both or neither");
+  }
+  for (int side : {o.output_height, o.output_width}) {
+    if (side < 0 || side > kMaxOutputSide) {
+      return Status::InvalidArgument("output side " + std::to_string(side) + " outside [1, " +
+                                     std::to_string(kMaxOutputSide) + "]");
+    }
+  }
+  if (!(o.center_crop_ratio > 0.0 && o.center_crop_ratio <= 1.0)) {
+    return Status::InvalidArgument("center_crop_ratio must be in (0, 1]");
+  }
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -420,9 +404,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
     return Status::InvalidArgument("prefetch_batches " + std::to_string(options.prefetch_batches) +
                                    " outside [1, " + std::to_string(kMaxPrefetchBatches) + "]");
   }
-  if (!(options.random_crop_scale >= 0.0f && options.random_crop_scale < 1.0f)) {
-    return Status::InvalidArgument("random_crop_scale must be in [0, 1)");
-  }
+  MM_RETURN_NOT_OK(CheckTransformOptions(options));
   auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
   if (!impl) return Status::InvalidArgument("Loader::Create: not a set opened by ShardSet::Open");
   MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(*impl, options));

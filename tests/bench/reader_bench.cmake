@@ -24,3 +24,15 @@ add_test(NAME reader_open_bench CONFIGURATIONS Bench
          COMMAND mm_reader_open_bench ${CMAKE_BINARY_DIR}/bench-open)
 set_tests_properties(reader_open_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                      TIMEOUT 1800)
+
+# The load-time transform benchmark (issue 10): the reader's JPEG crop path on JPEG files in
+# memory, for tests/bench/transforms_bench.py (FFCV 0.0.3 against mmpack in the same run):
+#   tests/bench/run_transforms_bench.sh [BUILD_DIR] [WORK_DIR] [N] [SECONDS]
+add_executable(mm_jpeg_crop_bench ${CMAKE_CURRENT_LIST_DIR}/jpeg_crop_bench.cc)
+target_link_libraries(mm_jpeg_crop_bench PRIVATE mm_reader Threads::Threads)
+target_include_directories(mm_jpeg_crop_bench PRIVATE ${PROJECT_SOURCE_DIR}/reader/src)
+mm_target_warnings(mm_jpeg_crop_bench)
+add_test(NAME transforms_bench CONFIGURATIONS Bench
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_transforms_bench.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(transforms_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
+                     TIMEOUT 1800)

@@ -103,8 +103,8 @@ def test_unsupported_format_version_names_it(coco, copy_of):
     ({"batch_size": 4, "num_threads": 0}, "num_threads"),
     ({"batch_size": 4, "prefetch": 0}, "prefetch_batches"),
     ({"batch_size": 4, "caption_mode": "first"}, "caption_mode must be 'random' or 'all'"),
-    ({"batch_size": 4, "random_crop_scale": 1.0}, r"random_crop_scale must be in \[0, 1\)"),
-    ({"batch_size": 4, "random_crop_scale": -0.5}, "random_crop_scale"),
+    ({"batch_size": 4, "crop": "random"}, "crop must be 'none', 'center' or 'rrc'"),
+    ({"batch_size": 4, "output_size": (224, 0)}, "give both or neither"),
     ({"batch_size": 60}, "drop_last with 51 items"),
     ({"batch_size": 20, "world_size": 3, "rank": 0}, "drop_last with 51 items"),
 ])

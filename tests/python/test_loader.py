@@ -131,7 +131,7 @@ def test_random_crop_is_seeded(coco):
     ref = H5Set(coco)
 
     def images(seed):
-        loader = mmpack.Loader(coco, 51, shuffle=False, random_crop_scale=0.5, seed=seed)
+        loader = mmpack.Loader(coco, 51, shuffle=False, crop="rrc", seed=seed)
         return next(iter(loader))["images"].copy()
 
     a, b, c = images(1), images(1), images(2)

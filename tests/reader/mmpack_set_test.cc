@@ -148,6 +148,28 @@ TEST(MmpackSet, ShowWritesPngAndPrintsCaptions) {
   std::string bytes = ReadFile(png);
   ASSERT_GT(bytes.size(), 8u);
   EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  // The loader's view: a random-resized crop at 32x32, flipped per (seed, epoch, sample): the
+  // PNG's pixels (decoded by Pillow) are LoadSampleImage's under the same options.
+  cmd = Quote(MmpackBin()) + " show " + Quote(out) +
+        " 7 --crop rrc --size 32 --flip --seed 3 --epoch 2 -o " + Quote(png) + " > " + Quote(log) +
+        " 2>&1 && " + Quote(MM_PYTHON) +
+        " -c 'import sys; from PIL import Image; "
+        "open(sys.argv[2], \"wb\").write(Image.open(sys.argv[1]).convert(\"RGB\").tobytes())' " +
+        Quote(png) + " " + Quote(tmp / "s.rgb");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFile(log);
+  EXPECT_NE(ReadFile(log).find("loader crop rrc flip seed 3 epoch 2: 32x32"), std::string::npos)
+      << ReadFile(log);
+  auto set = ShardSet::Open(out);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  LoaderOptions lo;
+  lo.crop = ImageCrop::kRandomResized;
+  lo.output_height = lo.output_width = 32;
+  lo.horizontal_flip = true;
+  lo.seed = 3;
+  std::vector<uint8_t> want;
+  int h = 0, w = 0;
+  ASSERT_TRUE(LoadSampleImage(*set.value(), lo, 2, 7, &want, &h, &w).ok());
+  EXPECT_EQ(ReadFile(tmp / "s.rgb"), std::string(want.begin(), want.end()));
   // Out of range: a clear error, non-zero exit.
   cmd = Quote(MmpackBin()) + " show " + Quote(out) + " 51 -o " + Quote(png) + " > " + Quote(log) +
         " 2>&1";

@@ -352,6 +352,24 @@ TEST_F(TrainerTest, LearnsCaptionsAndBeatsChanceRecallOnHeldOutImages) {
   EXPECT_NE(metrics.find("\"data_wait_pct\""), std::string::npos);
 }
 
+TEST_F(TrainerTest, AugmentRrcTrainsOnOtherPixelsThanTheStoredImages) {
+  // Same seed, model and sample order: only the images differ, so the first step's caption
+  // loss (the decoder attends to the image) tells whether --augment rrc reached the loader.
+  const std::string dir = TempDir("augment"), log = dir + "/log";
+  const std::string common =
+      Mmtrain() + " --shards " + kShards + "/coco --steps 2 --batch-size 8" + kSmall;
+  ASSERT_EQ(RunCmd(common + " --out " + dir + "/none", log), 0) << ReadFile(log);
+  ASSERT_EQ(RunCmd(common + " --augment rrc --out " + dir + "/rrc", log), 0) << ReadFile(log);
+  const double none = Summary(dir + "/none")["first_caption_loss"];
+  const double rrc = Summary(dir + "/rrc")["first_caption_loss"];
+  EXPECT_NE(none, rrc);
+  EXPECT_NE(ReadFile(dir + "/rrc/metrics.jsonl").find("\"augment\":\"rrc\""), std::string::npos);
+  // The same command again gives the same crops: the windows are drawn per (seed, epoch,
+  // sample), not from a clock or a thread's stream.
+  ASSERT_EQ(RunCmd(common + " --augment rrc --out " + dir + "/rrc2", log), 0) << ReadFile(log);
+  EXPECT_EQ(Summary(dir + "/rrc2")["first_caption_loss"].get<double>(), rrc);
+}
+
 // --- failures are one clear line --------------------------------------------------------------
 
 TEST_F(TrainerTest, Fp16OnCpuFailsWithAClearError) {
@@ -368,6 +386,17 @@ TEST_F(TrainerTest, MissingShardsFailWithOneLine) {
   const std::string out = ReadFile(log);
   EXPECT_NE(out.find("mmtrain (rank 0): error: opening --shards"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+
+TEST_F(TrainerTest, UnknownAugmentIsRefused) {
+  const std::string dir = TempDir("augment_bogus"), log = dir + "/log";
+  EXPECT_NE(RunCmd(Mmtrain() + " --shards " + kShards + "/coco --steps 1 --augment bogus --out " +
+                       dir + "/run" + kSmall,
+                   log),
+            0);
+  EXPECT_NE(ReadFile(log).find("--augment"), std::string::npos) << ReadFile(log);
+  struct stat st;
+  EXPECT_NE(::stat((dir + "/run/metrics.jsonl").c_str(), &st), 0) << "it trained anyway";
 }
 
 // --- hostile sizes and files (issue 9) ---------------------------------------------------------

@@ -40,7 +40,8 @@ std::string TrainConfig::ToJson() const {
                       {"eval_every", eval_every},
                       {"save_every", save_every},
                       {"patience", patience},
-                      {"eval_max", eval_max}};
+                      {"eval_max", eval_max},
+                      {"augment", augment}};
   return j.dump();
 }
 
@@ -61,6 +62,7 @@ void TrainConfig::SetFromJson(const std::string& json) {
     set("shuffle_window", shuffle_window), set("log_every", log_every),
         set("eval_every", eval_every);
     set("save_every", save_every), set("patience", patience), set("eval_max", eval_max);
+    set("augment", augment);
     if (j.contains("loss_weights")) {
       w_contrastive = j.at("loss_weights").at(0).get<double>();
       w_caption = j.at("loss_weights").at(1).get<double>();

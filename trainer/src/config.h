@@ -62,7 +62,10 @@ struct TrainConfig {
   std::string cache_dir;              // --cache-dir: remote sets' cache ("": XDG default)
   int64_t cache_limit = 0;            // --cache-limit: bytes the cache may hold (0: no limit)
   int64_t eval_max = 0;               // evaluate on at most this many val samples (0: all)
-  bool quiet = false;                 // no per-step log lines on stdout
+  // --augment: "rrc" trains on torchvision's random-resized crops and evaluates on centre
+  // crops (the reader's LoaderOptions::crop); "none" uses the stored images as they are.
+  std::string augment = "none";
+  bool quiet = false;  // no per-step log lines on stdout
   // Benchmark baseline: the first step's batches every step (model compute without the reader).
   bool reuse_batches = false;
 

@@ -47,6 +47,7 @@ Scored ScoreShare(Coca& model, const std::shared_ptr<reader::ShardSet>& set,
   lo.drop_last = false;
   lo.num_threads = options.loader_threads;
   lo.prefetch_batches = 2;
+  lo.crop = options.crop;
   auto loader = Take(reader::Loader::Create(set, lo), "opening the val loader");
   const int64_t limit = options.max_samples > 0 ? options.max_samples : set->num_samples();
   Scored s;

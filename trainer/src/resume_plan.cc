@@ -45,6 +45,7 @@ constexpr FlagField kFields[] = {
     {"--save-every", "save_every", false},
     {"--patience", "patience", false},
     {"--eval-max", "eval_max", false},
+    {"--augment", "augment", true},
 };
 
 /// Keeps the saved global batch B*K*W: derives B for another world size when the command line

@@ -167,6 +167,7 @@ void Trainer::CreateLoader() {
   lo.caption_mode = reader::CaptionMode::kRandomCaption;
   lo.num_threads = c_.loader_threads;
   lo.prefetch_batches = c_.prefetch;
+  if (c_.augment == "rrc") lo.crop = reader::ImageCrop::kRandomResized;
   stream_ = std::make_unique<BatchStream>(
       Take(reader::Loader::Create(set_, lo), "creating the training loader"));
   if (lead_ && !stream_->loader().notice().empty()) {
@@ -340,6 +341,7 @@ void Trainer::MaybeEvaluate() {
   eo.batch_size = c_.batch_size;
   eo.loader_threads = c_.loader_threads;
   eo.max_samples = c_.eval_max;
+  if (c_.augment == "rrc") eo.crop = reader::ImageCrop::kCenter;  // FFCV's 224/256 centre crop
   last_eval_ = Evaluate(model_, val_set_, eo, amp_, device_, *dist_);
   if (lead_) {
     PrintEvalLine(step_, last_eval_, Seconds(t0, Clock::now()));

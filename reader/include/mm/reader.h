@@ -219,6 +219,24 @@ enum class CaptionMode {
   kAllCaptions,    // one item per (image, caption) pair
 };
 
+/// Which part of each stored image a batch shows; the window is then resized to the output size
+/// with an antialiased Lanczos-3 filter (Pillow's LANCZOS) and may be mirrored.
+enum class ImageCrop {
+  /// The largest centred window of the output's shape (all of a fixed-size image whose size is
+  /// the output's: then a raw set's pixels are copied as stored, no resize).
+  kNone,
+  /// Evaluation: the centred window of LoaderOptions::center_crop_ratio of kNone's sides (FFCV's
+  /// CenterCropRGBImageDecoder).
+  kCenter,
+  /// Training: torchvision's RandomResizedCrop(scale=(0.08, 1), ratio=(3/4, 4/3)) window
+  /// (its get_params: area and log-ratio sampling, 10 tries, the same fallback), drawn per
+  /// (seed, epoch, sample).
+  kRandomResized,
+};
+
+/// Largest LoaderOptions::output_height / output_width.
+inline constexpr int kMaxOutputSide = 8192;
+
 /// Upper bounds of LoaderOptions::num_threads and prefetch_batches: beyond them a request is a
 /// mistake (a flag typed wrong), not a configuration; Loader::Create refuses it.
 inline constexpr int kMaxLoaderThreads = 256;
@@ -262,17 +280,23 @@ struct LoaderOptions {
   CaptionMode caption_mode = CaptionMode::kRandomCaption;
   int num_threads = 2;       // decode threads, 1..kMaxLoaderThreads
   int prefetch_batches = 4;  // bounded queue of reusable batch buffers, 1..kMaxPrefetchBatches
-  /// Load-time augmentation, seeded per (seed, epoch, sample):
-  /// random crop: a random window of (1 - random_crop_scale) .. 1 of each side, resized back
-  /// to the stored size by nearest-neighbour sampling; 0 = off.
-  float random_crop_scale = 0.0f;
-  bool horizontal_flip = false;  // flip with probability 1/2
+  /// Load-time image transforms, in the decode threads (reader/src/transforms). Every random
+  /// draw is a function of (seed, epoch, sample), so batches are the same on any thread count
+  /// and after a LoaderState restore. The output is [output_height, output_width, 3] uint8;
+  /// 0, 0: the set's stored image size.
+  int output_height = 0;  // pixels
+  int output_width = 0;   // pixels
+  ImageCrop crop = ImageCrop::kNone;
+  /// kCenter's window: this fraction of the largest window of the output's shape (FFCV's
+  /// CenterCropRGBImageDecoder default 224/256, as torchvision's Resize(256)+CenterCrop(224)).
+  double center_crop_ratio = 224.0 / 256.0;
+  bool horizontal_flip = false;  // mirror with probability 1/2, after the crop
 };
 
 /// One batch, owned by the loader's pool; returned to the pool when the last BatchPtr dies.
 struct Batch {
   int size = 0;                   // B
-  int height = 0, width = 0;      // pixels
+  int height = 0, width = 0;      // pixels: the loader's output size
   std::vector<uint8_t> images;    // [B, height, width, 3] uint8, contiguous
   int max_length = 0;             // L: longest caption in this batch, in tokens
   std::vector<int32_t> tokens;    // [B, L] int32, padded with the set's pad_id
@@ -311,8 +335,9 @@ class Loader {
   /// Starts options.num_threads decode threads.
   /// Errors: InvalidArgument (batch_size < 1, rank outside [0, world_size), num_threads outside
   /// [1, kMaxLoaderThreads], prefetch_batches outside [1, kMaxPrefetchBatches], an empty set,
-  /// drop_last with fewer items than one global batch); IOError when the system refuses a
-  /// thread (a process or memory limit), naming which one.
+  /// drop_last with fewer items than one global batch, an output side outside
+  /// [1, kMaxOutputSide] or only one of them given, center_crop_ratio outside (0, 1]); IOError when
+  /// the system refuses a thread (a process or memory limit), naming which one.
   static Result<std::unique_ptr<Loader>> Create(std::shared_ptr<const ShardSet> set,
                                                 const LoaderOptions& options);
   virtual ~Loader() = default;
@@ -341,6 +366,13 @@ class Loader {
   /// cache limit cannot hold the set), else empty.
   virtual const std::string& notice() const = 0;
 };
+
+/// Sample `sample`'s image exactly as a Loader with `options` hands it out in `epoch` (the same
+/// window, flip and resize): [height, width, 3] uint8 into `pixels`, with (height, width) the
+/// loader's output size. For tools (`mmpack show`) and tests. Thread-safe.
+/// Errors: those of ShardSet::ReadImage; OutOfRange for a sample outside the set.
+Status LoadSampleImage(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
+                       int64_t sample, std::vector<uint8_t>* pixels, int* height, int* width);
 
 /// One element of an epoch's global order.
 struct Item {

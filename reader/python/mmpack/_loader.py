@@ -16,11 +16,18 @@ _SHUFFLE_MODES = {"auto": _mmpack.ShuffleMode.AUTO, "global": _mmpack.ShuffleMod
 _STATE_KEYS = ("seed", "epoch", "consumed", "world_size", "batch_size")
 
 
-def _augmentation(options: "_mmpack.LoaderOptions", random_crop_scale: float,
-                  horizontal_flip: bool) -> None:
-    """The one place where the Python augmentation keywords become LoaderOptions fields (issue
-    10 replaces them with RandomResizedCrop-style options)."""
-    options.random_crop_scale = float(random_crop_scale)
+_CROPS = {"none": _mmpack.ImageCrop.NONE, "center": _mmpack.ImageCrop.CENTER,
+          "rrc": _mmpack.ImageCrop.RANDOM_RESIZED}
+
+
+def _augmentation(options: "_mmpack.LoaderOptions", crop: str,
+                  output_size: Optional[Tuple[int, int]], horizontal_flip: bool) -> None:
+    """The one place where the Python augmentation keywords become LoaderOptions fields."""
+    if crop not in _CROPS:
+        raise ValueError("crop must be 'none', 'center' or 'rrc', not %r" % (crop,))
+    options.crop = _CROPS[crop]
+    if output_size is not None:
+        options.output_height, options.output_width = (int(v) for v in output_size)
     options.horizontal_flip = bool(horizontal_flip)
 
 
@@ -101,13 +108,16 @@ class Loader:
         prefetch: batches decoded ahead (in flight or waiting), at most.
         caption_mode: "random" (one item per image, its caption drawn per seed, epoch and
             sample) or "all" (one item per (image, caption) pair).
-        random_crop_scale: random crop of (1 - s)..1 of each side, resized back by nearest
-            neighbour, seeded per (seed, epoch, sample); 0 = off; in [0, 1).
-        horizontal_flip: mirror with probability 1/2, seeded likewise.
+        crop: "none" (the largest centred window of the output's shape: the stored image at
+            the stored size), "center" (FFCV's 224/256 centre crop, for evaluation) or "rrc"
+            (torchvision's RandomResizedCrop(scale=(0.08, 1), ratio=(3/4, 4/3)) window, drawn
+            per (seed, epoch, sample)); the window is resized with Lanczos-3.
+        output_size: (height, width) of the batch's images in pixels; None: the stored size.
+        horizontal_flip: mirror with probability 1/2, seeded per (seed, epoch, sample).
         as_torch: give torch.Tensors (torch.from_numpy) instead of numpy arrays.
 
     Errors: FileNotFoundError (no set), ValueError (a bad option: batch_size < 1, rank outside
-    [0, world_size), caption_mode, random_crop_scale; drop_last with fewer items than one
+    [0, world_size), caption_mode, crop, output_size; drop_last with fewer items than one
     global batch; an empty set), mmpack.CorruptionError while iterating (a damaged chunk; names
     shard and sample).
     """
@@ -116,8 +126,9 @@ class Loader:
                  shuffle: bool = True, seed: int = 0, rank: Optional[int] = None,
                  world_size: Optional[int] = None, drop_last: bool = True,
                  num_threads: int = 2, prefetch: int = 4, caption_mode: str = "random",
-                 random_crop_scale: float = 0.0, horizontal_flip: bool = False,
-                 as_torch: bool = False, shuffle_mode: str = "auto", shuffle_window: int = 0,
+                 crop: str = "none", output_size: Optional[Tuple[int, int]] = None,
+                 horizontal_flip: bool = False, as_torch: bool = False,
+                 shuffle_mode: str = "auto", shuffle_window: int = 0,
                  cache_dir: Optional[PathLike] = None, cache_limit: int = 0) -> None:
         if caption_mode not in _CAPTION_MODES:
             raise ValueError("caption_mode must be 'random' or 'all', not %r" % (caption_mode,))
@@ -141,7 +152,7 @@ class Loader:
         options.caption_mode = _CAPTION_MODES[caption_mode]
         options.shuffle_mode = _SHUFFLE_MODES[shuffle_mode]
         options.shuffle_window = shuffle_window
-        _augmentation(options, random_crop_scale, horizontal_flip)
+        _augmentation(options, crop, output_size, horizontal_flip)
         self._options = options
         self._impl = _mmpack.Loader(self._set._set, options)
         self.notice: str = self._impl.notice

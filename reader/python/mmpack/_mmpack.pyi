@@ -59,6 +59,11 @@ class ShuffleMode(enum.Enum):
     GLOBAL = ...
     BLOCK = ...
 
+class ImageCrop(enum.Enum):
+    NONE = ...
+    CENTER = ...
+    RANDOM_RESIZED = ...
+
 class LoaderOptions:
     batch_size: int
     shuffle: bool
@@ -71,7 +76,10 @@ class LoaderOptions:
     caption_mode: CaptionMode
     num_threads: int
     prefetch_batches: int
-    random_crop_scale: float
+    output_height: int
+    output_width: int
+    crop: ImageCrop
+    center_crop_ratio: float
     horizontal_flip: bool
     def __init__(self) -> None: ...
 

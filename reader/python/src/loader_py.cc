@@ -129,6 +129,10 @@ void BindOptions(py::module_& m) {
       .value("AUTO", reader::ShuffleMode::kAuto)
       .value("GLOBAL", reader::ShuffleMode::kGlobal)
       .value("BLOCK", reader::ShuffleMode::kBlock);
+  py::enum_<reader::ImageCrop>(m, "ImageCrop")
+      .value("NONE", reader::ImageCrop::kNone)
+      .value("CENTER", reader::ImageCrop::kCenter)
+      .value("RANDOM_RESIZED", reader::ImageCrop::kRandomResized);
   using O = reader::LoaderOptions;
   py::class_<O>(m, "LoaderOptions", "mm::reader::LoaderOptions (reader/include/mm/reader.h).")
       .def(py::init<>())
@@ -143,7 +147,10 @@ void BindOptions(py::module_& m) {
       .def_readwrite("caption_mode", &O::caption_mode)
       .def_readwrite("num_threads", &O::num_threads)
       .def_readwrite("prefetch_batches", &O::prefetch_batches)
-      .def_readwrite("random_crop_scale", &O::random_crop_scale)
+      .def_readwrite("output_height", &O::output_height)
+      .def_readwrite("output_width", &O::output_width)
+      .def_readwrite("crop", &O::crop)
+      .def_readwrite("center_crop_ratio", &O::center_crop_ratio)
       .def_readwrite("horizontal_flip", &O::horizontal_flip);
 }
 

@@ -178,6 +178,10 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   lo.shuffle_window = options.shuffle_window;
   lo.drop_last = false;
   lo.seed = 1;
+  lo.crop = options.crop == "rrc"      ? mm::reader::ImageCrop::kRandomResized
+            : options.crop == "center" ? mm::reader::ImageCrop::kCenter
+                                       : mm::reader::ImageCrop::kNone;
+  lo.output_height = lo.output_width = options.size;
   MM_ASSIGN_OR_RETURN(auto loader, mm::reader::Loader::Create(set, lo));
   if (!loader->notice().empty()) std::cerr << "mmpack bench: " << loader->notice() << "\n";
   RssWatcher watcher;

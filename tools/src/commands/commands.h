@@ -86,6 +86,8 @@ struct BenchOptions {
   int threads = 2;
   int batch_size = 32;
   double seconds = 5.0;
+  std::string crop = "none";  // the loader's crop: none | center | rrc
+  int size = 0;               // the loader's output side (0: as stored)
   bool json =
       false;  // one JSON object: samples_per_s, mb_per_s, cpu_ms_per_sample, peak_anon_rss_mb
 };
@@ -98,6 +100,13 @@ struct ShowOptions {
   mm::reader::RemoteOptions remote;  // cache and transport of a remote set
   int64_t index = 0;
   std::string output_png;
+  /// What the loader would hand out (mm::reader::LoaderOptions): crop "none" | "center" |
+  /// "rrc", output size (0: stored), flip, seed and epoch of the random draws.
+  std::string crop = "none";
+  int size = 0;
+  bool flip = false;
+  uint64_t seed = 0;
+  int64_t epoch = 0;
 };
 Status RunShow(const ShowOptions& options, std::ostream& out);
 

@@ -10,6 +10,7 @@
 #include "commands/commands.h"
 #include "curate/filters.h"
 #include "mm/format.h"
+#include "mm/reader.h"
 #include "mm/version.h"
 #include "text/normalize.h"
 
@@ -267,6 +268,10 @@ CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench, RemoteArgs* rem
   be->add_option("--seconds", bench->seconds, "How long to read")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  be->add_option("--crop", bench->crop, "The loader's crop: none | center | rrc")
+      ->check(CLI::IsMember({"none", "center", "rrc"}));
+  be->add_option("--size", bench->size, "The loader's output side in pixels (0: as stored)")
+      ->check(CLI::Range(0, mm::reader::kMaxOutputSide));
   be->add_flag("--json", bench->json, "Print one JSON object");
   return be;
 }
@@ -279,6 +284,14 @@ CLI::App* AddShow(CLI::App& app, mm::pack::ShowOptions* show, RemoteArgs* remote
       ->required()
       ->check(CLI::NonNegativeNumber);
   sh->add_option("-o,--output", show->output_png, "PNG file to write")->required();
+  sh->add_option("--crop", show->crop, "the loader's crop: none | center | rrc")
+      ->check(CLI::IsMember({"none", "center", "rrc"}));
+  sh->add_option("--size", show->size, "the loader's output side in pixels (0: as stored)")
+      ->check(CLI::Range(0, mm::reader::kMaxOutputSide));
+  sh->add_flag("--flip", show->flip, "the loader's random horizontal flip");
+  sh->add_option("--seed", show->seed, "seed of the loader's random draws");
+  sh->add_option("--epoch", show->epoch, "epoch of the loader's random draws")
+      ->check(CLI::NonNegativeNumber);
   return sh;
 }
 

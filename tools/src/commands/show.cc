@@ -1,5 +1,6 @@
-// `mmpack show OUT N -o sample.png`: sample N read through the reader (mm::reader::ShardSet, the
-// same bytes a training batch gets), written as PNG with libvips, with its key, captions and
+// `mmpack show OUT N -o sample.png [--crop none|center|rrc --size S --flip --seed X --epoch E]`:
+// sample N as the loader hands it out under those options (mm::reader::LoadSampleImage, the
+// same pixels a training batch gets), written as PNG with libvips, with its key, captions and
 // token ids printed. Captions are read through HDF5 (variable-length strings; the reader
 // itself never needs their text).
 #include <hdf5.h>
@@ -87,11 +88,19 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
   // A remote set: the sample's shard is downloaded into the cache and held while we read it.
   MM_ASSIGN_OR_RETURN(mm::reader::ShardPin pin, set->PinSample(i));
   const auto& info = set->info();
-  std::vector<uint8_t> pixels(set->image_bytes());
-  MM_RETURN_NOT_OK(set->ReadImage(i, pixels.data()));
-
+  // The image as the loader hands it out under these options (its crop, size and flip).
+  mm::reader::LoaderOptions lo;
+  lo.crop = options.crop == "rrc"      ? mm::reader::ImageCrop::kRandomResized
+            : options.crop == "center" ? mm::reader::ImageCrop::kCenter
+                                       : mm::reader::ImageCrop::kNone;
+  lo.output_height = lo.output_width = options.size;
+  lo.horizontal_flip = options.flip;
+  lo.seed = options.seed;
+  std::vector<uint8_t> pixels;
+  int height = 0, width = 0;
   MM_RETURN_NOT_OK(
-      WritePng(pixels.data(), info.image_width, info.image_height, options.output_png));
+      mm::reader::LoadSampleImage(*set, lo, options.epoch, i, &pixels, &height, &width));
+  MM_RETURN_NOT_OK(WritePng(pixels.data(), width, height, options.output_png));
 
   // Which shard, and the sample's first caption in it.
   int64_t first = 0;
@@ -105,8 +114,9 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
   out << "sample " << i << " (" << set->Locate(i) << ")\n";
   out << "key: " << set->Key(i) << "\n";
   out << "image: " << info.image_width << "x" << info.image_height << " RGB, "
-      << set->StoredImageBytes(i) << " stored bytes (" << info.compression << ") -> "
-      << options.output_png << "\n";
+      << set->StoredImageBytes(i) << " stored bytes (" << info.compression << ") -> loader crop "
+      << options.crop << (options.flip ? " flip" : "") << " seed " << options.seed << " epoch "
+      << options.epoch << ": " << width << "x" << height << " -> " << options.output_png << "\n";
   // The shard file HDF5 reads the captions from: the set's, or its cached copy (pinned above).
   MM_ASSIGN_OR_RETURN(auto files,
                       mm::reader::internal::SetFiles::Open(options.dir, options.remote));

@@ -1,5 +1,5 @@
-// resample.cc: see resample.h.
-#include "image/resample.h"
+// resample.cc: see mm/internal/resample.h.
+#include "mm/internal/resample.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,14 +23,15 @@
 #define MM_RESAMPLE_AVX2 0
 #endif
 
-namespace mm::pack {
+namespace mm::image {
 namespace {
 
 constexpr int kPrecisionBits = 14;
 constexpr double kSupport = 3.0;  // Lanczos-3
 
 // For each output coordinate: the first source index and fixed-point weights, as Pillow's
-// precompute_coeffs (centre sampling: out pixel i covers source [i*scale, (i+1)*scale)).
+// precompute_coeffs (centre sampling: out pixel i covers source
+// [in0 + i*scale, in0 + (i+1)*scale) with scale = (in1 - in0) / out_size).
 struct Coeffs {
   int taps = 0;                 // weights per output pixel (max)
   std::vector<int> first;       // [out] first source index
@@ -38,8 +39,8 @@ struct Coeffs {
   std::vector<int32_t> weight;  // [out, taps]
 };
 
-Coeffs Precompute(int in_size, int out_size) {
-  const double scale = static_cast<double>(in_size) / out_size;
+Coeffs Precompute(int in_size, double in0, double in1, int out_size) {
+  const double scale = (in1 - in0) / out_size;
   const double filter_scale = std::max(scale, 1.0);
   const double support = kSupport * filter_scale;
   Coeffs c;
@@ -52,7 +53,7 @@ Coeffs Precompute(int in_size, int out_size) {
   const double cos_a = std::cos(M_PI * step), sin_a = std::sin(M_PI * step);
   const double cos_b = std::cos(M_PI * step / kSupport), sin_b = std::sin(M_PI * step / kSupport);
   for (int i = 0; i < out_size; ++i) {
-    const double centre = (i + 0.5) * scale;
+    const double centre = in0 + (i + 0.5) * scale;
     int lo = static_cast<int>(centre - support + 0.5);
     int hi = static_cast<int>(centre + support + 0.5);
     lo = std::max(lo, 0);
@@ -92,24 +93,28 @@ Coeffs Precompute(int in_size, int out_size) {
   return c;
 }
 
-// Coefficients depend only on (in_size, out_size): datasets repeat sizes, so each thread
-// keeps the last few per axis.
-const Coeffs& CachedCoeffs(int in_size, int out_size, int axis) {
+// Coefficients depend only on (in_size, box, out_size): datasets repeat sizes, so each thread
+// keeps the last few per axis (random crops miss; their coefficients cost little next to the
+// passes).
+const Coeffs& CachedCoeffs(int in_size, double in0, double in1, int out_size, int axis) {
   struct Entry {
     int in = -1, out = -1;
+    double in0 = 0, in1 = 0;
     Coeffs coeffs;
   };
   constexpr int kEntries = 4;
   thread_local Entry cache[2][kEntries];
   thread_local int next[2] = {0, 0};
   for (Entry& e : cache[axis]) {
-    if (e.in == in_size && e.out == out_size) return e.coeffs;
+    if (e.in == in_size && e.out == out_size && e.in0 == in0 && e.in1 == in1) return e.coeffs;
   }
   Entry& e = cache[axis][next[axis]];
   next[axis] = (next[axis] + 1) % kEntries;
   e.in = in_size;
   e.out = out_size;
-  e.coeffs = Precompute(in_size, out_size);
+  e.in0 = in0;
+  e.in1 = in1;
+  e.coeffs = Precompute(in_size, in0, in1, out_size);
   return e.coeffs;
 }
 
@@ -265,14 +270,14 @@ void TransposeAny(const uint8_t* src, int w, int h, int channels, uint8_t* dst) 
   }
 }
 
-}  // namespace
-
-void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, int channels,
-                    int dst_w, int dst_h, int win_x, int win_y, int win_w, int win_h,
-                    std::vector<uint8_t>* dst, bool simd) {
-  dst->resize(static_cast<size_t>(win_w) * win_h * channels);
-  const Coeffs& cx = CachedCoeffs(src_w, dst_w, 0);
-  const Coeffs& cy = CachedCoeffs(src_h, dst_h, 1);
+// The two passes over `box`: rows first (fewer output rows than source rows when shrinking),
+// then columns as rows of the transposed image, so that the same vectorised pass does them.
+// `cx`/`cy` map output columns/rows to source pixels of the full image; `src` points at full
+// image pixel (src_x0, src_y0). Output: [win_h, win_w, C] where the window is
+// [win_x, win_x + win_w) x [win_y, win_y + win_h) of the coefficient tables' outputs.
+void TwoPasses(const uint8_t* src, int src_x0, int src_y0, int src_stride, int channels,
+               const Coeffs& cx, const Coeffs& cy, int win_x, int win_y, int win_w, int win_h,
+               uint8_t* dst, bool simd) {
   // Scratch reused across calls on this thread (fresh large buffers cost page faults).
   thread_local std::vector<uint8_t> mid, t, cols;
   // Only the source columns the window's output columns read: [col0, col1).
@@ -282,17 +287,47 @@ void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, in
     col1 = std::max(col1, cx.first[x] + cx.count[x]);
   }
   const int cw = col1 - col0;
-  // Rows first (fewer output rows than source rows when shrinking): [win_h, cw, C].
+  // Rows: [win_h, cw, C].
   mid.resize(static_cast<size_t>(win_h) * cw * channels);
-  PassBest(simd, src + static_cast<size_t>(col0) * channels, src_stride, cw * channels, cy, 0,
-           win_y, win_h, mid.data());
-  // Columns as rows of the transposed image, so the same vectorised pass does them:
-  // [cw, win_h, C] -> [win_w, win_h, C] -> [win_h, win_w, C].
+  PassBest(simd, src + static_cast<size_t>(col0 - src_x0) * channels, src_stride, cw * channels, cy,
+           src_y0, win_y, win_h, mid.data());
+  // Columns: [cw, win_h, C] -> [win_w, win_h, C] -> [win_h, win_w, C].
   t.resize(mid.size());
   TransposeAny(mid.data(), cw, win_h, channels, t.data());
   cols.resize(static_cast<size_t>(win_w) * win_h * channels);
   PassBest(simd, t.data(), win_h * channels, win_h * channels, cx, col0, win_x, win_w, cols.data());
-  TransposeAny(cols.data(), win_h, win_w, channels, dst->data());
+  TransposeAny(cols.data(), win_h, win_w, channels, dst);
+}
+
+}  // namespace
+
+void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, int channels,
+                    int dst_w, int dst_h, int win_x, int win_y, int win_w, int win_h,
+                    std::vector<uint8_t>* dst, bool simd) {
+  dst->resize(static_cast<size_t>(win_w) * win_h * channels);
+  const Coeffs& cx = CachedCoeffs(src_w, 0.0, src_w, dst_w, 0);
+  const Coeffs& cy = CachedCoeffs(src_h, 0.0, src_h, dst_h, 1);
+  TwoPasses(src, 0, 0, src_stride, channels, cx, cy, win_x, win_y, win_w, win_h, dst->data(), simd);
+}
+
+void ResampleSupport(int in_size, double box_lo, double box_hi, int out_size, int* first,
+                     int* last) {
+  const Coeffs& c = CachedCoeffs(in_size, box_lo, box_hi, out_size, 0);
+  int lo = in_size, hi = 0;
+  for (int i = 0; i < out_size; ++i) {
+    lo = std::min(lo, c.first[i]);
+    hi = std::max(hi, c.first[i] + c.count[i]);
+  }
+  *first = lo;
+  *last = std::max(lo, hi);
+}
+
+void ResizeBoxLanczos3(const uint8_t* src, int src_x0, int src_y0, int src_stride, int full_w,
+                       int full_h, int channels, const Box& box, int out_w, int out_h, uint8_t* dst,
+                       bool simd) {
+  const Coeffs& cx = CachedCoeffs(full_w, box.x0, box.x1, out_w, 0);
+  const Coeffs& cy = CachedCoeffs(full_h, box.y0, box.y1, out_h, 1);
+  TwoPasses(src, src_x0, src_y0, src_stride, channels, cx, cy, 0, 0, out_w, out_h, dst, simd);
 }
 
 bool ResampleHasAvx2() {
@@ -303,4 +338,4 @@ bool ResampleHasAvx2() {
 #endif
 }
 
-}  // namespace mm::pack
+}  // namespace mm::image

@@ -1,0 +1,66 @@
+// image_transform.cc: see image_transform.h.
+#include "transforms/image_transform.h"
+
+#include <string>
+#include <vector>
+
+#include "sampler.h"
+#include "transforms/crop_resize.h"
+
+namespace mm::reader::internal {
+
+void OutputSize(const ShardSet& set, const LoaderOptions& options, int* height, int* width) {
+  *height = options.output_height > 0 ? options.output_height : set.info().image_height;
+  *width = options.output_width > 0 ? options.output_width : set.info().image_width;
+}
+
+CropWindow SampleWindow(const LoaderOptions& options, int64_t epoch, int64_t sample, int width,
+                        int height, int out_w, int out_h) {
+  switch (options.crop) {
+    case ImageCrop::kRandomResized: {
+      CounterRng rng(SampleHash(options.seed, epoch, sample, kCropSalt));
+      return RandomResizedCrop(width, height, RandomResizedCropParams{}, &rng);
+    }
+    case ImageCrop::kCenter:
+      return CenterCrop(width, height, out_w, out_h, options.center_crop_ratio);
+    case ImageCrop::kNone:
+      break;
+  }
+  return CenterCrop(width, height, out_w, out_h, 1.0);
+}
+
+bool SampleFlip(const LoaderOptions& options, int64_t epoch, int64_t sample) {
+  return options.horizontal_flip && (SampleHash(options.seed, epoch, sample, kFlipSalt) & 1) != 0;
+}
+
+Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
+                      int64_t sample, int out_w, int out_h, uint8_t* dst) {
+  const int width = set.info().image_width, height = set.info().image_height;
+  const bool flip = SampleFlip(options, epoch, sample);
+  if (options.crop == ImageCrop::kNone && !flip && out_w == width && out_h == height) {
+    return set.ReadImage(sample, dst);  // the zero-decode path: stored pixels as they are
+  }
+  thread_local std::vector<uint8_t> pixels;  // reused: no page faults per sample
+  pixels.resize(set.image_bytes());
+  MM_RETURN_NOT_OK(set.ReadImage(sample, pixels.data()));
+  const CropWindow window = SampleWindow(options, epoch, sample, width, height, out_w, out_h);
+  CropResizePixels(pixels.data(), width, height, window, out_w, out_h, flip, dst);
+  return Status::OK();
+}
+
+}  // namespace mm::reader::internal
+
+namespace mm::reader {
+
+Status LoadSampleImage(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
+                       int64_t sample, std::vector<uint8_t>* pixels, int* height, int* width) {
+  if (sample < 0 || sample >= set.num_samples()) {
+    return Status::OutOfRange("sample " + std::to_string(sample) + " outside [0, " +
+                              std::to_string(set.num_samples()) + ")");
+  }
+  internal::OutputSize(set, options, height, width);
+  pixels->resize(static_cast<size_t>(*height) * *width * 3);
+  return internal::TransformImage(set, options, epoch, sample, *width, *height, pixels->data());
+}
+
+}  // namespace mm::reader

@@ -1,0 +1,355 @@
+// The reader's load-time transforms (reader/src/transforms): the crop sampler against the real
+// torchvision (python3-torchvision), JPEG region decoding against a full decode, and decode +
+// crop + resize against Pillow on real photos.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mm/internal/resample.h"
+#include "sampler.h"
+#include "shard_fixture.h"
+#include "transforms/crop_resize.h"
+#include "transforms/crop_window.h"
+#include "transforms/jpeg_region.h"
+
+namespace mm::reader::internal {
+namespace {
+
+using mm::testing::ReadFile;
+using mm::testing::SharedDir;
+using mm::testing::TempDir;
+
+// Runs Debian's Python on tests/reader/`script` with `args`; its stdout, or fails the test.
+std::string RunScript(const std::string& script, const std::string& args) {
+  const std::string cmd =
+      std::string(MM_PYTHON) + " '" + MM_SOURCE_DIR + "/tests/reader/" + script + "' " + args;
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    ADD_FAILURE() << "popen " << cmd;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  EXPECT_EQ(pclose(p), 0) << cmd << "\n" << out;
+  return out;
+}
+
+TEST(CounterRng, SameKeySameDrawsOtherKeyOtherDraws) {
+  CounterRng a(42), b(42), c(43);
+  for (int k = 0; k < 100; ++k) {
+    const uint64_t va = a.Next();
+    EXPECT_EQ(va, b.Next());
+    EXPECT_NE(va, c.Next());
+  }
+  CounterRng u(7);
+  for (int k = 0; k < 10000; ++k) {
+    const double v = u.Uniform(0.08, 1.0);
+    ASSERT_GE(v, 0.08);
+    ASSERT_LT(v, 1.0);
+    const int64_t i = u.Below(5);
+    ASSERT_GE(i, 0);
+    ASSERT_LT(i, 5);
+  }
+}
+
+TEST(CropWindow, RoundHalfEvenIsPythonsRound) {
+  EXPECT_EQ(RoundHalfEven(0.5), 0);
+  EXPECT_EQ(RoundHalfEven(1.5), 2);
+  EXPECT_EQ(RoundHalfEven(2.5), 2);
+  EXPECT_EQ(RoundHalfEven(66.5), 66);
+  EXPECT_EQ(RoundHalfEven(66.6667), 67);
+  EXPECT_EQ(RoundHalfEven(3.49), 3);
+}
+
+// The same statistics as tests/reader/torchvision_rrc.py, from our sampler.
+std::vector<double> OurStats(int n, int width, int height) {
+  const double lo = std::log(3.0 / 4) - 0.05, hi = std::log(4.0 / 3) + 0.05;
+  std::vector<double> s(22, 0.0);
+  for (int k = 0; k < n; ++k) {
+    CounterRng rng(SampleHash(0, 0, k, kCropSalt));
+    const CropWindow c = RandomResizedCrop(width, height, {}, &rng);
+    EXPECT_GT(c.w, 0);
+    EXPECT_GT(c.h, 0);
+    EXPECT_LE(c.x + c.w, width);
+    EXPECT_LE(c.y + c.h, height);
+    const double area = static_cast<double>(c.w) * c.h / (static_cast<double>(width) * height);
+    s[std::min(9, static_cast<int>(10 * area))] += 1.0 / n;
+    const int rb =
+        static_cast<int>(10 * (std::log(static_cast<double>(c.w) / c.h) - lo) / (hi - lo));
+    s[10 + std::clamp(rb, 0, 9)] += 1.0 / n;
+    s[20] += (c.x + c.w / 2.0) / width / n;
+    s[21] += (c.y + c.h / 2.0) / height / n;
+  }
+  return s;
+}
+
+// Histograms of area fraction and log aspect ratio, and the mean crop centre, of our sampler
+// and of torchvision's get_params (5,000 draws each): every bin within 0.025 (the difference of
+// two independent estimates of a proportion p = 0.15 has a standard deviation of 0.007; 0.025
+// is 3.5 of them) and the centres within 0.01. On 1000x50 and 50x1000 no try can succeed, so
+// both fall back and must agree exactly.
+TEST(CropWindow, RandomResizedCropMatchesTorchvisionStatistics) {
+  const int n = 5000;
+  const std::string out =
+      RunScript("torchvision_rrc.py", "5000 256 256 640 427 300 900 1000 50 50 1000");
+  std::istringstream in(out);
+  int width, height, lines = 0;
+  while (in >> width >> height) {
+    ++lines;
+    std::vector<double> ref(22);
+    for (double& v : ref) in >> v;
+    CropWindow first;
+    in >> first.x >> first.y >> first.w >> first.h;
+    const std::vector<double> ours = OurStats(n, width, height);
+    for (int b = 0; b < 20; ++b) {
+      EXPECT_NEAR(ours[b], ref[b], 0.025)
+          << width << "x" << height << (b < 10 ? " area bin " : " log-ratio bin ") << b % 10;
+    }
+    EXPECT_NEAR(ours[20], ref[20], 0.01) << width << "x" << height << " mean centre x";
+    EXPECT_NEAR(ours[21], ref[21], 0.01) << width << "x" << height << " mean centre y";
+    if (std::max(width, height) >= 20 * std::min(width, height)) {  // always the fallback
+      CounterRng rng(1);
+      const CropWindow c = RandomResizedCrop(width, height, {}, &rng);
+      EXPECT_EQ(c.x, first.x);
+      EXPECT_EQ(c.y, first.y);
+      EXPECT_EQ(c.w, first.w);
+      EXPECT_EQ(c.h, first.h);
+    }
+  }
+  EXPECT_EQ(lines, 5) << out;
+}
+
+TEST(CropWindow, FallbackClampsTheRatioAndCentres) {
+  CounterRng rng(3);
+  // 1000x50: ratio 20 > 4/3: h = 50, w = round(50 * 4/3) = 67, centred at (1000 - 67) // 2.
+  CropWindow c = RandomResizedCrop(1000, 50, {}, &rng);
+  EXPECT_EQ(c.w, 67);
+  EXPECT_EQ(c.h, 50);
+  EXPECT_EQ(c.x, 466);
+  EXPECT_EQ(c.y, 0);
+  // A scale range no crop can meet (more than the whole image): the whole image, ratio in range.
+  RandomResizedCropParams too_big;
+  too_big.scale_min = 1.5;
+  too_big.scale_max = 2.0;
+  c = RandomResizedCrop(300, 250, too_big, &rng);
+  EXPECT_EQ(c.x, 0);
+  EXPECT_EQ(c.y, 0);
+  EXPECT_EQ(c.w, 300);
+  EXPECT_EQ(c.h, 250);
+}
+
+TEST(CropWindow, CenterCropIsFfcvsGetCenterCrop) {
+  // FFCV: c = int(224/256 * min(640, 480)) = 420, offsets (640 - 420) // 2, (480 - 420) // 2.
+  CropWindow c = CenterCrop(640, 480, 224, 224, 224.0 / 256);
+  EXPECT_EQ(c.w, 420);
+  EXPECT_EQ(c.h, 420);
+  EXPECT_EQ(c.x, 110);
+  EXPECT_EQ(c.y, 30);
+  // Ratio 1, output 2:1 on a 300x300 image: the widest 2:1 window, 300x150, centred.
+  c = CenterCrop(300, 300, 200, 100, 1.0);
+  EXPECT_EQ(c.w, 300);
+  EXPECT_EQ(c.h, 150);
+  EXPECT_EQ(c.x, 0);
+  EXPECT_EQ(c.y, 75);
+}
+
+TEST(CropResize, JpegScaleIsTheSmallestThatCoversTheOutput) {
+  EXPECT_EQ(JpegScaleFor({0, 0, 1792, 1792}, 224, 224), 1);  // exactly 8x
+  EXPECT_EQ(JpegScaleFor({0, 0, 1791, 1792}, 224, 224), 2);
+  EXPECT_EQ(JpegScaleFor({0, 0, 448, 448}, 224, 224), 4);
+  EXPECT_EQ(JpegScaleFor({0, 0, 300, 300}, 224, 224), 6);  // 300 * 6/8 = 225 >= 224
+  EXPECT_EQ(JpegScaleFor({0, 0, 100, 100}, 224, 224), 8);  // enlargement: full size
+  EXPECT_EQ(JpegScaleFor({0, 0, 900, 230}, 224, 224), 8);  // the short side decides
+}
+
+TEST(CropResize, FlipMirrorsRows) {
+  std::vector<uint8_t> p = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};
+  FlipHorizontal(p.data(), 3, 2);
+  EXPECT_EQ(p,
+            (std::vector<uint8_t>{7, 8, 9, 4, 5, 6, 1, 2, 3, 16, 17, 18, 13, 14, 15, 10, 11, 12}));
+}
+
+// Real photos as the JPEGs mmpack stores (Pillow, quality 90, 4:2:0, longer side <= 320).
+struct Photo {
+  std::string jpeg;  // file bytes
+  std::string rgb;   // Pillow's decode, [h, w, 3]
+  int w = 0, h = 0;
+};
+
+std::vector<Photo> WritePhotos(const TempDir& tmp, int count) {
+  const std::string out =
+      RunScript("pillow_crops.py", "'" + SharedDir() + "/data/coco-cc/images' '" + tmp.path() +
+                                       "' " + std::to_string(count) + " 320");
+  std::istringstream in(out);
+  std::vector<Photo> photos;
+  int k, w, h;
+  while (in >> k >> w >> h) {
+    Photo p;
+    p.jpeg = ReadFile(tmp / (std::to_string(k) + ".jpg"));
+    p.rgb = ReadFile(tmp / (std::to_string(k) + ".rgb"));
+    p.w = w;
+    p.h = h;
+    photos.push_back(std::move(p));
+  }
+  EXPECT_EQ(static_cast<int>(photos.size()), count) << out;
+  return photos;
+}
+
+// The region decoder (cropped columns, skipped rows, DCT scaling) gives the pixels a full
+// decode at the same scale gives, inside the region, away from its edges' upsampling context.
+TEST(JpegRegion, RegionEqualsTheSamePartOfAFullDecode) {
+  TempDir tmp("mm_transforms");
+  const std::vector<Photo> photos = WritePhotos(tmp, 3);
+  for (const Photo& p : photos) {
+    const auto* data = reinterpret_cast<const uint8_t*>(p.jpeg.data());
+    for (int num : {8, 5, 4, 1}) {
+      JpegRegion full;
+      ASSERT_TRUE(DecodeJpegRegion(data, p.jpeg.size(), num, 0, 0, 1 << 20, 1 << 20, &full).ok());
+      ASSERT_EQ(full.scaled_w, JpegScaled(p.w, num));
+      ASSERT_EQ(full.scaled_h, JpegScaled(p.h, num));
+      const std::vector<uint8_t> whole(
+          full.pixels, full.pixels + static_cast<size_t>(full.stride) * full.scaled_h);
+      const int x0 = full.scaled_w / 3, x1 = full.scaled_w * 3 / 4;
+      const int y0 = full.scaled_h / 4, y1 = full.scaled_h * 2 / 3;
+      JpegRegion r;
+      ASSERT_TRUE(DecodeJpegRegion(data, p.jpeg.size(), num, x0, y0, x1, y1, &r).ok());
+      ASSERT_LE(r.x0, x0);
+      ASSERT_GE(r.x1, x1);
+      ASSERT_EQ(r.y0, y0);
+      ASSERT_EQ(r.y1, y1);
+      int differ = 0;
+      for (int y = y0 + 2; y < y1 - 2; ++y) {
+        for (int x = x0 + 2; x < x1 - 2; ++x) {
+          for (int c = 0; c < 3; ++c) {
+            differ += whole[static_cast<size_t>(y) * full.stride + x * 3 + c] !=
+                      r.pixels[static_cast<size_t>(y - r.y0) * r.stride + (x - r.x0) * 3 + c];
+          }
+        }
+      }
+      EXPECT_EQ(differ, 0) << "scale " << num << "/8";
+    }
+  }
+}
+
+TEST(JpegRegion, DamagedBytesAreCorruptionNotACrash) {
+  TempDir tmp("mm_transforms");
+  const std::vector<Photo> photos = WritePhotos(tmp, 1);
+  ASSERT_EQ(photos.size(), 1u);
+  const std::string& j = photos[0].jpeg;
+  JpegRegion r;
+  const std::string cut = j.substr(0, j.size() / 2);  // truncated in the entropy data
+  Status st = DecodeJpegRegion(reinterpret_cast<const uint8_t*>(cut.data()), cut.size(), 8, 0, 0,
+                               1 << 20, 1 << 20, &r);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+  const std::string junk = "not a jpeg at all";
+  st = DecodeJpegRegion(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), 8, 0, 0, 10, 10,
+                        &r);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+  std::vector<uint8_t> out(224 * 224 * 3);
+  st = CropResizeJpeg(reinterpret_cast<const uint8_t*>(j.data()), j.size(), photos[0].w + 1,
+                      photos[0].h, {0, 0, 100, 100}, 224, 224, false, out.data());
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+}
+
+// Decode + crop + resize against Pillow (full decode, then resize(LANCZOS, box=window)) on real
+// photos, for whole images, FFCV's centre crop, random-resized crops, enlargements and crops
+// decoded at a reduced DCT scale. Tolerances, in 8-bit levels:
+//   raw path (our resize of Pillow's decoded pixels) and JPEG at scale 8/8: mean abs difference
+//     below 0.5 and 99% of values within 2: the same decoder (Debian's libjpeg-turbo under
+//     both; the JPEG path at 8/8 gives exactly the raw path's bytes, checked) and the same
+//     Lanczos weights, but the passes run in another order (we resize rows first, Pillow
+//     columns first), so the intermediate rounding and the clamp of the filter's overshoot to
+//     0..255 differ: up to ~16 levels at a few saturated edges, 0.25 on average;
+//   JPEG at scale < 8/8: the IDCT's own reduction replaces part of the Lanczos low-pass; mean
+//     abs difference below 3 and 97.5% of values within 12 (measured on these photos at 2/8 to
+//     7/8: mean 1.0..2.6, 97.9..99.99% within 12, worst at 4/8 on a sharp-edged photo; see the
+//     printed figures).
+TEST(CropResize, MatchesPillowOnRealPhotos) {
+  TempDir tmp("mm_transforms");
+  const std::vector<Photo> photos = WritePhotos(tmp, 4);
+  struct Case {
+    int k;
+    CropWindow c;
+    int ow, oh;
+  };
+  std::vector<Case> cases;
+  for (int k = 0; k < static_cast<int>(photos.size()); ++k) {
+    const Photo& p = photos[k];
+    cases.push_back({k, {0, 0, p.w, p.h}, 224, 224});
+    cases.push_back({k, CenterCrop(p.w, p.h, 224, 224, 224.0 / 256), 224, 224});
+    cases.push_back({k, CenterCrop(p.w, p.h, 112, 112, 1.0), 112, 112});   // scale 3..4/8
+    cases.push_back({k, {p.w / 5, p.h / 7, p.w / 9, p.h / 8}, 224, 224});  // enlargement
+    cases.push_back({k, {1, 3, p.w - 2, p.h - 5}, 64, 48});                // scale 2/8
+    CounterRng rng(100 + k);
+    for (int r = 0; r < 3; ++r)
+      cases.push_back({k, RandomResizedCrop(p.w, p.h, {}, &rng), 96, 160});
+  }
+  {
+    std::ofstream w(tmp / "windows.txt");
+    for (const Case& c : cases) {
+      w << c.k << " " << c.c.x << " " << c.c.y << " " << c.c.w << " " << c.c.h << " " << c.ow << " "
+        << c.oh << "\n";
+    }
+  }
+  RunScript("pillow_crops.py", "- '" + tmp.path() + "' 0 0 crops");
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const Case& c = cases[n];
+    const Photo& p = photos[c.k];
+    const std::string ref = ReadFile(tmp / ("ref-" + std::to_string(n) + ".rgb"));
+    const size_t bytes = static_cast<size_t>(c.ow) * c.oh * 3;
+    ASSERT_EQ(ref.size(), bytes);
+    std::vector<uint8_t> raw(bytes), jpeg(bytes);
+    CropResizePixels(reinterpret_cast<const uint8_t*>(p.rgb.data()), p.w, p.h, c.c, c.ow, c.oh,
+                     false, raw.data());
+    Status st = CropResizeJpeg(reinterpret_cast<const uint8_t*>(p.jpeg.data()), p.jpeg.size(), p.w,
+                               p.h, c.c, c.ow, c.oh, false, jpeg.data());
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    // Max, mean, and the fractions within 2 and 12 levels of Pillow's.
+    auto compare = [&](const std::vector<uint8_t>& got, int* max_diff, double* mean, double* in2,
+                       double* in12) {
+      *max_diff = 0;
+      double sum = 0, ok2 = 0, ok12 = 0;
+      for (size_t i = 0; i < bytes; ++i) {
+        const int d = std::abs(int{got[i]} - int{static_cast<uint8_t>(ref[i])});
+        *max_diff = std::max(*max_diff, d);
+        sum += d;
+        ok2 += d <= 2;
+        ok12 += d <= 12;
+      }
+      *mean = sum / bytes;
+      *in2 = ok2 / bytes;
+      *in12 = ok12 / bytes;
+    };
+    int max_raw, max_jpeg;
+    double mean_raw, mean_jpeg, in2_raw, in2_jpeg, in12_raw, in_jpeg;
+    compare(raw, &max_raw, &mean_raw, &in2_raw, &in12_raw);
+    compare(jpeg, &max_jpeg, &mean_jpeg, &in2_jpeg, &in_jpeg);
+    const int num = JpegScaleFor(c.c, c.ow, c.oh);
+    const std::string what = "photo " + std::to_string(c.k) + " window " + std::to_string(c.c.x) +
+                             "," + std::to_string(c.c.y) + " " + std::to_string(c.c.w) + "x" +
+                             std::to_string(c.c.h) + " -> " + std::to_string(c.ow) + "x" +
+                             std::to_string(c.oh) + " scale " + std::to_string(num) + "/8";
+    std::printf("%s: raw max %d mean %.3f within-2 %.4f; jpeg max %d mean %.3f within-12 %.4f\n",
+                what.c_str(), max_raw, mean_raw, in2_raw, max_jpeg, mean_jpeg, in_jpeg);
+    EXPECT_GE(in2_raw, 0.99) << what;
+    EXPECT_LT(mean_raw, 0.5) << what;
+    if (num == 8) {
+      EXPECT_EQ(jpeg, raw) << what;  // region decode == Pillow's full decode
+    } else {
+      EXPECT_LT(mean_jpeg, 3.0) << what;
+      EXPECT_GE(in_jpeg, 0.975) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mm::reader::internal
