@@ -212,19 +212,13 @@ class LoaderImpl final : public Loader {
     std::shared_ptr<const internal::EpochOrder> order = MakeOrder(seed, epoch);
     uint64_t gen = 0;
     {
+      // Only this (the consumer's) thread changes gen, so the next one is known here.
       std::lock_guard<std::mutex> lock(shared_->mu);
-      gen = ++shared_->gen;
-      shared_->order = std::move(order);
-      shared_->seed = seed;
-      shared_->epoch = epoch;
-      shared_->start = start;
-      shared_->total = BatchesFrom(start);
-      shared_->next_claim = 0;
-      for (auto& [k, slot] : shared_->ready) shared_->RecycleLocked(std::move(slot.batch));
-      shared_->ready.clear();
+      gen = shared_->gen + 1;
     }
-    next_deliver_ = 0;
-    started_ = true;
+    // The prefetcher learns the new run before any worker can claim one of its batches: a
+    // worker of the new run asking it for pins while it still held the old run was told
+    // "replaced", and that error reached Next() (seen at epoch ends of a remote set).
     if (prefetcher_) {
       internal::Prefetcher::Run run;
       run.gen = gen;
@@ -237,6 +231,20 @@ class LoaderImpl final : public Loader {
       run.batch = options_.batch_size;
       prefetcher_->Reset(run);
     }
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      shared_->gen = gen;
+      shared_->order = std::move(order);
+      shared_->seed = seed;
+      shared_->epoch = epoch;
+      shared_->start = start;
+      shared_->total = BatchesFrom(start);
+      shared_->next_claim = 0;
+      for (auto& [k, slot] : shared_->ready) shared_->RecycleLocked(std::move(slot.batch));
+      shared_->ready.clear();
+    }
+    next_deliver_ = 0;
+    started_ = true;
     shared_->work_cv.notify_all();
   }
 
