@@ -3,14 +3,20 @@
 
 #include <hdf5.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "mm/format.h"
+#include "shard/bounded_query.h"
 #include "shard/h5_util.h"
+#include "shard/self_contained.h"
 
 namespace mm::pack {
 namespace {
 
-// Captions [first, first + count) of shard `path`, as UTF-8 strings.
-Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t first, int count) {
+// Captions [first, first + count) of shard `path`, as UTF-8 strings, read in this process.
+Result<std::vector<std::string>> ReadCaptionsHere(const std::string& path, int64_t first,
+                                                  int count) {
   h5::SilenceErrors();
   MM_ASSIGN_OR_RETURN(auto file,
                       h5::Own<h5::File>(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path,
@@ -18,6 +24,7 @@ Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t f
   MM_ASSIGN_OR_RETURN(auto dset,
                       h5::Own<h5::Dataset>(H5Dopen2(file.get(), mm::format::kCaptions, H5P_DEFAULT),
                                            path + ": captions", StatusCode::kCorruption));
+  MM_RETURN_NOT_OK(CheckDatasetSelfContained(file.get(), mm::format::kCaptions));
   MM_ASSIGN_OR_RETURN(auto space,
                       h5::Own<h5::Dataspace>(H5Dget_space(dset.get()), path + ": captions space"));
   hsize_t start[1] = {static_cast<hsize_t>(first)}, n[1] = {static_cast<hsize_t>(count)};
@@ -36,23 +43,50 @@ Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t f
   return out;
 }
 
+// ReadCaptionsHere in a bounded child (shard/bounded_query.h): libhdf5 loops for ever on some
+// damaged global heaps, where variable-length strings live (issue 9 item 1).
 }  // namespace
 
-Result<std::vector<std::string>> ReadSampleCaptions(const mm::reader::ShardSet& set, int64_t i) {
+Result<std::vector<std::string>> ReadShardCaptions(const std::string& path, int64_t first,
+                                                   int count) {
+  std::error_code ec;
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  auto query = [&]() -> Result<std::string> {
+    MM_ASSIGN_OR_RETURN(auto captions, ReadCaptionsHere(path, first, count));
+    std::string wire;
+    for (const std::string& c : captions) PutString(c, &wire);
+    return wire;
+  };
+  MM_ASSIGN_OR_RETURN(std::string wire, RunBounded(path, BoundsForFile(ec ? 0 : bytes), query));
+  std::vector<std::string> out(static_cast<size_t>(count));
+  size_t pos = 0;
+  for (std::string& c : out) {
+    if (!GetString(wire, &pos, &c)) return Status::Corruption(path + ": malformed captions answer");
+  }
+  return out;
+}
+
+Result<CaptionRange> LocateCaptions(const mm::reader::ShardSet& set, int64_t i) {
   const auto& info = set.info();
   if (i < 0 || i >= set.num_samples()) {
     return Status::OutOfRange("sample " + std::to_string(i) + " of " +
                               std::to_string(set.num_samples()));
   }
-  // Which shard, and the sample's first caption in it.
-  int64_t first = 0;
-  size_t k = 0;
-  while (k < info.shards.size() && i >= first + info.shards[k].samples) {
-    first += info.shards[k++].samples;
+  CaptionRange range;
+  int64_t first_sample = 0;
+  while (range.shard < info.shards.size() && i >= first_sample + info.shards[range.shard].samples) {
+    first_sample += info.shards[range.shard++].samples;
   }
-  int64_t caption_begin = 0;
-  for (int64_t s = first; s < i; ++s) caption_begin += set.NumCaptions(s);
-  return ReadCaptions(info.root + "/" + info.shards[k].file, caption_begin, set.NumCaptions(i));
+  for (int64_t s = first_sample; s < i; ++s) range.first += set.NumCaptions(s);
+  range.count = set.NumCaptions(i);
+  return range;
+}
+
+Result<std::vector<std::string>> ReadSampleCaptions(const mm::reader::ShardSet& set, int64_t i) {
+  const auto& info = set.info();
+  MM_ASSIGN_OR_RETURN(const CaptionRange range, LocateCaptions(set, i));
+  return ReadShardCaptions(info.root + "/" + info.shards[range.shard].file, range.first,
+                           range.count);
 }
 
 }  // namespace mm::pack

@@ -12,8 +12,25 @@
 
 namespace mm::pack {
 
+/// Where global sample `i`'s captions lie: shard index in info().shards, first caption row
+/// in that shard's `captions` dataset, and how many. Errors: OutOfRange (no sample i).
+struct CaptionRange {
+  size_t shard = 0;
+  int64_t first = 0;
+  int count = 0;
+};
+[[nodiscard]] Result<CaptionRange> LocateCaptions(const mm::reader::ShardSet& set, int64_t i);
+
+/// Captions [first, first + count) of the shard file `path`, read through HDF5 in a bounded
+/// child process (shard/bounded_query.h: libhdf5 can loop for ever on a damaged global heap,
+/// issue 9 item 1), after refusing a `captions` dataset stored outside the file
+/// (shard/self_contained.h). Errors: IOError / Corruption naming the file.
+[[nodiscard]] Result<std::vector<std::string>> ReadShardCaptions(const std::string& path,
+                                                                 int64_t first, int count);
+
 /// The captions of global sample `i` of `set`, as UTF-8 strings in stored order.
-/// Errors: OutOfRange (no sample i), IOError / Corruption (HDF5's, naming the shard).
+/// Read with ReadShardCaptions from the set's own folder (a local set).
+/// Errors: OutOfRange (no sample i), IOError / Corruption (naming the shard).
 [[nodiscard]] Result<std::vector<std::string>> ReadSampleCaptions(const mm::reader::ShardSet& set,
                                                                   int64_t i);
 

@@ -3,76 +3,18 @@
 // same pixels a training batch gets), written as PNG with libvips, with its key, captions and
 // token ids printed. Captions are read through HDF5 (variable-length strings; the reader
 // itself never needs their text).
-#include <hdf5.h>
-
-#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "commands/caption_text.h"
 #include "commands/commands.h"
 #include "image/png.h"
-#include "mm/format.h"
 #include "mm/internal/set_files.h"
 #include "mm/reader.h"
-#include "shard/bounded_query.h"
-#include "shard/h5_util.h"
-#include "shard/self_contained.h"
 
 namespace mm::pack {
-namespace {
-
-// Captions [first, first + count) of shard `path`, as UTF-8 strings, read in this process.
-Result<std::vector<std::string>> ReadCaptionsHere(const std::string& path, int64_t first,
-                                                  int count) {
-  h5::SilenceErrors();
-  MM_ASSIGN_OR_RETURN(auto file,
-                      h5::Own<h5::File>(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path,
-                                        StatusCode::kIOError));
-  MM_ASSIGN_OR_RETURN(auto dset,
-                      h5::Own<h5::Dataset>(H5Dopen2(file.get(), mm::format::kCaptions, H5P_DEFAULT),
-                                           path + ": captions", StatusCode::kCorruption));
-  MM_RETURN_NOT_OK(CheckDatasetSelfContained(file.get(), mm::format::kCaptions));
-  MM_ASSIGN_OR_RETURN(auto space,
-                      h5::Own<h5::Dataspace>(H5Dget_space(dset.get()), path + ": captions space"));
-  hsize_t start[1] = {static_cast<hsize_t>(first)}, n[1] = {static_cast<hsize_t>(count)};
-  MM_RETURN_NOT_OK(
-      h5::Check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, n, nullptr),
-                path + ": captions selection", StatusCode::kCorruption));
-  MM_ASSIGN_OR_RETURN(auto mem, h5::Own<h5::Dataspace>(H5Screate_simple(1, n, nullptr), "space"));
-  MM_ASSIGN_OR_RETURN(auto type, h5::VlenUtf8Type());
-  std::vector<char*> text(count, nullptr);
-  MM_RETURN_NOT_OK(
-      h5::Check(H5Dread(dset.get(), type.get(), mem.get(), space.get(), H5P_DEFAULT, text.data()),
-                path + ": reading captions", StatusCode::kCorruption));
-  std::vector<std::string> out;
-  for (char* t : text) out.emplace_back(t ? t : "");
-  (void)H5Dvlen_reclaim(type.get(), mem.get(), H5P_DEFAULT, text.data());
-  return out;
-}
-
-// ReadCaptionsHere in a bounded child (shard/bounded_query.h): libhdf5 loops for ever on some
-// damaged global heaps, where variable-length strings live (issue 9 item 1).
-Result<std::vector<std::string>> ReadCaptions(const std::string& path, int64_t first, int count) {
-  std::error_code ec;
-  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  auto query = [&]() -> Result<std::string> {
-    MM_ASSIGN_OR_RETURN(auto captions, ReadCaptionsHere(path, first, count));
-    std::string wire;
-    for (const std::string& c : captions) PutString(c, &wire);
-    return wire;
-  };
-  MM_ASSIGN_OR_RETURN(std::string wire, RunBounded(path, BoundsForFile(ec ? 0 : bytes), query));
-  std::vector<std::string> out(static_cast<size_t>(count));
-  size_t pos = 0;
-  for (std::string& c : out) {
-    if (!GetString(wire, &pos, &c)) return Status::Corruption(path + ": malformed captions answer");
-  }
-  return out;
-}
-
-}  // namespace
 
 Status RunShow(const ShowOptions& options, std::ostream& out) {
   mm::reader::OpenOptions open;
@@ -102,14 +44,8 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
       mm::reader::LoadSampleImage(*set, lo, options.epoch, i, &pixels, &height, &width));
   MM_RETURN_NOT_OK(WritePng(pixels.data(), width, height, options.output_png));
 
-  // Which shard, and the sample's first caption in it.
-  int64_t first = 0;
-  size_t k = 0;
-  while (k < info.shards.size() && i >= first + info.shards[k].samples)
-    first += info.shards[k++].samples;
-  int64_t caption_begin = 0;
-  for (int64_t s = first; s < i; ++s) caption_begin += set->NumCaptions(s);
-  const int ncap = set->NumCaptions(i);
+  MM_ASSIGN_OR_RETURN(const CaptionRange range, LocateCaptions(*set, i));
+  const int ncap = range.count;
 
   out << "sample " << i << " (" << set->Locate(i) << ")\n";
   out << "key: " << set->Key(i) << "\n";
@@ -120,8 +56,9 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
   // The shard file HDF5 reads the captions from: the set's, or its cached copy (pinned above).
   MM_ASSIGN_OR_RETURN(auto files,
                       mm::reader::internal::SetFiles::Open(options.dir, options.remote));
-  MM_ASSIGN_OR_RETURN(mm::reader::internal::LocalShardFile file, files->Shard(info.shards[k]));
-  auto captions = ReadCaptions(file.path, caption_begin, ncap);
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::LocalShardFile file,
+                      files->Shard(info.shards[range.shard]));
+  auto captions = ReadShardCaptions(file.path, range.first, ncap);
   for (int c = 0; c < ncap; ++c) {
     out << "caption " << c << ": ";
     if (captions.ok()) {
