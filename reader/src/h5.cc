@@ -17,6 +17,11 @@ herr_t CollectError(unsigned /*n*/, const H5E_error2_t* error, void* data) {
   std::string entry;
   if (error->func_name) entry.append(error->func_name).append(": ");
   if (error->desc) entry.append(error->desc);
+  // The sec2 driver's description of a failed write spans two lines ("time = ...\n,
+  // filename = ..., errno = 28, error message = 'No space left on device', ..."): one line.
+  for (char& c : entry) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
   out->push_back(std::move(entry));
   return 0;
 }

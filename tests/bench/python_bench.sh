@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python module's benchmark (issue 11; a few minutes of both cores; not in the default ctest
-# run). Run it when the machine is quiet (`uptime`: load below ~1.5).
+# run). Run it when the machine is quiet (`uptime`: load below ~1.5), or on a shared machine as
+# root with MM_BENCH_NICE=-15, which runs the measured readers ahead of the other jobs.
 #
 #   tests/bench/python_bench.sh [BUILD_DIR=build] [WORK_DIR=BUILD_DIR/bench-python] [N=2040] [SECONDS=5] [ROUNDS=3]
 #

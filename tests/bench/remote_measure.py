@@ -8,7 +8,9 @@ then read in the same run, on the same cores, by `mmpack bench` with block shuff
   remote: s3://bench/set through a cache limited to a quarter of the set, a fresh cache.
 Each reads for SECONDS (long enough for about EPOCHS epochs at the local rate). Printed:
 samples/s remote / local (target >= 0.8; the remote run includes its cold first downloads, so
-it understates the steady state), bytes downloaded per epoch / the set's bytes (target <= 1.1),
+it understates the steady state); the server floor (how fast plain curl GETs the shards from
+the same s3rver, 1 or 2 at a time, the better) in samples/s and mmpack's share of it, which says
+whether mmpack or the server is the limit; bytes downloaded per epoch / the set's bytes (target <= 1.1),
 peak cache bytes against the limit (never above). Figures land in WORK/remote_bench.json.
 
 Usage: remote_measure.py BUILD WORK SHARED NODE_DIR [N=2000] [EPOCHS=3]
@@ -56,6 +58,27 @@ def upload(endpoint, local):
                         "%s/bench/set/%s" % (endpoint, name)], check=True)
 
 
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()  # a GET's payload hash (s3rver requires it)
+
+
+def server_floor(endpoint, index, parallel):
+    """Bytes/s that s3rver serves the set's shards at to `parallel` concurrent plain curl GETs
+    (signed like mmpack's requests, written to /dev/null): the most any client can read from
+    this server on this machine, measured in the same run."""
+    names = [s["file"] for s in index["shards"]]
+    total = sum(s["bytes"] for s in index["shards"])
+    t0 = time.perf_counter()
+    for start in range(0, len(names), parallel):
+        procs = [subprocess.Popen(["curl", "-sS", "-f", "-o", "/dev/null", "--aws-sigv4",
+                                   "aws:amz:us-east-1:s3", "--user", "S3RVER:S3RVER",
+                                   "-H", "x-amz-content-sha256: " + EMPTY_SHA256,
+                                   "%s/bench/set/%s" % (endpoint, name)])
+                 for name in names[start:start + parallel]]
+        if any(p.wait() != 0 for p in procs):
+            sys.exit("remote_bench: curl could not GET a shard from s3rver")
+    return total / (time.perf_counter() - t0)
+
+
 def main():
     build, work, shared, node_dir = sys.argv[1:5]
     n = int(sys.argv[5]) if len(sys.argv) > 5 else 2000
@@ -88,6 +111,7 @@ def main():
     proc, endpoint = start_s3rver(node_dir, data, os.path.join(work, "s3rver.log"))
     try:
         upload(endpoint, local)
+        floor = max(server_floor(endpoint, index, 1), server_floor(endpoint, index, 2))
         cache = os.path.join(work, "cache")
         shutil.rmtree(cache, ignore_errors=True)
         env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="S3RVER",
@@ -107,6 +131,10 @@ def main():
         "local_samples_per_s": local_fig["samples_per_s"],
         "remote_samples_per_s": remote_fig["samples_per_s"],
         "ratio": round(remote_fig["samples_per_s"] / local_fig["samples_per_s"], 3),
+        "server_floor_bytes_per_s": round(floor),
+        "server_floor_samples_per_s": round(floor * samples / set_bytes, 1),
+        "ratio_to_server_floor": round(remote_fig["samples_per_s"] / (floor * samples / set_bytes),
+                                       3),
         "epochs_read_remote": round(epochs_read, 2),
         "downloaded_bytes": remote_fig["downloaded_bytes"],
         "downloaded_per_epoch_over_set": round(per_epoch / set_bytes, 3),
@@ -119,6 +147,9 @@ def main():
                                               result["load"][0]))
     print("  samples/s     local %.1f, S3 %.1f: ratio %.3f (target >= 0.8)" %
           (result["local_samples_per_s"], result["remote_samples_per_s"], result["ratio"]))
+    print("  server floor  curl GETs the shards at %.1f MB/s = %.1f samples/s; mmpack reaches "
+          "%.3f of it" % (floor / 1e6, result["server_floor_samples_per_s"],
+                          result["ratio_to_server_floor"]))
     print("  downloaded    %.3f x the set per epoch over %.2f epochs (target <= 1.1)" %
           (result["downloaded_per_epoch_over_set"], epochs_read))
     print("  cache peak    %d bytes, limit %d (%s)" %

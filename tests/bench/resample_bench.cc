@@ -93,7 +93,8 @@ void MmpackResize(const Decoded& d, bool window, std::vector<uint8_t>* out) {
   const mm::pack::FitPlan& p = d.plan;
   mm::pack::ResizeLanczos3(d.pixels.data(), d.width, d.height, d.width * d.bands, d.bands, p.need_w,
                            p.need_h, window ? p.win_x : 0, window ? p.win_y : 0,
-                           window ? p.win_w : p.need_w, window ? p.win_h : p.need_h, out);
+                           window ? p.win_w : static_cast<int>(p.need_w),
+                           window ? p.win_h : static_cast<int>(p.need_h), out);
 }
 
 }  // namespace

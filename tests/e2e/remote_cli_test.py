@@ -228,6 +228,25 @@ class RemoteCliTest(u.TempDirTest):
             self.assertEqual(open(os.path.join(www, "b", "set", name), "rb").read(),
                              open(os.path.join(self.local, name), "rb").read(), name)
 
+    def test_upload_puts_transfers_files_at_a_time_and_index_json_after_them(self):
+        for transfers in (1, 4):
+            www = os.path.join(self.tmp, "www-transfers-%d" % transfers)
+            peak = os.path.join(self.tmp, "put-peak-%d" % transfers)
+            http = self.http_server(www, "--put-delay", "0.5", "--put-peak", peak)
+            up = run([u.MMPACK, "upload", "-q", "--transfers", str(transfers), self.local,
+                      http.url + "/b/set"])
+            self.assertEqual(up.rc, 0, str(up))
+            # Each PUT is held 0.5 s by the server, so PUTs sent together are seen together
+            # (at least two of four even when a thread starts late on a loaded machine).
+            seen = int(open(peak).read())
+            self.assertTrue(min(2, transfers) <= seen <= transfers, (transfers, seen))
+            puts = [l.split()[1] for l in open(http.requests) if l.startswith("PUT ")]
+            self.assertEqual(puts[-1], "/b/set/index.json", puts)
+            self.assertEqual(sorted(puts), sorted("/b/set/" + n for n in os.listdir(self.local)))
+        bad = run([u.MMPACK, "upload", "--transfers", "0", self.local, http.url + "/b/set"])
+        self.assertNotEqual(bad.rc, 0, str(bad))  # CLI11's usage error
+        self.assertIn("--transfers", bad.stderr)
+
     def test_upload_failing_midway_leaves_no_index_json(self):
         www = os.path.join(self.tmp, "www-fail")
         dest = os.path.join(www, "b", "set")
@@ -270,7 +289,8 @@ class RemoteCliTest(u.TempDirTest):
     @unittest.skipIf(not os.access(MMTRAIN, os.X_OK), "mmtrain is not built (MM_BUILD_TRAINER)")
     def test_mmtrain_trains_from_s3_within_a_small_cache(self):
         shard = max(s["bytes"] for s in self.index["shards"])
-        limit = 2 * shard + shard // 2
+        # In kB with a unit, as users write it (ParseByteSize), rounded down: still 2.5 shards.
+        limit = "%dkB" % ((2 * shard + shard // 2) // 1000)
         out = os.path.join(self.tmp, "run")
         t = run([MMTRAIN, "--shards", "s3://bkt/sets/coco", "--out", out, "--steps", 3,
                  "--batch-size", 8, "--dim", 64, "--layers", 1, "--heads", 4, "--patch", 16,
@@ -279,6 +299,10 @@ class RemoteCliTest(u.TempDirTest):
         self.assertEqual(t.rc, 0, str(t))
         self.assertIn("block shuffle", t.stderr)
         self.assertTrue(os.path.exists(os.path.join(out, "summary.json")))
+        bad = run([MMTRAIN, "--shards", "s3://bkt/sets/coco", "--out", out + "-bad", "--steps", 1,
+                   "--cache-limit", "20XB"], self.env)
+        self.assertNotEqual(bad.rc, 0, str(bad))  # CLI11's usage error
+        self.assertIn("'20XB' is not a byte size", bad.stderr)
 
 
 if __name__ == "__main__":

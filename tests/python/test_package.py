@@ -57,6 +57,8 @@ def stub_names():
             top.add(node.name)
         elif isinstance(node, ast.AnnAssign):
             top.add(node.target.id)
+        elif isinstance(node, ast.FunctionDef):
+            top.add(node.name)
     return classes, top
 
 

@@ -122,6 +122,19 @@ def test_small_cache_limit_makes_auto_the_block_shuffle_and_says_so(s3, tmp_path
     assert block.notice == "" and len(block) > 0
 
 
+def test_cache_limit_takes_a_size_with_a_unit(s3, tmp_path, capfd):
+    small = "%dkB" % ((2 * shard_bytes(s3) + shard_bytes(s3) // 2) // 1000)  # 2.5 shards
+    loader = mmpack.Loader(URL, batch_size=4, rank=0, world_size=1,
+                           cache_dir=tmp_path / "cache", cache_limit=small)
+    assert "block shuffle" in loader.notice
+    large = mmpack.Loader(URL, batch_size=4, rank=0, world_size=1,
+                          cache_dir=tmp_path / "cache", cache_limit="1TiB")
+    assert large.notice == ""
+    with pytest.raises(ValueError, match="'20XB' is not a byte size"):
+        mmpack.ShardSet(URL, cache_dir=tmp_path / "cache", cache_limit="20XB")
+    capfd.readouterr()
+
+
 def test_a_missing_remote_set_is_file_not_found_naming_the_url(s3, tmp_path):
     with pytest.raises(FileNotFoundError, match="/bkt/nothing/index.json"):
         mmpack.ShardSet("s3://bkt/nothing", cache_dir=tmp_path / "cache")

@@ -8,12 +8,37 @@
 
 #include "mm/filename.h"
 #include "mm/format.h"
+#include "mm/internal/byte_size.h"
 #include "mm/internal/utf8.h"
 #include "mm/internal/zstd_codec.h"
 #include "mm/span.h"
 
 namespace mm {
 namespace {
+
+TEST(ParseByteSize, BinaryAndDecimalUnitsAsTheFieldWritesThem) {
+  EXPECT_EQ(ParseByteSize("4096").value(), 4096);
+  EXPECT_EQ(ParseByteSize("4096B").value(), 4096);
+  EXPECT_EQ(ParseByteSize("1k").value(), 1024);
+  EXPECT_EQ(ParseByteSize("1KiB").value(), 1024);
+  EXPECT_EQ(ParseByteSize("1KB").value(), 1000);
+  EXPECT_EQ(ParseByteSize("256MB").value(), 256000000);
+  EXPECT_EQ(ParseByteSize("1.5GiB").value(), 1610612736);
+  EXPECT_EQ(ParseByteSize("20gib").value(), int64_t{20} << 30);
+  EXPECT_EQ(ParseByteSize("2TB").value(), 2000000000000);
+  EXPECT_EQ(ParseByteSize("1TiB").value(), int64_t{1} << 40);
+  EXPECT_EQ(ParseByteSize("1.9").value(), 1);  // whole bytes, rounded down
+}
+
+TEST(ParseByteSize, RefusesWhatIsNotAPositiveSizeSayingWhy) {
+  for (const char* bad :
+       {"", "GiB", "-1", "0", "0.4", "1.2.3", "12 GB", "5PB", "1e3", "x1", "10000000TB"}) {
+    Result<int64_t> r = ParseByteSize(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("is not a byte size"), std::string::npos) << bad;
+  }
+}
 
 TEST(FirstInvalidUtf8, PointsAtTheLeadByteOfTheFirstBadSequence) {
   EXPECT_EQ(FirstInvalidUtf8("naïve café 日本語 🐱"), std::string_view::npos);

@@ -3,6 +3,7 @@
 fails on purpose.
 
     http_server.py --root DIR [--sigv4 ACCESS_KEY:SECRET] [--fail GLOB:KIND:COUNT]... [--log FILE]
+                   [--put-delay SECONDS --put-peak FILE]
 
 It listens on 127.0.0.1 only, on a port the kernel picks, and prints that port on its first
 line of stdout. URLs map onto DIR (path style: /bucket/key is DIR/bucket/key). GET and HEAD
@@ -24,6 +25,10 @@ SignatureDoesNotMatch, XAmzContentSHA256Mismatch, RequestTimeTooSkewed). s3rver,
 server the other tests use, does not verify V4 signatures; this does.
 
 --log FILE: one line per request, "METHOD PATH STATUS KIND", for tests that count requests.
+
+--put-delay SECONDS: every PUT is held that long before it is stored, so that a client's
+concurrent PUTs overlap here; --put-peak FILE: the most PUTs ever in progress at once, rewritten
+whenever it grows (for tests of parallel uploads).
 """
 import argparse
 import datetime
@@ -175,6 +180,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send(data, kind)
 
     def put(self, path, body):
+        server = self.server
+        with server.put_lock:
+            server.puts_in_progress += 1
+            if server.puts_in_progress > server.put_peak:
+                server.put_peak = server.puts_in_progress
+                if server.put_peak_path:
+                    with open(server.put_peak_path, 'w') as f:
+                        f.write('%d\n' % server.put_peak)
+        try:
+            time.sleep(server.put_delay)
+            self.store(path, body)
+        finally:
+            with server.put_lock:
+                server.puts_in_progress -= 1
+
+    def store(self, path, body):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         temp = f'{path}.put-{threading.get_ident()}'
         with open(temp, 'wb') as f:
@@ -219,6 +240,8 @@ def main():
     parser.add_argument('--sigv4', default='')
     parser.add_argument('--fail', action='append', default=[])
     parser.add_argument('--log', default='')
+    parser.add_argument('--put-delay', type=float, default=0.0)
+    parser.add_argument('--put-peak', default='')
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
     server.daemon_threads = True
@@ -227,6 +250,8 @@ def main():
     server.sigv4 = tuple(args.sigv4.split(':', 1)) if args.sigv4 else None
     server.log_path = args.log
     server.log_lock = threading.Lock()
+    server.put_delay, server.put_peak_path = args.put_delay, args.put_peak
+    server.put_lock, server.puts_in_progress, server.put_peak = threading.Lock(), 0, 0
     print(server.server_address[1], flush=True)
     try:
         server.serve_forever()

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "mm/internal/byte_size.h"
 #include "plot.h"
 #include "train.h"
 
@@ -51,8 +52,17 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", c.cache_dir,
                  "cache of remote sets' shards (empty: $XDG_CACHE_HOME/mmpack)");
   app.add_option("--cache-limit", c.cache_limit,
-                 "bytes the cache may hold (0: no limit; least recently used shards evicted)")
-      ->check(CLI::NonNegativeNumber);
+                 "bytes the cache may hold, with an optional unit (e.g. 20GiB, 500MB; 0: no "
+                 "limit; least recently used shards evicted)")
+      ->transform(CLI::Validator(
+          [](std::string& text) -> std::string {
+            if (text == "0") return "";
+            mm::Result<int64_t> bytes = mm::ParseByteSize(text);
+            if (!bytes.ok()) return bytes.status().message();
+            text = std::to_string(*bytes);
+            return "";
+          },
+          "BYTES"));
   app.add_option("--shuffle", c.shuffle_mode,
                  "training order: global permutation, block shuffle (shards permuted, samples "
                  "within windows of shards) or auto (block when the cache limit cannot hold "

@@ -129,7 +129,8 @@ class Loader:
                  crop: str = "none", output_size: Optional[Tuple[int, int]] = None,
                  horizontal_flip: bool = False, as_torch: bool = False,
                  shuffle_mode: str = "auto", shuffle_window: int = 0,
-                 cache_dir: Optional[PathLike] = None, cache_limit: int = 0) -> None:
+                 cache_dir: Optional[PathLike] = None,
+                 cache_limit: Union[int, str] = 0) -> None:
         if caption_mode not in _CAPTION_MODES:
             raise ValueError("caption_mode must be 'random' or 'all', not %r" % (caption_mode,))
         if shuffle_mode not in _SHUFFLE_MODES:

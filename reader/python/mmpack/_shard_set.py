@@ -39,12 +39,14 @@ class ShardSet:
             every byte of the set once).
         cache_dir: a remote set's shard cache (None: $XDG_CACHE_HOME/mmpack, else
             ~/.cache/mmpack); processes may share it.
-        cache_limit: bytes the cache may hold (0: no limit; least recently used shards are
-            evicted, never a pinned one).
+        cache_limit: bytes the cache may hold, an int or a size with a unit such as "20GiB" or
+            "500MB" (powers of 1024 for K/KiB..., of 1000 for KB...; 0: no limit; least recently
+            used shards are evicted, never a pinned one). ValueError when it is not a size.
     """
 
     def __init__(self, path: PathLike, *, verify_checksums: bool = False,
-                 cache_dir: Optional[PathLike] = None, cache_limit: int = 0) -> None:
+                 cache_dir: Optional[PathLike] = None,
+                 cache_limit: Union[int, str] = 0) -> None:
         text = os.fspath(path)
         # A local set: absolute, so that info, pickling and messages do not depend on a later
         # chdir. A remote one stays its URL.
@@ -52,7 +54,7 @@ class ShardSet:
         self._set = _mmpack.ShardSet(
             root, verify_checksums=verify_checksums,
             cache_dir=os.path.abspath(os.fspath(cache_dir)) if cache_dir is not None else "",
-            cache_limit=int(cache_limit))
+            cache_limit=byte_size(cache_limit))
         self._info: Optional[Dict[str, Any]] = None
 
     def __len__(self) -> int:
@@ -160,6 +162,13 @@ def _reopen(root: str, verify_checksums: bool, cache_dir: Optional[str] = None,
             cache_limit: int = 0) -> ShardSet:
     return ShardSet(root, verify_checksums=verify_checksums, cache_dir=cache_dir,
                     cache_limit=cache_limit)
+
+
+def byte_size(value: Union[int, str]) -> int:
+    """`value` in bytes: an int as it is, "0" as 0, else a size such as "20GiB" (ValueError)."""
+    if isinstance(value, str):
+        return 0 if value.strip() == "0" else _mmpack.parse_byte_size(value.strip())
+    return int(value)
 
 
 def is_remote(path: str) -> bool:

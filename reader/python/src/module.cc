@@ -4,7 +4,13 @@
 // protobuf, which crashes beside `import torch`) and never LibTorch.
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include "bindings.h"
+#include "errors.h"
+#include "mm/internal/byte_size.h"
+
+namespace py = pybind11;
 
 PYBIND11_MODULE(_mmpack, m) {
   m.doc() = "The C++ half of the mmpack package (mm_reader through pybind11); import mmpack.";
@@ -12,4 +18,10 @@ PYBIND11_MODULE(_mmpack, m) {
   mm::python::RegisterZstdFilter(m);
   mm::python::BindShardSet(m);
   mm::python::BindLoader(m);
+  m.def(
+      "parse_byte_size",
+      [](const std::string& text) { return mm::python::ValueOrThrow(mm::ParseByteSize(text)); },
+      py::arg("text"),
+      "Bytes in a size such as '20GiB' or '500MB' (mm/internal/byte_size.h); ValueError when "
+      "it is not one.");
 }

@@ -29,31 +29,35 @@ namespace {
 constexpr int kPrecisionBits = 14;
 constexpr double kSupport = 3.0;  // Lanczos-3
 
-// For each output coordinate: the first source index and fixed-point weights, as Pillow's
-// precompute_coeffs (centre sampling: out pixel i covers source
-// [in0 + i*scale, in0 + (i+1)*scale) with scale = (in1 - in0) / out_size).
+// For each output coordinate of a window [out0, out0 + n) of an axis of out_size pixels: the
+// first source index and fixed-point weights, as Pillow's precompute_coeffs (centre sampling:
+// out pixel i covers source [in0 + i*scale, in0 + (i+1)*scale) with scale = (in1 - in0) /
+// out_size). Only the window's pixels are computed, so the cost follows what is kept, not the
+// virtual size: a 1x1,000,000 source fitted to 224x224 is resized to 224 x 224,000,000 and
+// cropped (the whole axis would be 8 GB of coefficients). Indices are relative to out0.
 struct Coeffs {
   int taps = 0;                 // weights per output pixel (max)
-  std::vector<int> first;       // [out] first source index
-  std::vector<int> count;       // [out] weights used
-  std::vector<int32_t> weight;  // [out, taps]
+  std::vector<int> first;       // [n] first source index
+  std::vector<int> count;       // [n] weights used
+  std::vector<int32_t> weight;  // [n, taps]
 };
 
-Coeffs Precompute(int in_size, double in0, double in1, int out_size) {
-  const double scale = (in1 - in0) / out_size;
+Coeffs Precompute(int in_size, double in0, double in1, int64_t out_size, int64_t out0, int n_out) {
+  const double scale = (in1 - in0) / static_cast<double>(out_size);
   const double filter_scale = std::max(scale, 1.0);
   const double support = kSupport * filter_scale;
   Coeffs c;
   c.taps = static_cast<int>(std::ceil(support)) * 2 + 1;
-  c.first.resize(out_size);
-  c.count.resize(out_size);
-  c.weight.assign(static_cast<size_t>(out_size) * c.taps, 0);
+  c.first.resize(n_out);
+  c.count.resize(n_out);
+  c.weight.assign(static_cast<size_t>(n_out) * c.taps, 0);
   std::vector<double> w(c.taps);
   const double step = 1.0 / filter_scale;  // x between neighbouring taps
   const double cos_a = std::cos(M_PI * step), sin_a = std::sin(M_PI * step);
   const double cos_b = std::cos(M_PI * step / kSupport), sin_b = std::sin(M_PI * step / kSupport);
-  for (int i = 0; i < out_size; ++i) {
-    const double centre = in0 + (i + 0.5) * scale;
+  for (int i = 0; i < n_out; ++i) {
+    // (out0 + i) is exact in a double (< 2^53): the same centres as the whole axis would have.
+    const double centre = in0 + (static_cast<double>(out0 + i) + 0.5) * scale;
     int lo = static_cast<int>(centre - support + 0.5);
     int hi = static_cast<int>(centre + support + 0.5);
     lo = std::max(lo, 0);
@@ -96,25 +100,34 @@ Coeffs Precompute(int in_size, double in0, double in1, int out_size) {
 // Coefficients depend only on (in_size, box, out_size): datasets repeat sizes, so each thread
 // keeps the last few per axis (random crops miss; their coefficients cost little next to the
 // passes).
-const Coeffs& CachedCoeffs(int in_size, double in0, double in1, int out_size, int axis) {
+// The window [out0, out0 + n_out) of the axis; the whole axis by default.
+const Coeffs& CachedCoeffs(int in_size, double in0, double in1, int64_t out_size, int axis,
+                           int64_t out0 = 0, int n_out = -1) {
   struct Entry {
-    int in = -1, out = -1;
+    int in = -1, n = -1;
+    int64_t out = -1, out0 = -1;
     double in0 = 0, in1 = 0;
     Coeffs coeffs;
   };
   constexpr int kEntries = 4;
   thread_local Entry cache[2][kEntries];
   thread_local int next[2] = {0, 0};
+  if (n_out < 0) n_out = static_cast<int>(out_size);
   for (Entry& e : cache[axis]) {
-    if (e.in == in_size && e.out == out_size && e.in0 == in0 && e.in1 == in1) return e.coeffs;
+    if (e.in == in_size && e.out == out_size && e.in0 == in0 && e.in1 == in1 && e.out0 == out0 &&
+        e.n == n_out) {
+      return e.coeffs;
+    }
   }
   Entry& e = cache[axis][next[axis]];
   next[axis] = (next[axis] + 1) % kEntries;
   e.in = in_size;
   e.out = out_size;
+  e.out0 = out0;
+  e.n = n_out;
   e.in0 = in0;
   e.in1 = in1;
-  e.coeffs = Precompute(in_size, in0, in1, out_size);
+  e.coeffs = Precompute(in_size, in0, in1, out_size, out0, n_out);
   return e.coeffs;
 }
 
@@ -302,12 +315,12 @@ void TwoPasses(const uint8_t* src, int src_x0, int src_y0, int src_stride, int c
 }  // namespace
 
 void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, int channels,
-                    int dst_w, int dst_h, int win_x, int win_y, int win_w, int win_h,
-                    std::vector<uint8_t>* dst, bool simd) {
+                    int64_t dst_w, int64_t dst_h, int64_t win_x, int64_t win_y, int win_w,
+                    int win_h, std::vector<uint8_t>* dst, bool simd) {
   dst->resize(static_cast<size_t>(win_w) * win_h * channels);
-  const Coeffs& cx = CachedCoeffs(src_w, 0.0, src_w, dst_w, 0);
-  const Coeffs& cy = CachedCoeffs(src_h, 0.0, src_h, dst_h, 1);
-  TwoPasses(src, 0, 0, src_stride, channels, cx, cy, win_x, win_y, win_w, win_h, dst->data(), simd);
+  const Coeffs& cx = CachedCoeffs(src_w, 0.0, src_w, dst_w, 0, win_x, win_w);
+  const Coeffs& cy = CachedCoeffs(src_h, 0.0, src_h, dst_h, 1, win_y, win_h);
+  TwoPasses(src, 0, 0, src_stride, channels, cx, cy, 0, 0, win_w, win_h, dst->data(), simd);
 }
 
 void ResampleSupport(int in_size, double box_lo, double box_hi, int out_size, int* first,

@@ -154,6 +154,12 @@ TEST(ShardFuzz, MutantsOfRealShardsThroughVerifyShowAndBenchNeitherHangNorCrash)
       ADD_FAILURE() << "mutant " << m << " of " << file << " hung or crashed; saved " << saved;
     }
     WriteBytes(set / file, originals[k]);
+    if (f.mutants % 250 == 0) {  // a long run stopped by hand still leaves its figures
+      std::printf("shard fuzz: %lld mutants so far, %lld hangs, %lld crashes\n",
+                  static_cast<long long>(f.mutants), static_cast<long long>(f.hangs),
+                  static_cast<long long>(f.crashes));
+      std::fflush(stdout);
+    }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -53,9 +53,10 @@ TEST(PlanFit, StretchScalesEachAxisOnItsOwn) {
   EXPECT_EQ(p.win_h, 96);
 }
 
-TEST(PlanFit, TurnedOrientationsSwapTheFrameAndResizeTheWholeImage) {
+TEST(PlanFit, TurnedOrientationsSwapTheFrameAndResizeOnlyTheKeptWindow) {
   // Stored 640x480 with EXIF 6 (turned 90 degrees) shows as 480x640: resized 224x299 shown,
-  // 299x224 stored; not upright, so the whole stored image is resized and cropped afterwards.
+  // 299x224 stored; shown rows [37, 261) are kept (y = -37), which are stored columns
+  // [37, 261) (6 transposes, then mirrors stored rows: all 224 of them are kept).
   FitPlan p = PlanFit(640, 480, 6, 224, 224, ResizeMode::kCenterCrop);
   EXPECT_TRUE(p.swap);
   EXPECT_EQ(p.oriented_w, 480);
@@ -64,14 +65,53 @@ TEST(PlanFit, TurnedOrientationsSwapTheFrameAndResizeTheWholeImage) {
   EXPECT_EQ(p.resized_h, 299);
   EXPECT_EQ(p.need_w, 299);
   EXPECT_EQ(p.need_h, 224);
-  EXPECT_EQ(p.win_x, 0);
-  EXPECT_EQ(p.win_w, 299);
-  EXPECT_EQ(p.win_h, 224);
   EXPECT_EQ(p.y, -37);
-  // Mirrors (2..4) keep the frame but still resize everything.
+  EXPECT_EQ(p.win_x, 37);
+  EXPECT_EQ(p.win_w, 224);
+  EXPECT_EQ(p.win_y, 0);
+  EXPECT_EQ(p.win_h, 224);
+  // Mirrors keep the frame; a left-right mirror keeps shown columns [37, 261) of 299, which
+  // are stored columns 298 - 260 .. 298 - 37 = [38, 262).
   FitPlan m = PlanFit(640, 480, 2, 224, 224, ResizeMode::kCenterCrop);
   EXPECT_FALSE(m.swap);
-  EXPECT_EQ(m.win_w, 299);
+  EXPECT_EQ(m.win_x, 38);
+  EXPECT_EQ(m.win_w, 224);
+  // Orientation 8 (transpose, then mirror stored columns): shown rows [37, 261) of 299 are
+  // stored columns [38, 262).
+  FitPlan e = PlanFit(640, 480, 8, 224, 224, ResizeMode::kCenterCrop);
+  EXPECT_EQ(e.win_x, 38);
+  EXPECT_EQ(e.win_w, 224);
+  EXPECT_EQ(e.win_h, 224);
+}
+
+TEST(PlanFit, ExtremeAspectIsCroppedIn64BitNotStretched) {
+  // 1x10,000,000 -> 224x224 center-crop: scale 224, resized 224 x 2,240,000,000 (over 2^31:
+  // an int overflowed here and the image came out stretched); the middle 224 rows are kept,
+  // from (2,240,000,000 - 224) / 2 = 1,119,999,888 on.
+  FitPlan p = PlanFit(1, 10000000, 1, 224, 224, ResizeMode::kCenterCrop);
+  EXPECT_EQ(p.resized_w, 224);
+  EXPECT_EQ(p.resized_h, 2240000000);
+  EXPECT_EQ(p.y, -1119999888);
+  EXPECT_EQ(p.win_y, 1119999888);
+  EXPECT_EQ(p.win_w, 224);
+  EXPECT_EQ(p.win_h, 224);
+  EXPECT_EQ(p.shrink, 1);
+  // The same source turned by EXIF 6 (shows as 10,000,000 x 1): the kept shown columns are
+  // stored rows, mirrored (6 mirrors stored rows): [2,240,000,000 - 1,120,000,112, ...).
+  FitPlan t = PlanFit(1, 10000000, 6, 224, 224, ResizeMode::kCenterCrop);
+  EXPECT_EQ(t.oriented_w, 10000000);
+  EXPECT_EQ(t.need_h, 2240000000);
+  EXPECT_EQ(t.win_y, 1119999888);
+  EXPECT_EQ(t.win_h, 224);
+  EXPECT_EQ(t.win_w, 224);
+  // A 3x60000 JPEG turned by EXIF 6 (issue 9: it took 6 GB): a 224x224 window, nothing more.
+  FitPlan j = PlanFit(3, 60000, 6, 224, 224, ResizeMode::kCenterCrop);
+  EXPECT_EQ(static_cast<int64_t>(j.win_w) * j.win_h, 224 * 224);
+  // The largest sides: 2^31 - 1 by 1 into 8192 x 8192 stays exact.
+  FitPlan big = PlanFit(1, 2147483647, 1, kMaxFitSide, kMaxFitSide, ResizeMode::kCenterCrop);
+  EXPECT_EQ(big.resized_h, int64_t{2147483647} * kMaxFitSide);
+  EXPECT_EQ(big.win_h, kMaxFitSide);
+  EXPECT_EQ(big.win_y, (big.resized_h - kMaxFitSide) / 2);
 }
 
 TEST(PlanFit, ShrinkNeverDecodesBelowTheResizeTarget) {

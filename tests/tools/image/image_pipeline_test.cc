@@ -655,6 +655,35 @@ Image.new('RGB', (2000, 3), (0, 0, 128)).save(d + '/wide.png')
   }
 }
 
+TEST_F(ImagePipeline, AOneByTenMillionPngIsCroppedToItsMiddleNotStretched) {
+  // Grey 1x10,000,000 whose rows run from black to white: covering 224x224 resizes it to
+  // 224 x 2,240,000,000 (past 2^31: int geometry overflowed and stretched the whole ramp into
+  // the output) and keeps the middle, where the ramp is at 128. The same turned by EXIF 6
+  // (shown 10,000,000 x 1) keeps the middle columns: 128 too.
+  int rc = 0;
+  std::string log = RunPython(R"(
+import numpy as np
+from PIL import Image
+n = 10000000
+ramp = (np.arange(n, dtype=np.int64) * 256 // n).astype(np.uint8).reshape(n, 1)
+im = Image.fromarray(ramp)
+d = )" + Py(tmp_.path()) + R"(
+im.save(d + '/tall.png')
+exif = Image.Exif()
+exif[0x0112] = 6
+im.save(d + '/turned.png', exif=exif)
+)",
+                              &rc);
+  ASSERT_EQ(rc, 0) << log;
+  for (const char* name : {"tall.png", "turned.png"}) {
+    ProcessedImage got = MustProcess(ReadBytes(tmp_ / name), ImageOptions());
+    ASSERT_EQ(got.pixels.size(), 224u * 224 * 3) << name;
+    const auto [lo, hi] = std::minmax_element(got.pixels.begin(), got.pixels.end());
+    EXPECT_GE(*lo, 126) << name;  // a stretched ramp reaches 0 and 255
+    EXPECT_LE(*hi, 130) << name;
+  }
+}
+
 TEST(ParseColour, AcceptsNamesHexAndTriples) {
   EXPECT_EQ(ColourHex(*ParseColour("white")), "#ffffff");
   EXPECT_EQ(ColourHex(*ParseColour("#0a0B0c")), "#0a0b0c");

@@ -44,5 +44,14 @@ TEST(CheckCaption, StrictUtf8) {
   EXPECT_STREQ(CheckCaption(std::string("before\0after", 12)), "nul_in_caption");
 }
 
+TEST(CheckCaption, OverMaxBytesIsTooLargeBeforeAnythingElse) {
+  EXPECT_EQ(CheckCaption("abcd", 4), nullptr);
+  EXPECT_STREQ(CheckCaption("abcde", 4), "caption_too_large");
+  EXPECT_STREQ(CheckCaption("\xff\xfe\xfd", 2), "caption_too_large");  // not read as UTF-8
+  // The default: 64 KiB.
+  EXPECT_EQ(CheckCaption(std::string(kDefaultMaxCaptionBytes, 'a')), nullptr);
+  EXPECT_STREQ(CheckCaption(std::string(kDefaultMaxCaptionBytes + 1, 'a')), "caption_too_large");
+}
+
 }  // namespace
 }  // namespace mm::pack

@@ -11,7 +11,11 @@
 //   WriteIndex        index.json, last (mm/internal/index_json.h)
 //   Publish           the finished set renamed to OUT (output_dir.h)
 //   PrintSummary      one line on stderr (build_report.h)
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -46,11 +50,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Writes `text` to `path` with write(2), so that a failure says why ("cannot write PATH: No
+// space left on device"); std::ofstream keeps only that something failed.
 Status WriteText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) return Status::IOError("cannot write " + path.string());
+  const std::string what = "cannot write " + path.string();
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, what);
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, what);
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd.Release()) != 0) return ErrnoStatus(errno, what);
   return Status::OK();
 }
 
@@ -97,17 +109,19 @@ Result<IngestResult> IngestInput(const BuildOptions& o, BuildReport* report) {
 
 // Caption checks: a sample keeps its good captions; with none left it is dropped (the reason
 // of its first bad caption).
-void CheckCaptions(std::vector<RawSample>* samples, BuildReport* report) {
+void CheckCaptions(std::vector<RawSample>* samples, int64_t max_caption_bytes,
+                   BuildReport* report) {
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
     RawSample& s = (*samples)[i];
     std::vector<std::string> good;
     const char* first_reason = nullptr;
     for (size_t c = 0; c < s.captions.size(); ++c) {
-      const char* reason = CheckCaption(s.captions[c]);
+      const char* reason = CheckCaption(s.captions[c], max_caption_bytes);
       if (reason == nullptr) {
         good.push_back(std::move(s.captions[c]));
       } else {
+        std::string().swap(s.captions[c]);  // a caption over the limit is freed at once
         if (first_reason == nullptr) first_reason = reason;
         report->dropped_captions.push_back({s.source, s.key, static_cast<int64_t>(c), reason});
       }
@@ -260,11 +274,10 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
   set.shards = shards;
   index.background = ColourHex(image_options.background);
   index.tokenizer_trained = tok.trained;
-  index.build_options = {{"input_format", std::string(ToString(format))},
-                         {"max_pixels", o.max_pixels},
-                         {"shard_size", o.shard_size},
-                         {"samples_per_shard", o.samples_per_shard},
-                         {"vocab_size", o.vocab_size}};
+  index.build_options = {
+      {"input_format", std::string(ToString(format))}, {"max_pixels", o.max_pixels},
+      {"max_caption_bytes", o.max_caption_bytes},      {"shard_size", o.shard_size},
+      {"samples_per_shard", o.samples_per_shard},      {"vocab_size", o.vocab_size}};
   FilterOptionsJson(o, &index.build_options);
   index.dropped_by_reason = report.ByReason();
   return WriteText(staging / std::string(mm::format::kIndexFile),
@@ -289,7 +302,7 @@ Status RunBuild(const BuildOptions& o) {
   BuildReport report;
   MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o, &report));
   std::vector<RawSample>& samples = ingest.samples;
-  CheckCaptions(&samples, &report);
+  CheckCaptions(&samples, o.max_caption_bytes, &report);
   MM_RETURN_NOT_OK(FilterScores(o, &samples, &report));
   if (samples.empty()) {
     return Status::InvalidArgument(

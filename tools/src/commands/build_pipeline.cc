@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -89,6 +91,16 @@ bool TokenizeCaptions(Item* item, const BuildOptions& o, const Tokenizer& tokeni
     return false;
   }
   return true;
+}
+
+// After ProcessItem threw: whatever it made of the item is freed, and the item is a drop.
+void DropAfterException(Item* item, const char* reason, std::string detail) {
+  std::string().swap(item->bytes);
+  item->encoded = EncodedSample();
+  item->unk.clear();
+  item->dropped_captions.clear();
+  item->ok = false;
+  item->drop = {item->raw->source, item->raw->key, reason, std::move(detail)};
 }
 
 // The processor stage: bytes -> image -> token ids -> compressed chunk, or a drop.
@@ -192,8 +204,16 @@ class Pipeline {
     return item;
   }
 
+  // One sample never ends the build: an exception out of its processing (std::bad_alloc
+  // above all) becomes its drop, naming it in report.json, and the pipeline goes on.
   Item* Process(Item* item) {
-    ProcessItem(item, o_, image_options_, tokenizer_);
+    try {
+      ProcessItem(item, o_, image_options_, tokenizer_);
+    } catch (const std::bad_alloc&) {
+      DropAfterException(item, "out_of_memory", "memory ran out while processing this sample");
+    } catch (const std::exception& e) {
+      DropAfterException(item, "unreadable", std::string("internal error: ") + e.what());
+    }
     return item;
   }
 

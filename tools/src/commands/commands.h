@@ -13,6 +13,7 @@
 #include "mm/reader.h"
 #include "mm/status.h"
 #include "shard/shard_writer.h"
+#include "text/caption.h"
 #include "text/normalize.h"
 
 namespace mm::pack {
@@ -26,11 +27,12 @@ struct BuildOptions {
   int image_width = 224;   // pixels
   int image_height = 224;  // pixels
   format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;
-  std::string background = "white";       // alpha and pad colour: name, #rrggbb or r,g,b
-  int64_t max_pixels = 89478485;          // width*height limit read from the header (PIL's)
-  std::string tokenizer;                  // .model file; empty: train one on the captions
-  int vocab_size = 8000;                  // when training a tokenizer
-  int max_tokens = 77;                    // per caption, bos/eos included
+  std::string background = "white";  // alpha and pad colour: name, #rrggbb or r,g,b
+  int64_t max_pixels = 89478485;     // width*height limit read from the header (PIL's)
+  std::string tokenizer;             // .model file; empty: train one on the captions
+  int vocab_size = 8000;             // when training a tokenizer
+  int max_tokens = 77;               // per caption, bos/eos included
+  int64_t max_caption_bytes = kDefaultMaxCaptionBytes;  // longer captions: caption_too_large
   TextOptions text;                       // --lowercase, --normalize: before tokenizing only
   FieldNames fields;                      // --image-field, --caption-field (ingest.h)
   FilterOptions filters;                  // --min-size ... --dedup (curate/filters.h)
@@ -60,8 +62,8 @@ Status RunVerify(const std::string& dir, std::ostream& out,
 
 /// `mmpack upload OUT URL`: publishes the local set OUT at URL (s3://BUCKET/PREFIX or
 /// http(s)://URL, through `remote`'s transport settings): verifies OUT (as `mmpack verify`),
-/// deletes URL's index.json, PUTs every shard, the tokenizer and report.json, then index.json
-/// last, so that a reader never sees a half-written set (upload.cc). Prints one line per file
+/// deletes URL's index.json, PUTs every shard, the tokenizer and report.json (`transfers` at a
+/// time), then index.json last, so that a reader never sees a half-written set (upload.cc). Prints one line per file
 /// (unless quiet) and "upload: OK: N files, SIZE to URL".
 /// Errors: InvalidArgument (URL is not remote, OUT is), those of verify ("not uploaded: OUT:
 /// ..."), IOError naming the URL of the file whose PUT failed after the retries (URL then has
@@ -70,6 +72,7 @@ struct UploadOptions {
   std::string dir;                   // OUT: a local set
   std::string url;                   // where to publish it
   mm::reader::RemoteOptions remote;  // transport (retries, timeouts); the cache is not used
+  int transfers = 4;                 // concurrent PUTs, 1..64 (rclone's --transfers)
   bool quiet = false;
 };
 Status RunUpload(const UploadOptions& options, std::ostream& out);

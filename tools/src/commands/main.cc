@@ -10,8 +10,10 @@
 #include "commands/commands.h"
 #include "curate/filters.h"
 #include "mm/format.h"
+#include "mm/internal/byte_size.h"
 #include "mm/reader.h"
 #include "mm/version.h"
+#include "shard/h5_util.h"
 #include "text/normalize.h"
 
 namespace {
@@ -43,40 +45,12 @@ bool ParseImageSize(const std::string& text, int* width, int* height) {
   }
 }
 
-// "1GiB", "256MB", "500M", "4096" -> bytes. Binary and decimal suffixes as the field uses them.
+// "1GiB", "256MB", "500M", "4096" -> bytes (mm/internal/byte_size.h).
 bool ParseBytes(const std::string& text, int64_t* bytes) {
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
-    ++i;
-  }
-  if (i == 0) return false;
-  double number = 0;
-  try {
-    number = std::stod(text.substr(0, i));
-  } catch (const std::exception&) {
-    return false;
-  }
-  std::string unit = text.substr(i);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  double scale = 1;
-  if (unit.empty() || unit == "b")
-    scale = 1;
-  else if (unit == "k" || unit == "kib")
-    scale = 1024.0;
-  else if (unit == "kb")
-    scale = 1e3;
-  else if (unit == "m" || unit == "mib")
-    scale = 1024.0 * 1024;
-  else if (unit == "mb")
-    scale = 1e6;
-  else if (unit == "g" || unit == "gib")
-    scale = 1024.0 * 1024 * 1024;
-  else if (unit == "gb")
-    scale = 1e9;
-  else
-    return false;
-  *bytes = static_cast<int64_t>(number * scale);
-  return *bytes > 0;
+  mm::Result<int64_t> parsed = mm::ParseByteSize(text);
+  if (!parsed.ok()) return false;
+  *bytes = *parsed;
+  return true;
 }
 
 int Report(const char* command, const mm::Status& status) {
@@ -153,6 +127,10 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
       ->capture_default_str();
   b->add_option("--max-pixels", o.max_pixels,
                 "Skip images with more pixels than this (read from the header)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  b->add_option("--max-caption-bytes", o.max_caption_bytes,
+                "Skip captions longer than this many bytes (caption_too_large)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   b->add_option("--tokenizer", o.tokenizer,
@@ -322,6 +300,7 @@ CLI::App* AddPreview(CLI::App& app, mm::pack::PreviewOptions* p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mm::h5::SkipLibraryCloseAtExit();  // before any HDF5 call (h5_util.h)
   try {
     CLI::App app{
         "mmpack: compile image-text pairs into zstd-compressed HDF5 shards, and read them"};
@@ -352,6 +331,9 @@ int main(int argc, char** argv) {
     up->add_option("dir", upload.dir, "Local shard set (verified first)")->required();
     up->add_option("url", upload.url, "Destination: s3://BUCKET/PREFIX or http(s)://URL")
         ->required();
+    up->add_option("--transfers", upload.transfers, "Files uploaded at a time (index.json last)")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
     up->add_flag("-q,--quiet", upload.quiet, "Print only errors and the summary");
     mm::pack::StatsOptions stats;
     auto* st = AddStats(app, &stats);

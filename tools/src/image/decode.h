@@ -33,7 +33,7 @@ int DecodeJpegTurbo(const std::string& bytes, int shrink, Decoded* out, ImageFai
 /// band), alpha flattened onto `opt.background`, and loads far above `need_w` x `need_h` (the
 /// size the caller resizes to, stored orientation) box-shrunk. False and `failure` on error.
 bool DecodeVips(VipsImagePtr header, ImageKind kind, const std::string& bytes,
-                const ImageOptions& opt, int shrink, int need_w, int need_h, Decoded* out,
+                const ImageOptions& opt, int shrink, int64_t need_w, int64_t need_h, Decoded* out,
                 ImageFailure* failure);
 
 }  // namespace mm::pack

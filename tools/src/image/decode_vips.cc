@@ -172,10 +172,11 @@ bool ToEightBitSrgb(Chain* c, Rgb background) {
 
 // Very large loads (PNGs have no shrink-on-load) are first box-shrunk by an integer factor,
 // streaming, to about twice the target, so no huge buffer is ever held.
-bool BoxShrinkLarge(Chain* c, int need_w, int need_h) {
+bool BoxShrinkLarge(Chain* c, int64_t need_w, int64_t need_h) {
   const int lw = vips_image_get_width(c->image.get());
   const int lh = vips_image_get_height(c->image.get());
-  const int kx = std::max(1, lw / (2 * need_w)), ky = std::max(1, lh / (2 * need_h));
+  const int kx = static_cast<int>(std::max<int64_t>(1, lw / (2 * need_w)));
+  const int ky = static_cast<int>(std::max<int64_t>(1, lh / (2 * need_h)));
   if ((kx == 1 && ky == 1) || int64_t{lw} * lh <= (int64_t{1} << 22)) return true;
   return c->Step(
       [&](VipsImage* in, VipsImage** out) { return vips_shrink(in, out, kx, ky, nullptr); });
@@ -203,7 +204,7 @@ bool WriteToMemory(Chain* c, Decoded* out) {
 }  // namespace
 
 bool DecodeVips(VipsImagePtr header, ImageKind kind, const std::string& bytes,
-                const ImageOptions& opt, int shrink, int need_w, int need_h, Decoded* out,
+                const ImageOptions& opt, int shrink, int64_t need_w, int64_t need_h, Decoded* out,
                 ImageFailure* failure) {
   Chain c{kind, bytes, failure, nullptr};
   return Load(&c, std::move(header), shrink) && ConvertEmbeddedProfile(&c) &&

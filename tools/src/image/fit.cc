@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace mm::pack {
@@ -33,25 +34,39 @@ constexpr Orientation kOrientations[9] = {
     {true, true, false},    // 8: turned 90 degrees anticlockwise to view
 };
 
-// The stored pixel of `resized` ([win_h, win_w] of the plan) that the oriented image shows at
-// (dx, dy): orientations 2..8 address the whole stored image; 1 reads the plan's window.
-const uint8_t* StoredPixel(const uint8_t* resized, int bands, int orientation, const FitPlan& plan,
-                           int dx, int dy) {
-  int sx = dx - plan.win_x, sy = dy - plan.win_y;
-  if (orientation >= 2 && orientation <= 8) {
-    const Orientation& o = kOrientations[orientation];
-    const int u = o.transpose ? dy : dx, v = o.transpose ? dx : dy;
-    sx = o.flip_x ? plan.need_w - 1 - u : u;
-    sy = o.flip_y ? plan.need_h - 1 - v : v;
-  }
-  return resized + (static_cast<size_t>(sy) * plan.win_w + sx) * bands;
+const Orientation& OrientationOf(int orientation) {
+  return kOrientations[orientation >= 1 && orientation <= 8 ? orientation : 1];
+}
+
+// The stored-frame range [*lo, *lo + *n) that the oriented range [a, b) of an axis maps to,
+// on a stored axis of `size` pixels, mirrored or not.
+void StoredRange(int64_t a, int64_t b, bool flip, int64_t size, int64_t* lo, int* n) {
+  *lo = flip ? size - b : a;
+  *n = static_cast<int>(b - a);
+}
+
+// The stored pixel of `resized` (the plan's window, [win_h, win_w]) that the oriented image
+// shows at (dx, dy) of the resized oriented frame.
+const uint8_t* StoredPixel(const uint8_t* resized, int bands, const Orientation& o,
+                           const FitPlan& plan, int64_t dx, int64_t dy) {
+  const int64_t u = o.transpose ? dy : dx, v = o.transpose ? dx : dy;
+  const int64_t sx = (o.flip_x ? plan.need_w - 1 - u : u) - plan.win_x;
+  const int64_t sy = (o.flip_y ? plan.need_h - 1 - v : v) - plan.win_y;
+  return resized + (static_cast<size_t>(sy) * plan.win_w + static_cast<size_t>(sx)) * bands;
+}
+
+// Lengths: fit_scale <= out side / 1 <= 2^13 and sources < 2^31, so every product below
+// stays under 2^44 (no overflow in int64, exact in double).
+int64_t Scaled(int side, double scale) {
+  return std::max<int64_t>(1, std::llround(static_cast<double>(side) * scale));
 }
 
 }  // namespace
 
 FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h, ResizeMode mode) {
   FitPlan p;
-  p.swap = orientation >= 5;  // 90 or 270 degrees
+  const Orientation& o = OrientationOf(orientation);
+  p.swap = o.transpose;  // 90 or 270 degrees
   p.oriented_w = p.swap ? raw_h : raw_w;
   p.oriented_h = p.swap ? raw_w : raw_h;
   const double sx_full = static_cast<double>(out_w) / p.oriented_w;
@@ -64,14 +79,14 @@ FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h, Res
     p.resized_w = out_w;
     p.resized_h = out_h;
   } else {
-    p.resized_w = std::max(1, static_cast<int>(std::lround(p.oriented_w * fit_scale)));
-    p.resized_h = std::max(1, static_cast<int>(std::lround(p.oriented_h * fit_scale)));
+    p.resized_w = Scaled(p.oriented_w, fit_scale);
+    p.resized_h = Scaled(p.oriented_h, fit_scale);
     if (mode == ResizeMode::kCenterCrop) {
-      p.resized_w = std::max(p.resized_w, out_w);
-      p.resized_h = std::max(p.resized_h, out_h);
+      p.resized_w = std::max<int64_t>(p.resized_w, out_w);
+      p.resized_h = std::max<int64_t>(p.resized_h, out_h);
     } else {
-      p.resized_w = std::min(p.resized_w, out_w);
-      p.resized_h = std::min(p.resized_h, out_h);
+      p.resized_w = std::min<int64_t>(p.resized_w, out_w);
+      p.resized_h = std::min<int64_t>(p.resized_h, out_h);
     }
   }
   p.need_w = p.swap ? p.resized_h : p.resized_w;
@@ -85,19 +100,17 @@ FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h, Res
   // (center-crop), the rest is background (pad).
   p.x = (out_w - p.resized_w) / 2;
   p.y = (out_h - p.resized_h) / 2;
-  p.x0 = std::max(0, p.x);
-  p.y0 = std::max(0, p.y);
-  p.x1 = std::min(out_w, p.x + p.resized_w);
-  p.y1 = std::min(out_h, p.y + p.resized_h);
-  // Upright images are resized only inside the window that is kept.
-  p.win_w = p.need_w;
-  p.win_h = p.need_h;
-  if (orientation == 1) {
-    p.win_x = p.x0 - p.x;
-    p.win_y = p.y0 - p.y;
-    p.win_w = p.x1 - p.x0;
-    p.win_h = p.y1 - p.y0;
-  }
+  p.x0 = static_cast<int>(std::max<int64_t>(0, p.x));
+  p.y0 = static_cast<int>(std::max<int64_t>(0, p.y));
+  p.x1 = static_cast<int>(std::min<int64_t>(out_w, p.x + p.resized_w));
+  p.y1 = static_cast<int>(std::min<int64_t>(out_h, p.y + p.resized_h));
+  // Only the kept window is resized: the oriented [x0 - x, x1 - x) x [y0 - y, y1 - y) in the
+  // stored frame (transposed for 5..8, mirrored where the orientation mirrors).
+  const int64_t dx0 = p.x0 - p.x, dx1 = p.x1 - p.x, dy0 = p.y0 - p.y, dy1 = p.y1 - p.y;
+  StoredRange(o.transpose ? dy0 : dx0, o.transpose ? dy1 : dx1, o.flip_x, p.need_w, &p.win_x,
+              &p.win_w);
+  StoredRange(o.transpose ? dx0 : dy0, o.transpose ? dx1 : dy1, o.flip_y, p.need_h, &p.win_y,
+              &p.win_h);
   const bool pad = mode == ResizeMode::kPad;
   p.valid_box[0] = pad ? p.x0 : 0;
   p.valid_box[1] = pad ? p.y0 : 0;
@@ -119,17 +132,18 @@ void PlaceOriented(const uint8_t* resized, int bands, int orientation, const Fit
       dst[i + 2] = opt.background.b;
     }
   }
+  const Orientation& o = OrientationOf(orientation);
+  const bool upright = !o.transpose && !o.flip_x && !o.flip_y;
   for (int oy = plan.y0; oy < plan.y1; ++oy) {
     uint8_t* row = dst + (static_cast<size_t>(oy) * opt.width) * 3;
-    const int dy = oy - plan.y;
-    if (orientation == 1 && bands == 3) {
-      std::memcpy(row + plan.x0 * 3,
-                  StoredPixel(resized, bands, orientation, plan, plan.x0 - plan.x, dy),
+    const int64_t dy = oy - plan.y;
+    if (upright && bands == 3) {
+      std::memcpy(row + plan.x0 * 3, StoredPixel(resized, bands, o, plan, plan.x0 - plan.x, dy),
                   static_cast<size_t>(plan.x1 - plan.x0) * 3);
       continue;
     }
     for (int ox = plan.x0; ox < plan.x1; ++ox) {
-      const uint8_t* p = StoredPixel(resized, bands, orientation, plan, ox - plan.x, dy);
+      const uint8_t* p = StoredPixel(resized, bands, o, plan, ox - plan.x, dy);
       uint8_t* q = row + ox * 3;
       if (bands == 3) {
         q[0] = p[0];

@@ -15,25 +15,34 @@
 
 namespace mm::pack {
 
-/// The geometry of one image's fit; all sizes and positions in pixels.
+/// The geometry of one image's fit; all sizes and positions in pixels. The resized size may
+/// be far larger than either image (a 1x10,000,000 source covering 224x224 is resized to
+/// 224 x 2,240,000,000 and cropped to its middle), so it and positions in it are 64-bit; only
+/// the window that is kept is ever computed (win_w x win_h, at most the output's size).
 struct FitPlan {
-  bool swap = false;                   // orientation 5..8: the stored image is turned by 90 degrees
-  int oriented_w = 0, oriented_h = 0;  // the source after orientation (original_size)
-  int shrink = 1;                      // decode at 1/shrink per side: 1, 2, 4 or 8
-  int resized_w = 0, resized_h = 0;    // what the oriented source is resized to before the fit
-  int need_w = 0, need_h = 0;          // the same in the stored orientation
-  int x = 0, y = 0;                    // the resized image's top-left in the output (< 0: cropped)
-  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // the output region it covers, [x0, x1) x [y0, y1)
-  // The window of the resized image (stored orientation) that is computed: for an upright
-  // image only the part that is kept, else all of it.
-  int win_x = 0, win_y = 0, win_w = 0, win_h = 0;
+  bool swap = false;                     // orientation 5..8: stored turned by 90 degrees
+  int oriented_w = 0, oriented_h = 0;    // the source after orientation (original_size)
+  int shrink = 1;                        // decode at 1/shrink per side: 1, 2, 4 or 8
+  int64_t resized_w = 0, resized_h = 0;  // the oriented source resized, before the fit
+  int64_t need_w = 0, need_h = 0;        // the same in the stored orientation
+  int64_t x = 0, y = 0;                  // its top-left in the output (< 0: cropped)
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;    // the output region it covers, [x0, x1) x [y0, y1)
+  // The window of the resized image (stored orientation) that is kept: the output region
+  // [x0, x1) x [y0, y1) mapped back through the orientation. Only it is resized.
+  int64_t win_x = 0, win_y = 0;
+  int win_w = 0, win_h = 0;
   int valid_box[4] = {0, 0, 0, 0};  // x, y, width, height of the image region of the output
 };
 
+/// The largest output side PlanFit takes: with sources below 2^31 pixels a side, every
+/// resized size stays below 2^44, exact in the double arithmetic of the resampler (2^53).
+constexpr int kMaxFitSide = 1 << 13;
+
 /// The fit of a source of `raw_w` x `raw_h` pixels (stored orientation, both > 0) with EXIF
-/// `orientation` (1..8) into `out_w` x `out_h` in `mode`. The shrink is the largest power of
-/// two whose decode (rounded down, 427 / 4 = 106) still covers `need_w` x `need_h`, so the
-/// resize always shrinks: no near-1 upscale that would shift the content.
+/// `orientation` (1..8; other values as 1) into `out_w` x `out_h` (each 1..kMaxFitSide) in
+/// `mode`. The shrink is the largest power of two whose decode (rounded down, 427 / 4 = 106)
+/// still covers `need_w` x `need_h`, so the resize always shrinks: no near-1 upscale that
+/// would shift the content.
 FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h, ResizeMode mode);
 
 /// Writes `resized` (the plan's window: [win_h, win_w, bands] uint8, bands 1 or 3) into

@@ -26,10 +26,15 @@ struct SourceHeader {
   VipsImagePtr vips;          // libvips' header image (not for JPEGs), reused by DecodeVips
 };
 
+// w * h > max_pixels, without forming the product (a PNG header states up to 2^32 - 1 a side).
+bool OverPixelBudget(int64_t w, int64_t h, const ImageOptions& opt) {
+  return w > 0 && h > 0 && (w > opt.max_pixels || h > opt.max_pixels / w);
+}
+
 bool TooManyPixels(int64_t w, int64_t h, const ImageOptions& opt, ImageFailure* failure) {
   return Fail(failure, "too_many_pixels",
-              std::to_string(w) + "x" + std::to_string(h) + " = " + std::to_string(w * h) +
-                  " pixels > --max-pixels " + std::to_string(opt.max_pixels));
+              std::to_string(w) + "x" + std::to_string(h) + " pixels > --max-pixels " +
+                  std::to_string(opt.max_pixels));
 }
 
 // Step 1, the header only: the type from the magic bytes, the size from the file's own header
@@ -44,7 +49,7 @@ bool ReadHeader(const std::string& bytes, const ImageOptions& opt, SourceHeader*
     return Fail(failure, "unsupported_format",
                 "not a JPEG, PNG, GIF, WebP, TIFF or BMP file (magic bytes)");
   }
-  if (int64_t w = 0, h2 = 0; PeekSize(h->kind, bytes, &w, &h2) && w * h2 > opt.max_pixels) {
+  if (int64_t w = 0, h2 = 0; PeekSize(h->kind, bytes, &w, &h2) && OverPixelBudget(w, h2, opt)) {
     return TooManyPixels(w, h2, opt, failure);
   }
   int64_t peek_w = 0, peek_h = 0;
@@ -68,7 +73,7 @@ bool ReadHeader(const std::string& bytes, const ImageOptions& opt, SourceHeader*
     }
   }
   if (h->width <= 0 || h->height <= 0) return Fail(failure, "corrupt_image", "zero-sized image");
-  if (int64_t{h->width} * h->height > opt.max_pixels) {
+  if (OverPixelBudget(h->width, h->height, opt)) {
     return TooManyPixels(h->width, h->height, opt, failure);
   }
   return true;
@@ -109,6 +114,10 @@ const uint8_t* Resize(const Decoded& d, const FitPlan& plan) {
 // ProcessImage, without the error gate.
 bool ProcessImageOnce(const std::string& bytes, const ImageOptions& opt, ProcessedImage* out,
                       ImageFailure* failure) {
+  if (opt.width < 1 || opt.height < 1 || opt.width > kMaxFitSide || opt.height > kMaxFitSide) {
+    return Fail(failure, "unreadable",
+                "output size outside 1.." + std::to_string(kMaxFitSide) + " pixels a side");
+  }
   SourceHeader header;
   if (!ReadHeader(bytes, opt, &header, failure)) return false;
   const FitPlan plan =

@@ -164,4 +164,6 @@ Result<std::vector<hsize_t>> DatasetDims(hid_t dataset) {
   return dims;
 }
 
+void SkipLibraryCloseAtExit() { (void)H5dont_atexit(); }
+
 }  // namespace mm::h5

@@ -59,6 +59,12 @@ Result<std::vector<std::string>> ReadFixedStrings(hid_t file, const char* name, 
 /// Errors: Corruption.
 Result<std::vector<std::string>> ReadVlenStrings(hid_t file, const char* name, size_t count);
 
+/// Keeps libhdf5 from closing what is still open when the process exits (H5dont_atexit; call
+/// first thing in main, before any HDF5 call). A shard file whose close failed on a full disk
+/// stays open in HDF5 half torn down, and libhdf5's exit handler (H5_term_library) crashed
+/// with SIGSEGV closing it again; everything mmpack writes is closed explicitly.
+void SkipLibraryCloseAtExit();
+
 /// Dimensions of a dataset's dataspace (empty for a scalar). Errors: Internal.
 Result<std::vector<hsize_t>> DatasetDims(hid_t dataset);
 

@@ -60,17 +60,29 @@ class ShardWriterImpl final : public ShardWriter {
   }
 
   ~ShardWriterImpl() override {
-    if (open_) {
-      // Abandoned mid-shard (an error upstream): leave no half-written file behind.
-      images_.Reset();
-      file_.Reset();
-      std::error_code ec;
-      fs::remove(TempPath(), ec);
-    }
+    if (open_) Abandon();  // an error upstream: leave no half-written file behind
+  }
+
+  // The open shard cannot be finished (a failed write or close, or an error upstream). Its
+  // file is emptied first, so that the flushes HDF5 does while closing find room on a full
+  // disk where they can; then what is still open is closed and the file removed. An object
+  // whose close failed is never closed again: libhdf5 has half torn it down, and a second
+  // close crashed (SIGSEGV in H5F__close). It stays open in HDF5 until the process ends, and
+  // mmpack's main keeps libhdf5's exit handler from retrying it (h5::SkipLibraryCloseAtExit).
+  void Abandon() {
+    const std::string tmp = TempPath();
+    (void)::truncate(tmp.c_str(), 0);
+    images_.Reset();
+    file_.Reset();
+    h5::ClearErrors();
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    open_ = false;
   }
 
   Status Add(EncodedSample&& sample) override {
     if (finished_) return Status::InvalidArgument("ShardWriter::Add after Finish");
+    SilenceErrorsOnThisThread();  // the build's sink runs on any TBB thread
     MM_RETURN_NOT_OK(Validate(sample));
     // Keys are unique within the set (FORMAT.md); `mmpack verify` rejects a set that repeats
     // one, so the writer refuses it rather than write such a set. The set remembers each key
@@ -86,7 +98,10 @@ class ShardWriterImpl final : public ShardWriter {
       MM_RETURN_NOT_OK(CloseShard());
     }
     if (!open_) MM_RETURN_NOT_OK(OpenShard());
-    MM_RETURN_NOT_OK(AppendChunk(sample.image_chunk));
+    if (Status st = AppendChunk(sample.image_chunk); !st.ok()) {
+      Abandon();
+      return st.WithContext("cannot write " + TempPath());
+    }
     shard_bytes_ += cost;
 
     keys_.push_back(std::move(sample.key));
@@ -109,6 +124,7 @@ class ShardWriterImpl final : public ShardWriter {
 
   Result<std::vector<mm::reader::ShardEntry>> Finish() override {
     if (finished_) return Status::InvalidArgument("ShardWriter::Finish called twice");
+    SilenceErrorsOnThisThread();
     if (open_) MM_RETURN_NOT_OK(CloseShard());
     finished_ = true;
     return entries_;
@@ -245,14 +261,11 @@ class ShardWriterImpl final : public ShardWriter {
     if (st.ok()) st = WriteAttributes();
     if (st.ok()) st = images_.Close();
     if (st.ok()) st = file_.Close();
-    open_ = false;
     if (!st.ok()) {
-      images_.Reset();
-      file_.Reset();
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return st.WithContext(format::ShardFileName(shard_index_));
+      Abandon();
+      return st.WithContext("cannot write " + tmp);
     }
+    open_ = false;
     // Durable before it takes its final name: a crash leaves a .tmp, never a short .h5.
     MM_ASSIGN_OR_RETURN(std::string hash, SyncAndHash(tmp));
     if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
@@ -270,6 +283,13 @@ class ShardWriterImpl final : public ShardWriter {
     entries_.push_back(std::move(entry));
     ++shard_index_;
     return Status::OK();
+  }
+
+  // HDF5 prints its error stack unless told not to, per thread: errors become Statuses here.
+  static void SilenceErrorsOnThisThread() {
+    thread_local bool silenced = false;
+    if (!silenced) h5::SilenceErrors();
+    silenced = true;
   }
 
   // fsyncs `path` and returns the XXH3-64 of its bytes (mm/internal/checksum.h).

@@ -31,7 +31,8 @@ bool OnlyWhiteSpace(std::string_view s) {
 
 }  // namespace
 
-const char* CheckCaption(std::string_view caption) {
+const char* CheckCaption(std::string_view caption, int64_t max_bytes) {
+  if (static_cast<int64_t>(caption.size()) > max_bytes) return "caption_too_large";
   if (!IsValidUtf8(caption)) return "invalid_utf8";
   // Valid UTF-8 (U+0000), but HDF5 strings end at NUL: it could not come back whole.
   if (caption.find('\0') != std::string_view::npos) return "nul_in_caption";

@@ -25,12 +25,14 @@ namespace mm::image {
 /// Resizes `src` ([src_h, src_w, channels] uint8, rows `src_stride` bytes apart) to the
 /// virtual size [dst_h, dst_w] and writes the window [win_y, win_y + win_h) x
 /// [win_x, win_x + win_w) of it to `dst` (resized to [win_h, win_w, channels], rows packed).
-/// A centre crop asks only for the pixels it keeps. channels: 1..4. All sizes > 0, the
-/// window inside [dst_h, dst_w]. `simd` false forces the portable loops instead of the AVX2
-/// kernel the CPU may offer; both give the same bytes (the tests compare them).
+/// A centre crop asks only for the pixels it keeps: time and memory follow the window, not
+/// the virtual size (which may exceed 2^31: a 1x10,000,000 source covering 224x224 is
+/// 224 x 2,240,000,000). channels: 1..4. All sizes > 0 and below 2^53, the window inside
+/// [dst_h, dst_w]. `simd` false forces the portable loops instead of the AVX2 kernel the CPU
+/// may offer; both give the same bytes (the tests compare them).
 void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, int channels,
-                    int dst_w, int dst_h, int win_x, int win_y, int win_w, int win_h,
-                    std::vector<uint8_t>* dst, bool simd = true);
+                    int64_t dst_w, int64_t dst_h, int64_t win_x, int64_t win_y, int win_w,
+                    int win_h, std::vector<uint8_t>* dst, bool simd = true);
 
 /// A region of a source image in pixels, fractional: [x0, x1) x [y0, y1), as Pillow's `box`.
 struct Box {
