@@ -37,11 +37,32 @@ const std::string kShards = Env("MM_TRAIN_SHARDS", MM_TRAIN_SHARDS);
 
 std::string Mmtrain() { return kBin + "/mmtrain"; }
 
+/// The directories TempDir made in this process (ctest runs one test per process), removed after
+/// the tests unless one failed or MM_KEEP_TMP is set: checkpoints take tens of MB a run, and
+/// the /tmp of a CI machine is small.
+class TempDirs : public testing::Environment {
+ public:
+  void TearDown() override {
+    if (std::getenv("MM_KEEP_TMP") || !testing::UnitTest::GetInstance()->Passed()) return;
+    for (const std::string& dir : dirs_) {
+      std::string cmd = "rm -rf '" + dir + "'";
+      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
+    }
+  }
+  void Add(const std::string& dir) { dirs_.push_back(dir); }
+
+ private:
+  std::vector<std::string> dirs_;
+};
+TempDirs* const temp_dirs =
+    static_cast<TempDirs*>(testing::AddGlobalTestEnvironment(new TempDirs));
+
 /// A fresh directory under the test's temp dir.
 std::string TempDir(const std::string& name) {
   std::string dir = testing::TempDir() + "mm_train_" + name + "_" + std::to_string(::getpid());
   std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
+  temp_dirs->Add(dir);
   return dir;
 }
 
