@@ -166,6 +166,22 @@ Status DecodeText(const json& doc, SetInfo* info) {
   return Status::OK();
 }
 
+// "metadata" (optional; absent: no kept fields): {"fields": [names]}. The names are checked
+// with the set's other rules (CheckSetRules).
+Status DecodeMetadata(const json& doc, SetInfo* info) {
+  auto metadata = doc.find("metadata");
+  if (metadata == doc.end()) return Status::OK();
+  auto fields = metadata->is_object() ? metadata->find("fields") : metadata->end();
+  if (!metadata->is_object() || fields == metadata->end() || !fields->is_array()) {
+    return Bad("\"metadata\" is not an object with an array \"fields\"");
+  }
+  for (const json& f : *fields) {
+    if (!f.is_string()) return Bad("metadata.fields holds a value that is not a string");
+    info->metadata_fields.push_back(f.get<std::string>());
+  }
+  return Status::OK();
+}
+
 Status DecodeShardEntry(const json& s, const std::string& where, ShardEntry* e) {
   if (!s.is_object()) return Bad(where + "not an object");
   MM_RETURN_NOT_OK(GetString(s, "file", &e->file, where));
@@ -253,6 +269,7 @@ Status Decode(const json& doc, IndexDocument* out) {
   MM_RETURN_NOT_OK(DecodeCompression(doc, out));
   MM_RETURN_NOT_OK(DecodeTokenizer(doc, out));
   MM_RETURN_NOT_OK(DecodeText(doc, &out->info));
+  MM_RETURN_NOT_OK(DecodeMetadata(doc, &out->info));
   MM_RETURN_NOT_OK(DecodeShards(doc, &out->info));
   MM_RETURN_NOT_OK(DecodeTotals(doc, out));
   DecodeOptional(doc, out);
@@ -334,6 +351,7 @@ std::string EncodeIndex(const IndexDocument& doc) {
   index["compression"] = EncodeCompression(info);
   index["tokenizer"] = EncodeTokenizer(doc);
   index["text"] = {{"lowercase", info.text_lowercase}, {"normalize", info.text_normalize}};
+  if (!info.metadata_fields.empty()) index["metadata"] = {{"fields", info.metadata_fields}};
   index["build_options"] = doc.build_options;
   EncodeShards(info.shards, &index);
   index["dropped"] = EncodeDropped(doc.dropped_by_reason);

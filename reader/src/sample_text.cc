@@ -23,10 +23,39 @@ struct OpenShard {
   size_t shard = 0;
   uint64_t last_use = 0;
   h5::File file;
-  h5::Dataset caption_offsets;  // int64 [N + 1]
-  h5::Dataset captions;         // vlen UTF-8 string [C]
-  h5::Dataset sources;          // vlen UTF-8 string [N]
+  h5::Dataset caption_offsets;        // int64 [N + 1]
+  h5::Dataset captions;               // vlen UTF-8 string [C]
+  h5::Dataset sources;                // vlen UTF-8 string [N]
+  std::vector<h5::Dataset> metadata;  // metadata/<field> [N], in SetInfo::metadata_fields order
+  std::vector<MetadataValue::Type> metadata_types;  // kInt, kFloat or kString, per column
 };
+
+// Opens the kept field `name` (metadata/<name>) and checks that it is [length] int64 LE,
+// float64 LE or variable-length UTF-8 strings; `type` is set to the matching value type.
+Result<h5::Dataset> OpenMetadata(const h5::File& file, const std::string& field, hsize_t length,
+                                 MetadataValue::Type* type, const std::string& where) {
+  const std::string name = std::string(mm::format::kMetadataGroup) + "/" + field;
+  MM_ASSIGN_OR_RETURN(
+      auto d, h5::Own<h5::Dataset>(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT),
+                                   where + ": no dataset " + name, StatusCode::kCorruption));
+  h5::Datatype t(H5Dget_type(d.get()));
+  h5::Dataspace space(H5Dget_space(d.get()));
+  hsize_t dims[1] = {0};
+  bool ok = t.valid() && space.valid() && H5Sget_simple_extent_ndims(space.get()) == 1 &&
+            H5Sget_simple_extent_dims(space.get(), dims, nullptr) == 1 && dims[0] == length;
+  if (ok && H5Tequal(t.get(), H5T_STD_I64LE) > 0) {
+    *type = MetadataValue::Type::kInt;
+  } else if (ok && H5Tequal(t.get(), H5T_IEEE_F64LE) > 0) {
+    *type = MetadataValue::Type::kFloat;
+  } else if (ok && H5Tis_variable_str(t.get()) > 0 && H5Tget_cset(t.get()) == H5T_CSET_UTF8) {
+    *type = MetadataValue::Type::kString;
+  } else {
+    h5::ClearErrors();
+    return Status::Corruption(where + ": dataset " + name + " is not [" + std::to_string(length) +
+                              "] int64, float64 or UTF-8 strings");
+  }
+  return d;
+}
 
 // Opens dataset `name` of `file` and checks that it is one-dimensional with `length` elements;
 // `vlen_string`: of variable-length string type, else of an integer type.
@@ -128,6 +157,12 @@ struct SampleText::Impl {
                         OpenTable(s->file, mm::format::kCaptionOffsets, n + 1, false, e.file));
     MM_ASSIGN_OR_RETURN(s->captions, OpenTable(s->file, mm::format::kCaptions, c, true, e.file));
     MM_ASSIGN_OR_RETURN(s->sources, OpenTable(s->file, mm::format::kSources, n, true, e.file));
+    for (const std::string& field : info.metadata_fields) {
+      MetadataValue::Type type = MetadataValue::Type::kMissing;
+      MM_ASSIGN_OR_RETURN(h5::Dataset d, OpenMetadata(s->file, field, n, &type, e.file));
+      s->metadata.push_back(std::move(d));
+      s->metadata_types.push_back(type);
+    }
     if (open.size() >= max_open) {
       auto lru = std::min_element(open.begin(), open.end(), [](const auto& a, const auto& b) {
         return a->last_use < b->last_use;
@@ -210,6 +245,40 @@ Result<std::string> SampleText::Source(int64_t i) const {
   MM_RETURN_NOT_OK(
       ReadStrings(s->sources, static_cast<hsize_t>(local), 1, &out, where + ": reading sources"));
   return out.at(0);
+}
+
+Result<std::vector<MetadataValue>> SampleText::Metadata(int64_t i) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const CloseIfRemote close{impl_->set->remote(), &impl_->open};
+  std::vector<MetadataValue> out;
+  if (impl_->set->info().metadata_fields.empty()) {
+    if (i < 0 || i >= impl_->set->num_samples()) {
+      return Status::OutOfRange("sample " + std::to_string(i) + " outside [0, " +
+                                std::to_string(impl_->set->num_samples()) + ")");
+    }
+    return out;
+  }
+  int64_t local = 0;
+  MM_ASSIGN_OR_RETURN(OpenShard * s, impl_->Locate(i, &local));
+  const std::string where =
+      impl_->set->info().shards[s->shard].file + " sample " + std::to_string(local);
+  const auto at = static_cast<hsize_t>(local);
+  for (size_t f = 0; f < s->metadata.size(); ++f) {
+    MetadataValue v;
+    v.type = s->metadata_types[f];
+    const std::string what = where + ": reading metadata/" + impl_->set->info().metadata_fields[f];
+    if (v.type == MetadataValue::Type::kInt) {
+      MM_RETURN_NOT_OK(ReadRange(s->metadata[f], H5T_NATIVE_INT64, at, 1, &v.i, what));
+    } else if (v.type == MetadataValue::Type::kFloat) {
+      MM_RETURN_NOT_OK(ReadRange(s->metadata[f], H5T_NATIVE_DOUBLE, at, 1, &v.f, what));
+    } else {
+      std::vector<std::string> text;
+      MM_RETURN_NOT_OK(ReadStrings(s->metadata[f], at, 1, &text, what));
+      v.s = std::move(text.at(0));
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 }  // namespace mm::reader

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "mm/format.h"
 #include "mm/internal/h5.h"
 
 namespace mm::reader {
@@ -123,7 +124,31 @@ Status CheckTokenIds(const std::string& shard, const TokenTables& t, int vocab_s
 
 }  // namespace
 
+Status CheckMetadataFieldNames(const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    const bool chars_ok = std::all_of(n.begin(), n.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '.' || c == '-';
+    });
+    if (n.empty() || n.size() > mm::format::kMaxMetadataFieldName || !chars_ok || n == "." ||
+        n == "..") {
+      return Status::InvalidArgument("kept field name '" + n + "': names are 1 to " +
+                                     std::to_string(mm::format::kMaxMetadataFieldName) +
+                                     " characters of A-Z a-z 0-9 _ . - (not . or ..)");
+    }
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), n) !=
+        names.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return Status::InvalidArgument("kept field '" + n + "' is named twice");
+    }
+  }
+  return Status::OK();
+}
+
 Status CheckSetRules(const SetInfo& info) {
+  if (Status st = CheckMetadataFieldNames(info.metadata_fields); !st.ok()) {
+    return Status::Corruption("index.json: metadata.fields: " + st.message());
+  }
   if (info.image_height < 1 || info.image_height > kMaxImageSide || info.image_width < 1 ||
       info.image_width > kMaxImageSide || info.channels != 3) {
     return Status::Corruption("index.json: images of " + std::to_string(info.image_width) + "x" +

@@ -54,11 +54,14 @@ struct SetInfo {
   int unk_id = 0;
   int max_tokens = 0;  // longest caption in tokens, bos/eos included
   std::string tokenizer_sha256;
-  double unk_rate = -1;         // fraction of stored token ids that are unk_id; -1: not recorded
+  double unk_rate = -1;  // fraction of stored token ids that are unk_id; -1: not recorded
   // Text normalisation applied to captions before tokenizing (index.json "text"); the stored
   // caption text is always the input's bytes.
   bool text_lowercase = false;
   std::string text_normalize = "none";  // "none" | "nfkc"
+  // Manifest fields kept per sample (`--keep-fields`, index.json "metadata.fields"), in their
+  // stored order; each is the shard dataset metadata/<name>. Read with SampleText::Metadata.
+  std::vector<std::string> metadata_fields;
   std::vector<ShardEntry> shards;
   int64_t num_samples = 0;  // sum over shards
   int64_t num_captions = 0;

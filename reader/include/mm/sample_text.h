@@ -9,7 +9,8 @@
 //   - each read is one H5Dread of the sample's caption_offsets pair and one of its strings,
 //     tens of microseconds, inside libhdf5's global lock: reads from several threads (and h5py
 //     in the same process) take turns.
-// Use it per sample, not per batch in a training loop.
+// Use it per sample, not per batch in a training loop. Kept manifest fields (Metadata) are read
+// the same way, from the shard's `metadata` group.
 //
 // This header includes no HDF5 header.
 #pragma once
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "mm/metadata.h"
 #include "mm/reader.h"
 #include "mm/status.h"
 
@@ -42,6 +44,14 @@ class SampleText {
 
   /// The image's path (or tar member) as the input gave it. Errors as Captions.
   Result<std::string> Source(int64_t i) const;
+
+  /// The kept manifest fields of global sample `i` (`mmpack build --keep-fields`), one value
+  /// per name of info().metadata_fields, in that order, as the shard stores them
+  /// (schemas/FORMAT.md "Kept fields"): kInt from an int64 column, kFloat from a float64 one
+  /// (a missing value is NaN), kString from a string one (a missing value is ""). Empty when
+  /// the set keeps no field. Errors as Captions (Corruption: a column that is not [N] int64,
+  /// float64 or UTF-8 strings).
+  Result<std::vector<MetadataValue>> Metadata(int64_t i) const;
 
  private:
   struct Impl;

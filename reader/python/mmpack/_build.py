@@ -51,7 +51,8 @@ def find_mmpack() -> str:
 
 def _flag_args(options: Dict[str, Any]) -> List[str]:
     """Keyword options as command-line flags: image_size=224 -> --image-size 224; a (W, H) pair
-    -> WxH; True -> the bare flag; False or None -> left out."""
+    -> WxH; a list of str -> a,b,c (keep_fields=["url", "similarity"]); True -> the bare flag;
+    False or None -> left out."""
     args = []
     for name, value in options.items():
         if value is None or value is False:
@@ -59,6 +60,8 @@ def _flag_args(options: Dict[str, Any]) -> List[str]:
         flag = "--" + name.replace("_", "-")
         if value is True:
             args.append(flag)
+        elif isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
+            args += [flag, ",".join(value)]
         elif isinstance(value, (tuple, list)) and len(value) == 2:
             args += [flag, "%dx%d" % (int(value[0]), int(value[1]))]
         else:

@@ -70,6 +70,8 @@ class ShardSet:
           included where the tokenizer defines them), in the order of "captions";
         - "key": str, the sample's key, unique in the set;
         - "source": str, the image's path (or tar member) as the input gave it;
+        - "metadata": dict of the manifest fields kept with `mmpack build --keep-fields`
+          ({} when none), see metadata(i);
         - "index": int, the sample's index in [0, len).
 
         Captions and source are HDF5 strings in format 1, read through HDF5 (tens of
@@ -99,6 +101,20 @@ class ShardSet:
     def source(self, i: int) -> str:
         """Sample i's image path (or tar member) as the input gave it. Read through HDF5."""
         return self._set.source(i)
+
+    def metadata(self, i: int) -> Dict[str, Union[int, float, str]]:
+        """Sample i's kept manifest fields (`mmpack build --keep-fields`): {name: value} in the
+        order of metadata_fields, as the shard stores them (schemas/FORMAT.md "Kept fields"):
+        int from an int64 column, float from a float64 one (a missing value is nan), str from a
+        string one (a missing value is ""). {} when the set keeps no field. Read through HDF5.
+        Errors: IndexError, mmpack.CorruptionError (a column that is not [N] int64, float64 or
+        UTF-8 strings)."""
+        return self._set.metadata(i)
+
+    @property
+    def metadata_fields(self) -> List[str]:
+        """Names of the kept manifest fields (index.json "metadata.fields"), [] when none."""
+        return list(self._set.metadata_fields)
 
     def key(self, i: int) -> str:
         """Sample i's key (unique in the set)."""

@@ -146,6 +146,36 @@ py::str Source(const PyShardSet& s, int64_t i) {
   return Utf8(ValueOrThrow(std::move(source)));
 }
 
+// The kept manifest fields of sample i as {name: int | float | str} (mm/sample_text.h).
+py::dict Metadata(const PyShardSet& s, int64_t i) {
+  i = SampleIndex(s, i);
+  Result<std::vector<reader::MetadataValue>> values = Status::Internal("not read");
+  {
+    py::gil_scoped_release nogil;  // HDF5 reads, as for captions
+    values = s.text->Metadata(i);
+  }
+  const std::vector<reader::MetadataValue> v = ValueOrThrow(std::move(values));
+  const std::vector<std::string>& names = s.set->info().metadata_fields;
+  py::dict out;
+  for (size_t f = 0; f < v.size() && f < names.size(); ++f) {
+    using Type = reader::MetadataValue::Type;
+    switch (v[f].type) {
+      case Type::kInt:
+        out[py::str(names[f])] = py::int_(v[f].i);
+        break;
+      case Type::kFloat:
+        out[py::str(names[f])] = py::float_(v[f].f);
+        break;
+      case Type::kString:
+        out[py::str(names[f])] = Utf8(v[f].s);
+        break;
+      default:
+        out[py::str(names[f])] = py::none();
+    }
+  }
+  return out;
+}
+
 // The text of the set's index.json (a remote one through the transport of the set's options).
 std::string IndexText(const PyShardSet& s) {
   constexpr int64_t kMaxIndexBytes = int64_t{256} << 20;  // as ShardSet::Open reads it
@@ -181,6 +211,7 @@ py::dict Sample(PyShardSet& s, int64_t i) {
   d["tokens"] = Tokens(s, i);
   d["captions"] = Captions(s, i);
   d["source"] = Source(s, i);
+  d["metadata"] = Metadata(s, i);
   return d;
 }
 
@@ -196,6 +227,9 @@ void BindShardSet(py::module_& m) {
       .def("tokens", &Tokens, py::arg("i"))
       .def("captions", &Captions, py::arg("i"))
       .def("source", &Source, py::arg("i"))
+      .def("metadata", &Metadata, py::arg("i"))
+      .def_property_readonly("metadata_fields",
+                             [](const PyShardSet& s) { return s.set->info().metadata_fields; })
       .def("key", &Key, py::arg("i"))
       .def("num_captions_of", &NumCaptionsOf, py::arg("i"))
       .def(

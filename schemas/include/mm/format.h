@@ -81,6 +81,11 @@ inline constexpr const char* kCaptionOffsets = "caption_offsets";
 inline constexpr const char* kCaptions = "captions";
 inline constexpr const char* kTokenOffsets = "token_offsets";
 inline constexpr const char* kTokens = "tokens";
+/// The optional group of manifest fields kept with `mmpack build --keep-fields`: one dataset
+/// `metadata/<field>` of [N] values per field that index.json's "metadata.fields" lists.
+inline constexpr const char* kMetadataGroup = "metadata";
+/// The longest name of a kept field, in bytes (names are [A-Za-z0-9_.-]+, not "." or "..").
+inline constexpr size_t kMaxMetadataFieldName = 128;
 
 // Root attribute names.
 inline constexpr const char* kAttrFormat = "format";

@@ -40,6 +40,7 @@
 #include "mm/internal/file.h"
 #include "mm/internal/index_json.h"
 #include "mm/internal/set_rules.h"
+#include "mm/internal/utf8.h"
 #include "shard/shard_writer.h"
 #include "text/caption.h"
 #include "text/normalize.h"
@@ -90,10 +91,11 @@ Result<IngestResult> IngestInput(const BuildOptions& o, BuildReport* report) {
   const bool manifest = ingest.format == InputFormat::kJsonl ||
                         ingest.format == InputFormat::kCsv || ingest.format == InputFormat::kTsv;
   if (!manifest && (!o.fields.image.empty() || !o.fields.caption.empty() ||
-                    !o.filters.min_score_field.empty())) {
+                    !o.filters.min_score_field.empty() || !o.keep_fields.empty())) {
     return Status::InvalidArgument(
-        "--image-field, --caption-field and --min-score read JSONL/CSV/TSV manifests; '" + o.input +
-        "' is read as " + std::string(ToString(ingest.format)));
+        "--image-field, --caption-field, --keep-fields and --min-score read JSONL/CSV/TSV "
+        "manifests; '" +
+        o.input + "' is read as " + std::string(ToString(ingest.format)));
   }
   if (!o.quiet) {
     for (const std::string& note : ingest.notes) {
@@ -151,6 +153,50 @@ Status FilterScores(const BuildOptions& o, std::vector<RawSample>* samples, Buil
         {std::move(d.source), std::move(d.key), std::move(d.reason), std::move(d.detail)});
   }
   return Status::OK();
+}
+
+// Why a kept field's value cannot be stored (nullptr: it can): strings are stored as HDF5
+// UTF-8 strings, byte for byte, so they must be valid UTF-8 without NUL, and are bounded like a
+// caption (--max-caption-bytes) so that one value cannot cost unbounded memory.
+const char* CheckFieldValue(const FieldValue& v, int64_t max_bytes) {
+  if (v.type != FieldValue::Type::kString) return nullptr;
+  if (static_cast<int64_t>(v.s.size()) > max_bytes) return "field_too_large";
+  if (!IsValidUtf8(v.s)) return "invalid_utf8";
+  if (v.s.find('\0') != std::string::npos) return "nul_in_field";
+  return nullptr;
+}
+
+// --keep-fields: a sample with a kept value that cannot be stored is dropped (the reason names
+// the field); a kept field that no sample has gets a note, as it is most likely misspelt.
+void CheckKeptFields(const BuildOptions& o, std::vector<RawSample>* samples, BuildReport* report) {
+  if (o.keep_fields.empty()) return;
+  std::vector<int64_t> present(o.keep_fields.size(), 0);
+  size_t kept = 0;
+  for (size_t i = 0; i < samples->size(); ++i) {
+    RawSample& s = (*samples)[i];
+    const char* reason = nullptr;
+    size_t f = 0;
+    for (; f < o.keep_fields.size() && reason == nullptr; ++f) {
+      reason = CheckFieldValue(s.fields[f], o.max_caption_bytes);
+    }
+    if (reason != nullptr) {
+      report->dropped.push_back(
+          {s.source, s.key, reason, "kept field '" + o.keep_fields[f - 1] + "' cannot be stored"});
+      continue;
+    }
+    for (f = 0; f < o.keep_fields.size(); ++f) {
+      present[f] += s.fields[f].type != FieldValue::Type::kMissing;
+    }
+    if (kept != i) (*samples)[kept] = std::move(s);
+    ++kept;
+  }
+  samples->resize(kept);
+  for (size_t f = 0; f < o.keep_fields.size(); ++f) {
+    if (present[f] == 0 && !o.quiet && kept > 0) {
+      std::fprintf(stderr, "mmpack build: note: kept field '%s' has no value in any sample\n",
+                   o.keep_fields[f].c_str());
+    }
+  }
 }
 
 // The tokenizer of the set, and what index.json says of it.
@@ -213,6 +259,7 @@ Result<std::unique_ptr<ShardWriter>> MakeWriter(const BuildOptions& o, const fs:
   wo.shard_size = o.shard_size;
   wo.samples_per_shard = o.samples_per_shard;
   wo.tokenizer_sha256 = tokenizer_sha256;
+  wo.metadata_fields = o.keep_fields;
   return ShardWriter::Create(wo);
 }
 
@@ -271,6 +318,7 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
   set.unk_rate = report.stats.UnkRate();
   set.text_lowercase = o.text.lowercase;
   set.text_normalize = std::string(ToString(o.text.normalize));
+  set.metadata_fields = o.keep_fields;
   set.shards = shards;
   index.background = ColourHex(image_options.background);
   index.tokenizer_trained = tok.trained;
@@ -304,6 +352,7 @@ Status RunBuild(const BuildOptions& o) {
   std::vector<RawSample>& samples = ingest.samples;
   CheckCaptions(&samples, o.max_caption_bytes, &report);
   MM_RETURN_NOT_OK(FilterScores(o, &samples, &report));
+  CheckKeptFields(o, &samples, &report);
   if (samples.empty()) {
     return Status::InvalidArgument(
         "no usable sample in '" + o.input + "' (format " + std::string(ToString(ingest.format)) +

@@ -146,6 +146,12 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   e.image_chunk = chunk.MoveValue();
   e.key = std::move(raw.key);
   e.source = std::move(raw.source);
+  // --keep-fields: the kept values are the first entries of raw.fields (BuildOptions).
+  for (size_t f = 0; f < o.keep_fields.size(); ++f) {
+    FieldValue& v = raw.fields[f];
+    e.metadata.push_back(
+        {static_cast<mm::reader::MetadataValue::Type>(v.type), v.i, v.f, std::move(v.s)});
+  }
   e.original_width = image.original_width;
   e.original_height = image.original_height;
   std::copy(image.valid_box, image.valid_box + 4, e.valid_box);

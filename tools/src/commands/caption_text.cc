@@ -10,6 +10,7 @@
 #include "shard/bounded_query.h"
 #include "shard/h5_util.h"
 #include "shard/self_contained.h"
+#include "shard/shard_file.h"
 
 namespace mm::pack {
 namespace {
@@ -43,6 +44,61 @@ Result<std::vector<std::string>> ReadCaptionsHere(const std::string& path, int64
   return out;
 }
 
+// Row `sample` of each kept field of shard `path`, as text, read in this process.
+Result<std::vector<std::string>> ReadMetadataHere(const std::string& path, int64_t sample,
+                                                  const std::vector<std::string>& fields) {
+  h5::SilenceErrors();
+  MM_ASSIGN_OR_RETURN(auto file,
+                      h5::Own<h5::File>(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path,
+                                        StatusCode::kIOError));
+  std::vector<std::string> out;
+  for (const std::string& field : fields) {
+    const std::string name = std::string(mm::format::kMetadataGroup) + "/" + field;
+    const std::string where = path + ": " + name;
+    MM_ASSIGN_OR_RETURN(auto dset,
+                        h5::Own<h5::Dataset>(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), where,
+                                             StatusCode::kCorruption));
+    MM_RETURN_NOT_OK(CheckDatasetSelfContained(file.get(), name.c_str()));
+    MM_ASSIGN_OR_RETURN(auto type, h5::Own<h5::Datatype>(H5Dget_type(dset.get()), where));
+    MM_ASSIGN_OR_RETURN(auto space, h5::Own<h5::Dataspace>(H5Dget_space(dset.get()), where));
+    hsize_t dims[1] = {0};
+    if (H5Sget_simple_extent_ndims(space.get()) != 1 ||
+        H5Sget_simple_extent_dims(space.get(), dims, nullptr) != 1 ||
+        static_cast<hsize_t>(sample) >= dims[0]) {
+      h5::ClearErrors();
+      return Status::Corruption(where + " has no row " + std::to_string(sample));
+    }
+    hsize_t start[1] = {static_cast<hsize_t>(sample)}, one[1] = {1};
+    MM_RETURN_NOT_OK(
+        h5::Check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, one, nullptr),
+                  where + ": selection", StatusCode::kCorruption));
+    MM_ASSIGN_OR_RETURN(auto mem, h5::Own<h5::Dataspace>(H5Screate_simple(1, one, nullptr), "1"));
+    auto read = [&](hid_t mem_type, void* value) {
+      return h5::Check(H5Dread(dset.get(), mem_type, mem.get(), space.get(), H5P_DEFAULT, value),
+                       where + ": reading", StatusCode::kCorruption);
+    };
+    if (H5Tequal(type.get(), H5T_STD_I64LE) > 0) {
+      int64_t v = 0;
+      MM_RETURN_NOT_OK(read(H5T_NATIVE_INT64, &v));
+      out.push_back(std::to_string(v));
+    } else if (H5Tequal(type.get(), H5T_IEEE_F64LE) > 0) {
+      double v = 0;
+      MM_RETURN_NOT_OK(read(H5T_NATIVE_DOUBLE, &v));
+      out.push_back(FloatText(v));
+    } else if (H5Tis_variable_str(type.get()) > 0 && H5Tget_cset(type.get()) == H5T_CSET_UTF8) {
+      MM_ASSIGN_OR_RETURN(auto text_type, h5::VlenUtf8Type());
+      char* text = nullptr;
+      MM_RETURN_NOT_OK(read(text_type.get(), &text));
+      out.emplace_back(text ? text : "");
+      (void)H5Dvlen_reclaim(text_type.get(), mem.get(), H5P_DEFAULT, &text);
+    } else {
+      h5::ClearErrors();
+      return Status::Corruption(where + " is not int64, float64 or UTF-8 strings");
+    }
+  }
+  return out;
+}
+
 // ReadCaptionsHere in a bounded child (shard/bounded_query.h): libhdf5 loops for ever on some
 // damaged global heaps, where variable-length strings live (issue 9 item 1).
 }  // namespace
@@ -66,6 +122,26 @@ Result<std::vector<std::string>> ReadShardCaptions(const std::string& path, int6
   return out;
 }
 
+Result<std::vector<std::string>> ReadShardMetadata(const std::string& path, int64_t sample,
+                                                   const std::vector<std::string>& fields) {
+  if (fields.empty()) return std::vector<std::string>();
+  std::error_code ec;
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  auto query = [&]() -> Result<std::string> {
+    MM_ASSIGN_OR_RETURN(auto values, ReadMetadataHere(path, sample, fields));
+    std::string wire;
+    for (const std::string& v : values) PutString(v, &wire);
+    return wire;
+  };
+  MM_ASSIGN_OR_RETURN(std::string wire, RunBounded(path, BoundsForFile(ec ? 0 : bytes), query));
+  std::vector<std::string> out(fields.size());
+  size_t pos = 0;
+  for (std::string& v : out) {
+    if (!GetString(wire, &pos, &v)) return Status::Corruption(path + ": malformed metadata answer");
+  }
+  return out;
+}
+
 Result<CaptionRange> LocateCaptions(const mm::reader::ShardSet& set, int64_t i) {
   const auto& info = set.info();
   if (i < 0 || i >= set.num_samples()) {
@@ -77,6 +153,7 @@ Result<CaptionRange> LocateCaptions(const mm::reader::ShardSet& set, int64_t i) 
   while (range.shard < info.shards.size() && i >= first_sample + info.shards[range.shard].samples) {
     first_sample += info.shards[range.shard++].samples;
   }
+  range.sample = i - first_sample;
   for (int64_t s = first_sample; s < i; ++s) range.first += set.NumCaptions(s);
   range.count = set.NumCaptions(i);
   return range;

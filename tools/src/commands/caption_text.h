@@ -16,6 +16,7 @@ namespace mm::pack {
 /// in that shard's `captions` dataset, and how many. Errors: OutOfRange (no sample i).
 struct CaptionRange {
   size_t shard = 0;
+  int64_t sample = 0;  // the sample's row in that shard
   int64_t first = 0;
   int count = 0;
 };
@@ -27,6 +28,14 @@ struct CaptionRange {
 /// (shard/self_contained.h). Errors: IOError / Corruption naming the file.
 [[nodiscard]] Result<std::vector<std::string>> ReadShardCaptions(const std::string& path,
                                                                  int64_t first, int count);
+
+/// The kept manifest fields (`--keep-fields`) of row `sample` of the shard file `path`, one
+/// text per name of `fields` (datasets metadata/<name>): an int64 in decimal, a float64 as its
+/// shortest round-trip text ("nan" for a missing value), a string as stored. Read like
+/// ReadShardCaptions (bounded child, self-contained check). Errors: as ReadShardCaptions;
+/// Corruption for a column that is not [N] int64, float64 or UTF-8 strings.
+[[nodiscard]] Result<std::vector<std::string>> ReadShardMetadata(
+    const std::string& path, int64_t sample, const std::vector<std::string>& fields);
 
 /// The captions of global sample `i` of `set`, as UTF-8 strings in stored order.
 /// Read with ReadShardCaptions from the set's own folder (a local set).

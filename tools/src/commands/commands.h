@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "curate/filters.h"
 #include "ingest/ingest.h"
@@ -33,8 +34,11 @@ struct BuildOptions {
   int vocab_size = 8000;             // when training a tokenizer
   int max_tokens = 77;               // per caption, bos/eos included
   int64_t max_caption_bytes = kDefaultMaxCaptionBytes;  // longer captions: caption_too_large
-  TextOptions text;                       // --lowercase, --normalize: before tokenizing only
-  FieldNames fields;                      // --image-field, --caption-field (ingest.h)
+  TextOptions text;   // --lowercase, --normalize: before tokenizing only
+  FieldNames fields;  // --image-field, --caption-field (ingest.h)
+  // --keep-fields: manifest fields stored per sample (metadata/<name>); they are also the
+  // first entries of fields.extra, so RawSample::fields starts with their values.
+  std::vector<std::string> keep_fields;
   FilterOptions filters;                  // --min-size ... --dedup (curate/filters.h)
   int64_t shard_size = int64_t{1} << 30;  // bytes of a shard before it closes
   int64_t samples_per_shard = 0;          // 0: no limit
@@ -63,9 +67,9 @@ Status RunVerify(const std::string& dir, std::ostream& out,
 /// `mmpack upload OUT URL`: publishes the local set OUT at URL (s3://BUCKET/PREFIX or
 /// http(s)://URL, through `remote`'s transport settings): verifies OUT (as `mmpack verify`),
 /// deletes URL's index.json, PUTs every shard, the tokenizer and report.json (`transfers` at a
-/// time), then index.json last, so that a reader never sees a half-written set (upload.cc). Prints one line per file
-/// (unless quiet) and "upload: OK: N files, SIZE to URL".
-/// Errors: InvalidArgument (URL is not remote, OUT is), those of verify ("not uploaded: OUT:
+/// time), then index.json last, so that a reader never sees a half-written set (upload.cc). Prints
+/// one line per file (unless quiet) and "upload: OK: N files, SIZE to URL". Errors: InvalidArgument
+/// (URL is not remote, OUT is), those of verify ("not uploaded: OUT:
 /// ..."), IOError naming the URL of the file whose PUT failed after the retries (URL then has
 /// no index.json).
 struct UploadOptions {

@@ -79,6 +79,13 @@ void PrintTokenizer(const mm::reader::internal::IndexDocument& index, std::ostre
       << info.bos_id << ", eos " << info.eos_id << ", max tokens " << info.max_tokens << "\n";
   out << "text:         " << (info.text_lowercase ? "lowercased" : "case kept") << ", normalize "
       << info.text_normalize << " (before tokenizing; captions stored as given)\n";
+  if (!info.metadata_fields.empty()) {
+    out << "kept fields: ";
+    for (size_t f = 0; f < info.metadata_fields.size(); ++f) {
+      out << (f ? ", " : " ") << info.metadata_fields[f];
+    }
+    out << " (metadata/<name> in each shard)\n";
+  }
   if (info.unk_rate >= 0) {
     out << "unk rate:     " << std::setprecision(2) << 100 * info.unk_rate << "% of token ids"
         << (info.unk_rate > 0.01 ? " (high: does the tokenizer expect lowercased text?)" : "")

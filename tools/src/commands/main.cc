@@ -1,5 +1,6 @@
 // mmpack: compile image-text pairs into HDF5 shards, and inspect, verify, read them.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <exception>
@@ -11,6 +12,7 @@
 #include "curate/filters.h"
 #include "mm/format.h"
 #include "mm/internal/byte_size.h"
+#include "mm/internal/set_rules.h"
 #include "mm/reader.h"
 #include "mm/version.h"
 #include "shard/h5_util.h"
@@ -95,6 +97,9 @@ void AddCurate(CLI::App* b, BuildArgs* a) {
       ->check(CLI::NonNegativeNumber);
   b->add_flag("--drop-long-captions", f.drop_long_captions,
               "Drop captions over --max-tokens instead of truncating them");
+  b->add_option("--keep-fields", o.keep_fields,
+                "JSONL keys / CSV columns stored per sample as metadata/<name> (a,b,c)")
+      ->delimiter(',');
   b->add_option("--min-score", a->min_score,
                 "FIELD=VALUE: drop samples whose manifest FIELD is missing or below VALUE");
   b->add_option("--dedup", a->dedup, "Drop duplicate images: exact pixels, or perceptual hash")
@@ -182,13 +187,21 @@ bool FinishBuild(BuildArgs* a) {
   o.compression = mm::format::ParseCodec(a->compression).value();
   o.text.normalize = mm::pack::ParseTextNormalization(a->normalize).value();
   o.filters.dedup = mm::pack::ParseDedupMode(a->dedup).value();
+  if (mm::Status st = mm::reader::CheckMetadataFieldNames(o.keep_fields); !st.ok()) {
+    std::cerr << "mmpack build: --keep-fields: " << st.message() << std::endl;
+    return false;
+  }
+  o.fields.extra = o.keep_fields;  // RawSample::fields: the kept fields first
   if (!a->min_score.empty()) {
     mm::Status st = mm::pack::ParseMinScore(a->min_score, &o.filters);
     if (!st.ok()) {
       std::cerr << "mmpack build: " << st.message() << std::endl;
       return false;
     }
-    o.fields.extra.push_back(o.filters.min_score_field);
+    const auto& extra = o.fields.extra;
+    if (std::find(extra.begin(), extra.end(), o.filters.min_score_field) == extra.end()) {
+      o.fields.extra.push_back(o.filters.min_score_field);
+    }
   }
   return true;
 }

@@ -71,6 +71,14 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
     for (int32_t t : tokens) out << " " << t;
     out << "\n";
   }
+  if (!info.metadata_fields.empty()) {  // --keep-fields
+    auto values = ReadShardMetadata(file.path, range.sample, info.metadata_fields);
+    for (size_t f = 0; f < info.metadata_fields.size(); ++f) {
+      out << "metadata " << info.metadata_fields[f] << ": "
+          << (values.ok() ? values.value()[f] : "(unreadable: " + values.status().ToString() + ")")
+          << "\n";
+    }
+  }
   return Status::OK();
 }
 

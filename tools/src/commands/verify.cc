@@ -162,6 +162,7 @@ ShardExpectation BaseExpectation(const mm::reader::SetInfo& info) {
   base.compression = format::ParseCodec(info.compression).value();  // the decoder checked it
   base.vocab_size = info.vocab_size;
   base.tokenizer_sha256 = info.tokenizer_sha256;
+  base.metadata_fields = info.metadata_fields;
   return base;
 }
 

@@ -54,6 +54,7 @@ namespace mm::pack {
 /// as typed; a CSV/TSV cell is an integer or a float when all of it parses as one, else a
 /// string; an empty cell, null or an absent key is missing; other JSON values are missing.
 struct FieldValue {
+  // The order of mm::reader::MetadataValue::Type (mm/metadata.h), which the build casts to.
   enum class Type { kMissing, kInt, kFloat, kString };
   Type type = Type::kMissing;
   int64_t i = 0;

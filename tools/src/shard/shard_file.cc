@@ -2,7 +2,10 @@
 #include "shard/shard_file.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace mm::pack {
@@ -160,6 +163,66 @@ Status WriteStringTable(hid_t file, const char* name, const SchemaDataset& schem
     return WriteContiguous(file, name, dims, type.get(), type.get(), buffer.data());
   }
   return Status::Internal(std::string("schema dtype of '") + name + "' is not a string");
+}
+
+std::string FloatText(double value) {
+  char buffer[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", digits, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
+}
+
+Status WriteMetadataGroup(hid_t file, const std::vector<std::string>& names,
+                          const std::vector<std::vector<mm::reader::MetadataValue>>& columns) {
+  using Type = mm::reader::MetadataValue::Type;
+  MM_ASSIGN_OR_RETURN(h5::PropList gcpl,
+                      h5::Own<h5::PropList>(H5Pcreate(H5P_GROUP_CREATE), "H5Pcreate"));
+  MM_RETURN_NOT_OK(h5::Check(H5Pset_obj_track_times(gcpl.get(), false), "track_times"));
+  MM_ASSIGN_OR_RETURN(h5::Group group,
+                      h5::Own<h5::Group>(H5Gcreate2(file, format::kMetadataGroup, H5P_DEFAULT,
+                                                    gcpl.get(), H5P_DEFAULT),
+                                         "H5Gcreate2(metadata)"));
+  for (size_t k = 0; k < names.size(); ++k) {
+    const auto& column = columns.at(k);
+    const std::vector<hsize_t> dims = {column.size()};
+    const char* name = names[k].c_str();
+    bool all_int = true, all_number = true;
+    for (const auto& v : column) {
+      all_int &= v.type == Type::kInt;
+      all_number &= v.type != Type::kString;
+    }
+    if (all_int && !column.empty()) {
+      std::vector<int64_t> values;
+      for (const auto& v : column) values.push_back(v.i);
+      MM_RETURN_NOT_OK(
+          WriteContiguous(group.get(), name, dims, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data()));
+    } else if (all_number) {
+      std::vector<double> values;
+      for (const auto& v : column) {
+        values.push_back(v.type == Type::kInt     ? static_cast<double>(v.i)
+                         : v.type == Type::kFloat ? v.f
+                                                  : std::numeric_limits<double>::quiet_NaN());
+      }
+      MM_RETURN_NOT_OK(WriteContiguous(group.get(), name, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                                       values.data()));
+    } else {
+      std::vector<std::string> text;
+      for (const auto& v : column) {
+        text.push_back(v.type == Type::kString  ? v.s
+                       : v.type == Type::kInt   ? std::to_string(v.i)
+                       : v.type == Type::kFloat ? FloatText(v.f)
+                                                : std::string());
+      }
+      MM_ASSIGN_OR_RETURN(h5::Datatype type, h5::VlenUtf8Type());
+      std::vector<const char*> pointers;
+      for (const auto& t : text) pointers.push_back(t.c_str());
+      MM_RETURN_NOT_OK(
+          WriteContiguous(group.get(), name, dims, type.get(), type.get(), pointers.data()));
+    }
+  }
+  return group.Close();
 }
 
 }  // namespace mm::pack

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mm/format.h"
+#include "mm/metadata.h"
 #include "mm/status.h"
 #include "shard/h5_util.h"
 
@@ -58,5 +59,19 @@ using SchemaDatasets = std::map<std::string, SchemaDataset>;
 /// Errors: Internal, IOError.
 [[nodiscard]] Status WriteStringTable(hid_t file, const char* name, const SchemaDataset& schema,
                                       const std::vector<std::string>& values);
+
+/// The shortest decimal text that reads back as `value` ("0.31", "1e+20", "nan"; as Python's
+/// repr of a float): a float in a string column of kept fields, and `mmpack show`'s text.
+std::string FloatText(double value);
+
+/// Writes the group `metadata` with one contiguous dataset [N] per kept field (`names[k]`,
+/// values `columns[k]`, N each), typed per column as schemas/FORMAT.md "Kept fields" says:
+/// int64 when every value is an integer; float64 when every value is a number or missing
+/// (missing: NaN; also a column with no value at all); else variable-length UTF-8 strings
+/// (integers and floats as their shortest round-trip text, missing as ""). The group has no
+/// timestamps, so the bytes depend only on the values. Errors: Internal, IOError.
+[[nodiscard]] Status WriteMetadataGroup(
+    hid_t file, const std::vector<std::string>& names,
+    const std::vector<std::vector<mm::reader::MetadataValue>>& columns);
 
 }  // namespace mm::pack

@@ -23,6 +23,7 @@
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
+#include "mm/internal/set_rules.h"
 #include "mm/internal/zstd_codec.h"
 #include "shard/h5_util.h"
 #include "shard/shard_file.h"
@@ -115,6 +116,9 @@ class ShardWriterImpl final : public ShardWriter {
       token_offsets_.push_back(static_cast<int64_t>(tokens_.size()));
     }
     caption_offsets_.push_back(static_cast<int64_t>(captions_.size()));
+    for (size_t f = 0; f < sample.metadata.size(); ++f) {
+      metadata_[f].push_back(std::move(sample.metadata[f]));
+    }
 
     bool full = (options_.samples_per_shard > 0 && num_samples_ >= options_.samples_per_shard) ||
                 shard_bytes_ >= options_.shard_size;
@@ -146,6 +150,14 @@ class ShardWriterImpl final : public ShardWriter {
     for (const auto& caption : sample.captions) {
       MM_RETURN_NOT_OK(CheckText(caption, "caption", sample.key));
     }
+    if (sample.metadata.size() != options_.metadata_fields.size()) {
+      return Status::InvalidArgument(
+          "sample '" + sample.key + "' has " + std::to_string(sample.metadata.size()) +
+          " kept field values, expected " + std::to_string(options_.metadata_fields.size()));
+    }
+    for (const auto& value : sample.metadata) {
+      MM_RETURN_NOT_OK(CheckText(value.s, "kept field value", sample.key));
+    }
     const auto& chunk = sample.image_chunk;
     if (options_.compression == format::Codec::kNone) {
       if (chunk.size() != image_bytes_) {
@@ -170,6 +182,9 @@ class ShardWriterImpl final : public ShardWriter {
     for (size_t c = 0; c < sample.captions.size(); ++c) {
       bytes += static_cast<int64_t>(sample.captions[c].size() + 4 * sample.tokens[c].size()) +
                kPerCaptionOverheadBytes;
+    }
+    for (const auto& value : sample.metadata) {  // 8 bytes a number; a string as a caption
+      bytes += static_cast<int64_t>(value.s.size()) + kPerCaptionOverheadBytes;
     }
     return bytes;
   }
@@ -197,6 +212,7 @@ class ShardWriterImpl final : public ShardWriter {
     tokens_.clear();
     caption_offsets_.assign(1, 0);
     token_offsets_.assign(1, 0);
+    metadata_.assign(options_.metadata_fields.size(), {});
     return Status::OK();
   }
 
@@ -229,6 +245,9 @@ class ShardWriterImpl final : public ShardWriter {
                                   token_offsets_.data()));
     MM_RETURN_NOT_OK(
         WriteNumeric(format::kTokens, {tokens_.size()}, H5T_NATIVE_INT32, tokens_.data()));
+    if (!options_.metadata_fields.empty()) {
+      MM_RETURN_NOT_OK(WriteMetadataGroup(file_.get(), options_.metadata_fields, metadata_));
+    }
     return Status::OK();
   }
 
@@ -324,12 +343,13 @@ class ShardWriterImpl final : public ShardWriter {
   int64_t shard_bytes_ = 0;  // estimate of the file's size so far
   std::vector<std::string> keys_;
   std::vector<std::string> sources_;
-  std::vector<int32_t> original_size_;    // [N, 2]
-  std::vector<int32_t> valid_box_;        // [N, 4]
-  std::vector<int64_t> caption_offsets_;  // [N + 1]
-  std::vector<std::string> captions_;     // [C]
-  std::vector<int64_t> token_offsets_;    // [C + 1]
-  std::vector<int32_t> tokens_;           // [T]
+  std::vector<int32_t> original_size_;                            // [N, 2]
+  std::vector<int32_t> valid_box_;                                // [N, 4]
+  std::vector<int64_t> caption_offsets_;                          // [N + 1]
+  std::vector<std::string> captions_;                             // [C]
+  std::vector<int64_t> token_offsets_;                            // [C + 1]
+  std::vector<int32_t> tokens_;                                   // [T]
+  std::vector<std::vector<mm::reader::MetadataValue>> metadata_;  // [fields][N]
 };
 
 }  // namespace
@@ -351,6 +371,7 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
                                    ".." + std::to_string(mm::zstd::MaxLevel()));
   }
   if (options.shard_size <= 0) return Status::InvalidArgument("shard size must be positive");
+  MM_RETURN_NOT_OK(mm::reader::CheckMetadataFieldNames(options.metadata_fields));
   if (options.samples_per_shard < 0) {
     return Status::InvalidArgument("samples per shard must be >= 0");
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mm/format.h"
+#include "mm/metadata.h"
 #include "mm/reader.h"
 #include "mm/status.h"
 
@@ -29,9 +30,10 @@ struct EncodedSample {
   std::vector<uint8_t> image_chunk;  // CompressImage output ([H, W, 3] uint8 inside)
   int32_t original_width = 0;        // pixels, after EXIF orientation
   int32_t original_height = 0;
-  int32_t valid_box[4] = {0, 0, 0, 0};       // x, y, width, height in pixels
-  std::vector<std::string> captions;         // >= 1, UTF-8, as in the input
-  std::vector<std::vector<int32_t>> tokens;  // one row per caption
+  int32_t valid_box[4] = {0, 0, 0, 0};              // x, y, width, height in pixels
+  std::vector<std::string> captions;                // >= 1, UTF-8, as in the input
+  std::vector<std::vector<int32_t>> tokens;         // one row per caption
+  std::vector<mm::reader::MetadataValue> metadata;  // WriterOptions::metadata_fields' values
 };
 
 /// Default zstd level of image chunks, for `mmpack build` and the writer alike: -1, zstd's
@@ -51,6 +53,8 @@ struct WriterOptions {
   int64_t shard_size = int64_t{1} << 30;  // bytes
   int64_t samples_per_shard = 0;          // 0: no limit
   std::string tokenizer_sha256;
+  // Kept manifest fields (--keep-fields), written as metadata/<name> (schemas/FORMAT.md).
+  std::vector<std::string> metadata_fields;
 };
 
 /// Compresses one [H, W, 3] uint8 image into the bytes of its HDF5 chunk: a zstd frame at

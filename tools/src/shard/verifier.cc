@@ -220,7 +220,69 @@ Status ShardVerifier::Verify(const std::string& path, const ShardExpectation& e,
   MM_RETURN_NOT_OK(CheckAttributes(file.get(), e));
   for (const auto& d : schema_["datasets"]) MM_RETURN_NOT_OK(CheckDataset(file.get(), d, e));
   MM_RETURN_NOT_OK(CheckTables(file.get(), e, sample));
+  MM_RETURN_NOT_OK(CheckMetadata(file.get(), e, sample));
   return CheckChunks(file.get(), e, sample);
+}
+
+// The kept fields (FORMAT.md "Kept fields"): a group `metadata` exactly when index.json lists
+// fields, holding exactly those, each a contiguous [N] dataset of int64 LE, float64 LE or
+// variable-length UTF-8 strings (valid UTF-8).
+Status ShardVerifier::CheckMetadata(hid_t file, const ShardExpectation& e, int64_t* sample) {
+  const htri_t has_group = H5Lexists(file, format::kMetadataGroup, H5P_DEFAULT);
+  if (has_group < 0) return h5::ErrorFromStack(StatusCode::kCorruption, "link 'metadata'");
+  if (e.metadata_fields.empty()) {
+    if (has_group > 0) {
+      return Status::Corruption("group 'metadata' exists but index.json lists no kept field");
+    }
+    return Status::OK();
+  }
+  if (has_group == 0) return Status::Corruption("group 'metadata' (kept fields) is missing");
+  MM_ASSIGN_OR_RETURN(h5::Group group,
+                      h5::Own<h5::Group>(H5Gopen2(file, format::kMetadataGroup, H5P_DEFAULT),
+                                         "opening group 'metadata'", StatusCode::kCorruption));
+  H5G_info_t info;
+  if (H5Gget_info(group.get(), &info) < 0) {
+    return h5::ErrorFromStack(StatusCode::kCorruption, "group 'metadata'");
+  }
+  if (info.nlinks != e.metadata_fields.size()) {
+    return Status::Corruption("group 'metadata' holds " + std::to_string(info.nlinks) +
+                              " links, index.json lists " +
+                              std::to_string(e.metadata_fields.size()) + " kept fields");
+  }
+  const size_t n = static_cast<size_t>(e.samples);
+  for (const std::string& field : e.metadata_fields) {
+    const std::string name = "metadata/" + field;
+    MM_ASSIGN_OR_RETURN(h5::Dataset d, h5::OpenDataset(group.get(), field.c_str()));
+    MM_ASSIGN_OR_RETURN(auto dims, h5::DatasetDims(d.get()));
+    if (dims.size() != 1 || dims[0] != n) {
+      return Status::Corruption("dataset '" + name + "' is not [" + std::to_string(n) + "]");
+    }
+    MM_ASSIGN_OR_RETURN(h5::PropList dcpl,
+                        h5::Own<h5::PropList>(H5Dget_create_plist(d.get()), "dcpl"));
+    if (H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS) {
+      return Status::Corruption("dataset '" + name + "' is not contiguous");
+    }
+    MM_ASSIGN_OR_RETURN(h5::Datatype type,
+                        h5::Own<h5::Datatype>(H5Dget_type(d.get()), "H5Dget_type"));
+    if (H5Tequal(type.get(), H5T_STD_I64LE) > 0 || H5Tequal(type.get(), H5T_IEEE_F64LE) > 0) {
+      continue;
+    }
+    if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0 ||
+        H5Tget_cset(type.get()) != H5T_CSET_UTF8) {
+      h5::ClearErrors();
+      return Status::Corruption("dataset '" + name +
+                                "' is not int64 LE, float64 LE or variable-length UTF-8");
+    }
+    MM_ASSIGN_OR_RETURN(auto values, h5::ReadVlenStrings(group.get(), field.c_str(), n));
+    for (size_t i = 0; i < n; ++i) {
+      if (!IsValidUtf8(values[i])) {
+        *sample = static_cast<int64_t>(i);
+        return Status::Corruption("dataset '" + name + "' value " + std::to_string(i) +
+                                  " is not valid UTF-8");
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Status ShardVerifier::CheckAttributes(hid_t file, const ShardExpectation& e) {

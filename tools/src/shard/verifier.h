@@ -31,7 +31,8 @@ struct ShardExpectation {
   int64_t width = 0;
   format::Codec compression = format::Codec::kZstd;
   std::string tokenizer_sha256;
-  int64_t vocab_size = 0;  // 0: unknown, token ids not range-checked
+  int64_t vocab_size = 0;                    // 0: unknown, token ids not range-checked
+  std::vector<std::string> metadata_fields;  // index.json "metadata.fields"
 };
 
 class ShardVerifier {
@@ -55,6 +56,7 @@ class ShardVerifier {
   Status CheckTables(hid_t file, const ShardExpectation& e, int64_t* sample);
   Status CheckKeys(hid_t file, const ShardExpectation& e, int64_t* sample);
   Status CheckChunks(hid_t file, const ShardExpectation& e, int64_t* sample);
+  Status CheckMetadata(hid_t file, const ShardExpectation& e, int64_t* sample);
 
   const nlohmann::json& schema_;
   std::unordered_set<std::string>* keys_;

@@ -69,6 +69,7 @@ using Dataspace = Handle<H5Sclose>;
 using Datatype = Handle<H5Tclose>;
 using PropList = Handle<H5Pclose>;
 using Attribute = Handle<H5Aclose>;
+using Group = Handle<H5Gclose>;
 
 /// Checks an id returned by an HDF5 create/open call: the owned handle, or `code` with `what`
 /// and the HDF5 stack.

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mm/reader.h"
 #include "mm/status.h"
@@ -33,7 +34,14 @@ namespace mm::reader {
 /// a training set (a 37000-px side would make a reader allocate 4 GB per image).
 inline constexpr int kMaxImageSide = 8192;
 
-/// Checks the set-level rules on index.json's contents.
+/// Checks the names of kept manifest fields (index.json "metadata.fields", `--keep-fields`):
+/// each 1..kMaxMetadataFieldName bytes of [A-Za-z0-9_.-], not "." or "..", no name twice (a
+/// name is an HDF5 link in the shard's metadata group: no '/', nothing that escapes it).
+/// Errors: InvalidArgument naming the first bad name.
+Status CheckMetadataFieldNames(const std::vector<std::string>& names);
+
+/// Checks the set-level rules on index.json's contents (also CheckMetadataFieldNames, as a
+/// Corruption).
 /// Errors: Corruption ("index.json: tokenizer pad_id 30000 outside [0, 30000)").
 Status CheckSetRules(const SetInfo& info);
 
