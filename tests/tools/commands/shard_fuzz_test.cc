@@ -1,6 +1,7 @@
 // Mutants of real shards through `mmpack verify`, `show` and `bench` (issue 9 item 1): none may
 // hang or crash. The seed set is built by RunBuild from the real coco-cc photos and captions
-// (24 px, 8 samples a shard). Each mutant changes one shard: random bit flips, random bytes, a
+// (24 px, 8 samples a shard, the manifest's "license" kept as metadata/license, so show and
+// verify also read the kept-field group). Each mutant changes one shard: random bit flips, random bytes, a
 // zeroed range, or bit flips aimed at HDF5's metadata (the global heap "GCOL" that holds the
 // variable-length strings, B-tree "TREE", local heap "HEAP", symbol table "SNOD"); three in four
 // are re-sealed in index.json (size and XXH3) so that they reach libhdf5, the rest must be
@@ -115,6 +116,7 @@ TEST(ShardFuzz, MutantsOfRealShardsThroughVerifyShowAndBenchNeitherHangNorCrash)
   o.tokenizer = AlbertModel();
   o.image_width = o.image_height = 24;
   o.samples_per_shard = 8;
+  o.keep_fields = o.fields.extra = {"license"};  // a metadata group of vlen strings too
   o.threads = 2;
   o.quiet = true;
   ASSERT_TRUE(RunBuild(o).ok());
