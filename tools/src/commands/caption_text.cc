@@ -4,6 +4,7 @@
 #include <hdf5.h>
 
 #include <filesystem>
+#include <functional>
 #include <system_error>
 
 #include "mm/format.h"
@@ -99,47 +100,58 @@ Result<std::vector<std::string>> ReadMetadataHere(const std::string& path, int64
   return out;
 }
 
-// ReadCaptionsHere in a bounded child (shard/bounded_query.h): libhdf5 loops for ever on some
-// damaged global heaps, where variable-length strings live (issue 9 item 1).
-}  // namespace
-
-Result<std::vector<std::string>> ReadShardCaptions(const std::string& path, int64_t first,
-                                                   int count) {
+// `count` strings that `read` returns, run in a bounded child (shard/bounded_query.h): libhdf5
+// loops for ever on some damaged global heaps, where variable-length strings live (issue 9
+// item 1). `what` names the answer in messages.
+Result<std::vector<std::string>> ReadStringsBounded(
+    const std::string& path, size_t count,
+    const std::function<Result<std::vector<std::string>>()>& read, const char* what) {
   std::error_code ec;
   const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
   auto query = [&]() -> Result<std::string> {
-    MM_ASSIGN_OR_RETURN(auto captions, ReadCaptionsHere(path, first, count));
+    MM_ASSIGN_OR_RETURN(auto strings, read());
     std::string wire;
-    for (const std::string& c : captions) PutString(c, &wire);
+    for (const std::string& s : strings) PutString(s, &wire);
     return wire;
   };
   MM_ASSIGN_OR_RETURN(std::string wire, RunBounded(path, BoundsForFile(ec ? 0 : bytes), query));
-  std::vector<std::string> out(static_cast<size_t>(count));
+  std::vector<std::string> out(count);
   size_t pos = 0;
-  for (std::string& c : out) {
-    if (!GetString(wire, &pos, &c)) return Status::Corruption(path + ": malformed captions answer");
+  for (std::string& s : out) {
+    if (!GetString(wire, &pos, &s)) {
+      return Status::Corruption(path + ": malformed " + what + " answer");
+    }
   }
   return out;
 }
 
-Result<std::vector<std::string>> ReadShardMetadata(const std::string& path, int64_t sample,
-                                                   const std::vector<std::string>& fields) {
-  if (fields.empty()) return std::vector<std::string>();
-  std::error_code ec;
-  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  auto query = [&]() -> Result<std::string> {
-    MM_ASSIGN_OR_RETURN(auto values, ReadMetadataHere(path, sample, fields));
-    std::string wire;
-    for (const std::string& v : values) PutString(v, &wire);
-    return wire;
+}  // namespace
+
+Result<std::vector<std::string>> ReadShardCaptions(const std::string& path, int64_t first,
+                                                   int count) {
+  return ReadStringsBounded(
+      path, static_cast<size_t>(count), [&] { return ReadCaptionsHere(path, first, count); },
+      "captions");
+}
+
+Result<ShardSampleText> ReadShardSampleText(const std::string& path, int64_t first, int count,
+                                            int64_t sample,
+                                            const std::vector<std::string>& fields) {
+  auto read = [&]() -> Result<std::vector<std::string>> {
+    MM_ASSIGN_OR_RETURN(std::vector<std::string> out, ReadCaptionsHere(path, first, count));
+    if (fields.empty()) return out;
+    MM_ASSIGN_OR_RETURN(std::vector<std::string> values, ReadMetadataHere(path, sample, fields));
+    out.insert(out.end(), values.begin(), values.end());
+    return out;
   };
-  MM_ASSIGN_OR_RETURN(std::string wire, RunBounded(path, BoundsForFile(ec ? 0 : bytes), query));
-  std::vector<std::string> out(fields.size());
-  size_t pos = 0;
-  for (std::string& v : out) {
-    if (!GetString(wire, &pos, &v)) return Status::Corruption(path + ": malformed metadata answer");
-  }
-  return out;
+  const size_t captions = static_cast<size_t>(count);
+  MM_ASSIGN_OR_RETURN(std::vector<std::string> all,
+                      ReadStringsBounded(path, captions + fields.size(), read, "text"));
+  ShardSampleText text;
+  text.metadata.assign(all.begin() + static_cast<std::ptrdiff_t>(captions), all.end());
+  all.resize(captions);
+  text.captions = std::move(all);
+  return text;
 }
 
 Result<CaptionRange> LocateCaptions(const mm::reader::ShardSet& set, int64_t i) {

@@ -29,13 +29,21 @@ struct CaptionRange {
 [[nodiscard]] Result<std::vector<std::string>> ReadShardCaptions(const std::string& path,
                                                                  int64_t first, int count);
 
-/// The kept manifest fields (`--keep-fields`) of row `sample` of the shard file `path`, one
-/// text per name of `fields` (datasets metadata/<name>): an int64 in decimal, a float64 as its
-/// shortest round-trip text ("nan" for a missing value), a string as stored. Read like
-/// ReadShardCaptions (bounded child, self-contained check). Errors: as ReadShardCaptions;
-/// Corruption for a column that is not [N] int64, float64 or UTF-8 strings.
-[[nodiscard]] Result<std::vector<std::string>> ReadShardMetadata(
-    const std::string& path, int64_t sample, const std::vector<std::string>& fields);
+/// One sample's text in a shard: its captions and its kept manifest fields (`--keep-fields`).
+struct ShardSampleText {
+  std::vector<std::string> captions;  // UTF-8, stored order
+  std::vector<std::string> metadata;  // one per field: an int64 in decimal, a float64 as its
+                                      // shortest round-trip text ("nan": missing), a string as
+                                      // stored
+};
+
+/// Captions [first, first + count) and row `sample` of each kept field in `fields` (datasets
+/// metadata/<name>) of the shard file `path`, read like ReadShardCaptions but in ONE bounded
+/// child, so that a damaged heap costs one CPU budget, not one per dataset. Errors: as
+/// ReadShardCaptions; Corruption for a column that is not [N] int64, float64 or UTF-8 strings.
+[[nodiscard]] Result<ShardSampleText> ReadShardSampleText(const std::string& path, int64_t first,
+                                                          int count, int64_t sample,
+                                                          const std::vector<std::string>& fields);
 
 /// The captions of global sample `i` of `set`, as UTF-8 strings in stored order.
 /// Read with ReadShardCaptions from the set's own folder (a local set).

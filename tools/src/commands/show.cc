@@ -58,26 +58,21 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
                       mm::reader::internal::SetFiles::Open(options.dir, options.remote));
   MM_ASSIGN_OR_RETURN(mm::reader::internal::LocalShardFile file,
                       files->Shard(info.shards[range.shard]));
-  auto captions = ReadShardCaptions(file.path, range.first, ncap);
+  // Captions and kept fields in one bounded child: a damaged heap costs one CPU budget.
+  auto text = ReadShardSampleText(file.path, range.first, ncap, range.sample, info.metadata_fields);
+  const std::string unreadable =
+      text.ok() ? std::string() : "(text unreadable: " + text.status().ToString() + ")";
   for (int c = 0; c < ncap; ++c) {
-    out << "caption " << c << ": ";
-    if (captions.ok()) {
-      out << captions.value()[c];
-    } else {
-      out << "(text unreadable: " << captions.status().ToString() << ")";
-    }
+    out << "caption " << c << ": "
+        << (text.ok() ? text.value().captions[static_cast<size_t>(c)] : unreadable);
     auto tokens = set->Tokens(i, c);
     out << "\n  tokens (" << tokens.size() << "):";
     for (int32_t t : tokens) out << " " << t;
     out << "\n";
   }
-  if (!info.metadata_fields.empty()) {  // --keep-fields
-    auto values = ReadShardMetadata(file.path, range.sample, info.metadata_fields);
-    for (size_t f = 0; f < info.metadata_fields.size(); ++f) {
-      out << "metadata " << info.metadata_fields[f] << ": "
-          << (values.ok() ? values.value()[f] : "(unreadable: " + values.status().ToString() + ")")
-          << "\n";
-    }
+  for (size_t f = 0; f < info.metadata_fields.size(); ++f) {  // --keep-fields
+    out << "metadata " << info.metadata_fields[f] << ": "
+        << (text.ok() ? text.value().metadata[f] : unreadable) << "\n";
   }
   return Status::OK();
 }
