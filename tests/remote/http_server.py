@@ -89,6 +89,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def record(self, status, kind=''):
+        """Logs the request. Called before its response is sent: a client that has its answer
+        (and a test that then reads the log) always finds the line."""
         if self.server.log_path:
             with self.server.log_lock, open(self.server.log_path, 'a') as f:
                 f.write(f'{self.command} {self.path} {status} {kind}\n')
@@ -103,13 +105,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def error(self, status, code, message, kind=''):
         body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
                 f'<Message>{message}</Message></Error>').encode()
+        self.record(status, kind)
         self.send_response(status)
         self.send_header('Content-Type', 'application/xml')
         self.send_header('Content-Length', str(len(body)))
         self.end_headers()
         if self.command != 'HEAD':
             self.wfile.write(body)
-        self.record(status, kind)
 
     def read_body(self):
         length = int(self.headers.get('Content-Length', '0'))
@@ -169,10 +171,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command == 'DELETE':
             if os.path.isfile(path):
                 os.unlink(path)
+            self.record(204)
             self.send_response(204)
             self.send_header('Content-Length', '0')
             self.end_headers()
-            return self.record(204)
+            return None
         if not os.path.isfile(path):
             return self.error(404, 'NoSuchKey', 'The specified key does not exist.')
         with open(path, 'rb') as f:
@@ -201,21 +204,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(temp, 'wb') as f:
             f.write(body)
         os.replace(temp, path)
+        self.record(200)
         self.send_response(200)
         self.send_header('ETag', '"' + hashlib.md5(body).hexdigest() + '"')
         self.send_header('Content-Length', '0')
         self.end_headers()
-        self.record(200)
 
     def send(self, data, kind):
         if kind == 'corrupt' and data:
             middle = len(data) // 2
             data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
+        self.record(200, kind or '')
         self.send_response(200)
         self.send_header('Content-Length', str(len(data)))
         self.send_header('Content-Type', 'application/octet-stream')
         self.end_headers()
-        self.record(200, kind or '')
         if self.command == 'HEAD':
             return
         if kind == 'die':
