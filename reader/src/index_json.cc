@@ -131,8 +131,15 @@ Status DecodeCompression(const json& doc, IndexDocument* out) {
 }
 
 Status DecodeTokenizer(const json& doc, IndexDocument* out) {
-  MM_ASSIGN_OR_RETURN(const json* tok, GetObject(doc, "tokenizer"));
   SetInfo& info = out->info;
+  auto it = doc.find("tokenizer");
+  if (it != doc.end() && it->is_null()) {  // `--tokenizer none`: text only
+    info.has_tokenizer = false;
+    info.vocab_size = info.pad_id = info.unk_id = info.max_tokens = 0;
+    info.bos_id = info.eos_id = -1;
+    return Status::OK();
+  }
+  MM_ASSIGN_OR_RETURN(const json* tok, GetObject(doc, "tokenizer"));
   // The ids the reader needs, in this order; -1 means "none" for the special pieces.
   const struct {
     const char* key;
@@ -349,7 +356,7 @@ std::string EncodeIndex(const IndexDocument& doc) {
                     {"resize_mode", info.resize_mode},
                     {"background", doc.background}};
   index["compression"] = EncodeCompression(info);
-  index["tokenizer"] = EncodeTokenizer(doc);
+  index["tokenizer"] = info.has_tokenizer ? EncodeTokenizer(doc) : ojson(nullptr);
   index["text"] = {{"lowercase", info.text_lowercase}, {"normalize", info.text_normalize}};
   if (!info.metadata_fields.empty()) index["metadata"] = {{"fields", info.metadata_fields}};
   index["build_options"] = doc.build_options;

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "mm/reader.h"
+#include "mm/sample_text.h"
 #include "order.h"
 #include "prefetcher.h"
 #include "sampler.h"
@@ -77,6 +78,8 @@ class LoaderImpl final : public Loader {
         items_(internal::EpochItems(*shape_)),
         global_batch_(static_cast<int64_t>(options.world_size) * options.batch_size),
         shared_(std::make_shared<Shared>()) {
+    // A set without a tokenizer (`--tokenizer none`): batches carry caption text instead.
+    if (!set_->info().has_tokenizer) text_ = std::make_unique<SampleText>(set_);
     shared_->capacity = static_cast<size_t>(options.prefetch_batches);
     shared_->seed = options.seed;
   }
@@ -347,6 +350,20 @@ class LoaderImpl final : public Loader {
       b.lengths[j] = static_cast<int32_t>(toks[j].size());
       max_len = std::max(max_len, b.lengths[j]);
     }
+    if (text_) {  // text only: no ids, L = 0
+      max_len = 0;
+      b.texts.resize(static_cast<size_t>(B));
+      for (int j = 0; j < B; ++j) {
+        MM_ASSIGN_OR_RETURN(std::vector<std::string> captions, text_->Captions(b.indices[j]));
+        if (b.caption[j] < 0 || static_cast<size_t>(b.caption[j]) >= captions.size()) {
+          return Status::Corruption("sample " + std::to_string(b.indices[j]) + " has no caption " +
+                                    std::to_string(b.caption[j]));
+        }
+        b.texts[j] = std::move(captions[static_cast<size_t>(b.caption[j])]);
+      }
+    } else {
+      b.texts.clear();
+    }
     b.max_length = max_len;
     b.tokens.assign(static_cast<size_t>(B) * max_len, set.info().pad_id);
     for (int j = 0; j < B; ++j) {
@@ -364,6 +381,7 @@ class LoaderImpl final : public Loader {
   }
 
   std::shared_ptr<const ShardSet> set_;
+  std::unique_ptr<SampleText> text_;  // only for a set without a tokenizer (Batch::texts)
   const internal::ShardSetImpl& impl_;
   const LoaderOptions options_;
   const internal::ResolvedOrder order_;

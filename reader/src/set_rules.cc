@@ -156,6 +156,7 @@ Status CheckSetRules(const SetInfo& info) {
                               std::to_string(info.channels) + "; sides must be within [1, " +
                               std::to_string(kMaxImageSide) + "] pixels, 3 channels");
   }
+  if (!info.has_tokenizer) return Status::OK();  // text only: no ids to check
   if (info.vocab_size < 1) {
     return Status::Corruption("index.json: tokenizer vocab_size " +
                               std::to_string(info.vocab_size) + " (must be >= 1)");
@@ -176,6 +177,11 @@ Result<int64_t> CheckTokenTables(const std::string& shard, const TokenTables& t,
   if (t.samples < 0 || t.captions < t.samples || t.tokens < 0 || !t.caption_offsets ||
       !t.token_offsets || (t.tokens > 0 && !t.token_ids)) {
     return Status::InvalidArgument(shard + ": CheckTokenTables: malformed tables");
+  }
+  if (!info.has_tokenizer && t.tokens != 0) {
+    return Status::Corruption(shard + ": " + std::to_string(t.tokens) +
+                              " token ids in a set without a tokenizer (index.json "
+                              "\"tokenizer\": null)");
   }
   MM_RETURN_NOT_OK(CheckCaptionOffsets(shard, t));
   MM_ASSIGN_OR_RETURN(int64_t longest, CheckTokenOffsets(shard, t, info.max_tokens));

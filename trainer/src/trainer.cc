@@ -112,6 +112,11 @@ void Trainer::OpenData() {
   open.remote.cache_dir = c_.cache_dir;
   open.remote.cache_limit = c_.cache_limit;
   set_ = Take(reader::ShardSet::Open(c_.shards, open), "opening --shards " + c_.shards);
+  if (!set_->info().has_tokenizer) {
+    throw std::invalid_argument("--shards " + c_.shards +
+                                " holds no token ids (built with --tokenizer none); mmtrain "
+                                "trains on token ids: build with --tokenizer MODEL");
+  }
   if (c_.val_shards.empty()) return;
   val_set_ =
       Take(reader::ShardSet::Open(c_.val_shards, open), "opening --val-shards " + c_.val_shards);

@@ -46,7 +46,10 @@ struct SetInfo {
   std::string resize_mode;  // "center-crop" | "pad" | "stretch"
   std::string compression;  // "zstd" | "none"
   int compression_level = 0;
-  // Tokenizer (the ids the shards hold).
+  // Tokenizer (the ids the shards hold). has_tokenizer false: built with `--tokenizer none`
+  // (index.json "tokenizer": null): captions are text only, every token table is empty, the
+  // ids below are 0 and batches carry the caption text (Batch::texts) instead of ids.
+  bool has_tokenizer = true;
   int vocab_size = 0;
   int pad_id = 0;   // id used to pad token rows in batches
   int bos_id = -1;  // -1 when the model defines none
@@ -307,6 +310,10 @@ struct Batch {
   std::vector<int64_t> indices;   // [B] global sample index
   std::vector<int32_t> caption;   // [B] which caption of the sample
   std::vector<std::string> keys;  // [B]
+  // [B] the caption text of each row (UTF-8, as the input gave it), only for a set without a
+  // tokenizer (SetInfo::has_tokenizer false), whose rows have no token ids (L = 0); empty
+  // otherwise. Read through HDF5 (mm/sample_text.h) in the decode threads.
+  std::vector<std::string> texts;
   int64_t epoch = 0;
   int64_t step_in_epoch = 0;  // index of this batch among this rank's batches
 };

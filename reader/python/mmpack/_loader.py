@@ -59,11 +59,15 @@ class Loader:
     Iterating gives one epoch of batches, each a dict:
         "images":        [B, H, W, 3] uint8, RGB
         "tokens":        [B, L] int32, L = the longest caption in the batch (>= 1), rows
-                         padded with the set's pad_id
+                         padded with the set's pad_id; [B, 0] for a set built with
+                         `--tokenizer none`, whose batches carry "texts" instead
         "lengths":       [B] int32, tokens per row before padding
         "indices":       [B] int64, global sample index (ShardSet(path)[i] is the sample)
         "caption_index": [B] int32, which caption of the sample the tokens are
         "keys":          list of B str, the samples' keys
+        "texts":         list of B str, each row's caption text, only for a set built with
+                         `--tokenizer none` (tokenize them in the training loop); read through
+                         HDF5 by the decode threads (tens of microseconds a row)
         "epoch", "step": int, the epoch and the batch's index among this rank's batches
     The arrays are numpy arrays, or torch.Tensors with as_torch=True (torch.from_numpy: no copy).
 

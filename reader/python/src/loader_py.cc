@@ -52,6 +52,11 @@ py::dict ToDict(BatchPtr batch) {
   py::list keys(B);
   for (py::ssize_t j = 0; j < B; ++j) keys[j] = Utf8(b.keys[j]);
   d["keys"] = std::move(keys);
+  if (!b.texts.empty()) {  // a set built with --tokenizer none: caption text, no token ids
+    py::list texts(B);
+    for (py::ssize_t j = 0; j < B; ++j) texts[j] = Utf8(b.texts[static_cast<size_t>(j)]);
+    d["texts"] = std::move(texts);
+  }
   d["epoch"] = b.epoch;
   d["step"] = b.step_in_epoch;
   return d;

@@ -74,6 +74,10 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
   MM_ASSIGN_OR_RETURN(image_options.background, ParseColour(o.background));
   // The reader refuses a set whose sides exceed kMaxImageSide (mm/internal/set_rules.h).
   constexpr int kMax = mm::reader::kMaxImageSide;
+  if (o.tokenizer == kNoTokenizer && (o.filters.min_tokens > 0 || o.filters.drop_long_captions)) {
+    return Status::InvalidArgument(
+        "--min-tokens and --drop-long-captions count token ids; --tokenizer none stores none");
+  }
   if (o.image_width <= 0 || o.image_height <= 0 || o.image_width > kMax || o.image_height > kMax) {
     return Status::InvalidArgument("--image-size must be 1.." + std::to_string(kMax) +
                                    " pixels a side");
@@ -201,9 +205,9 @@ void CheckKeptFields(const BuildOptions& o, std::vector<RawSample>* samples, Bui
 
 // The tokenizer of the set, and what index.json says of it.
 struct SetTokenizer {
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::string sha256;    // of the model bytes, as OUT/tokenizer.model holds them
-  bool trained = false;  // trained on the captions here
+  std::unique_ptr<Tokenizer> tokenizer;  // null with --tokenizer none
+  std::string sha256;                    // of the model bytes, as OUT/tokenizer.model holds them
+  bool trained = false;                  // trained on the captions here
 };
 
 // The given --tokenizer, or a unigram model trained on the good captions; either way written
@@ -211,6 +215,7 @@ struct SetTokenizer {
 Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawSample>& samples,
                                    const fs::path& staging) {
   SetTokenizer out;
+  if (o.tokenizer == kNoTokenizer) return out;  // text only: no model, no tokenizer.model
   std::string model_bytes;
   if (!o.tokenizer.empty()) {
     MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
@@ -282,7 +287,7 @@ void FilterOptionsJson(const BuildOptions& o, nlohmann::ordered_json* out) {
 // One line on stderr when more than 1% of the token ids are <unk>, naming the likely fix.
 void WarnUnknown(const BuildOptions& o, const SetTokenizer& tok, const BuildReport& report) {
   const double rate = report.stats.UnkRate();
-  if (rate <= 0.01) return;
+  if (rate <= 0.01 || tok.tokenizer == nullptr) return;
   std::string fix;
   if (!o.text.lowercase) {
     fix = "the tokenizer may expect lowercased text (ALBERT's does): try --lowercase";
@@ -308,14 +313,17 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
   set.resize_mode = ToString(o.resize_mode);
   set.compression = ToString(o.compression);
   set.compression_level = o.compression_level;
-  set.vocab_size = tok.tokenizer->vocab_size();
-  set.pad_id = tok.tokenizer->pad_id();
-  set.unk_id = tok.tokenizer->unk_id();
-  set.bos_id = tok.tokenizer->bos_id();
-  set.eos_id = tok.tokenizer->eos_id();
-  set.max_tokens = o.max_tokens;
+  set.has_tokenizer = tok.tokenizer != nullptr;
+  if (set.has_tokenizer) {
+    set.vocab_size = tok.tokenizer->vocab_size();
+    set.pad_id = tok.tokenizer->pad_id();
+    set.unk_id = tok.tokenizer->unk_id();
+    set.bos_id = tok.tokenizer->bos_id();
+    set.eos_id = tok.tokenizer->eos_id();
+    set.max_tokens = o.max_tokens;
+  }
   set.tokenizer_sha256 = tok.sha256;
-  set.unk_rate = report.stats.UnkRate();
+  set.unk_rate = set.has_tokenizer ? report.stats.UnkRate() : -1;
   set.text_lowercase = o.text.lowercase;
   set.text_normalize = std::string(ToString(o.text.normalize));
   set.metadata_fields = o.keep_fields;
@@ -361,7 +369,7 @@ Status RunBuild(const BuildOptions& o) {
   MM_ASSIGN_OR_RETURN(SetTokenizer tok, MakeTokenizer(o, samples, staging));
   MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, MakeWriter(o, staging, tok.sha256));
   MM_RETURN_NOT_OK(RunPipeline(&samples, ingest.format == InputFormat::kWds, o, image_options,
-                               *tok.tokenizer, writer.get(), &report));
+                               tok.tokenizer.get(), writer.get(), &report));
   MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> shards, writer->Finish());
 
   MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile),

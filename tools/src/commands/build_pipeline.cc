@@ -59,15 +59,23 @@ const char* ReadFailureReason(const Status& st) {
 // The sample's captions, normalised (--lowercase, --normalize) and tokenized, into
 // item->encoded; those --min-tokens or --drop-long-captions refuse go to
 // item->dropped_captions. False when the item is finished: dropped (no caption left) or fatal.
-bool TokenizeCaptions(Item* item, const BuildOptions& o, const Tokenizer& tokenizer) {
+bool TokenizeCaptions(Item* item, const BuildOptions& o, const Tokenizer* tokenizer) {
   RawSample& raw = *item->raw;
   EncodedSample& e = item->encoded;
   e.tokens.reserve(raw.captions.size());
+  if (tokenizer == nullptr) {  // --tokenizer none: captions stored as text, no token ids
+    for (std::string& caption : raw.captions) {
+      item->unk.push_back(0);
+      e.tokens.emplace_back();
+      e.captions.push_back(std::move(caption));
+    }
+    return true;
+  }
   const char* first_reason = nullptr;
   for (size_t c = 0; c < raw.captions.size(); ++c) {
     auto text = NormalizeForTokenizer(raw.captions[c], o.text);
-    auto t =
-        text.ok() ? tokenizer.Encode(*text, o.max_tokens) : Result<TokenizedCaption>(text.status());
+    auto t = text.ok() ? tokenizer->Encode(*text, o.max_tokens)
+                       : Result<TokenizedCaption>(text.status());
     if (!t.ok()) {
       item->fatal = t.status().WithContext("sample " + raw.key);
       return false;
@@ -105,7 +113,7 @@ void DropAfterException(Item* item, const char* reason, std::string detail) {
 
 // The processor stage: bytes -> image -> token ids -> compressed chunk, or a drop.
 void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_options,
-                 const Tokenizer& tokenizer) {
+                 const Tokenizer* tokenizer) {
   RawSample& raw = *item->raw;
   auto drop = [&](const char* reason, std::string detail) {
     item->ok = false;
@@ -161,7 +169,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
 class Pipeline {
  public:
   Pipeline(std::vector<RawSample>* samples, bool from_tar, const BuildOptions& o,
-           const ImageOptions& image_options, const Tokenizer& tokenizer, ShardWriter* writer,
+           const ImageOptions& image_options, const Tokenizer* tokenizer, ShardWriter* writer,
            BuildReport* report)
       : samples_(*samples),
         from_tar_(from_tar),
@@ -282,7 +290,7 @@ class Pipeline {
   const bool from_tar_;
   const BuildOptions& o_;
   const ImageOptions& image_options_;
-  const Tokenizer& tokenizer_;
+  const Tokenizer* tokenizer_;
   ShardWriter* writer_;
   BuildReport* report_;
   Progress progress_;
@@ -298,7 +306,7 @@ class Pipeline {
 }  // namespace
 
 Status RunPipeline(std::vector<RawSample>* samples, bool from_tar, const BuildOptions& o,
-                   const ImageOptions& image_options, const Tokenizer& tokenizer,
+                   const ImageOptions& image_options, const Tokenizer* tokenizer,
                    ShardWriter* writer, BuildReport* report) {
   Pipeline pipeline(samples, from_tar, o, image_options, tokenizer, writer, report);
   return pipeline.Run();

@@ -23,12 +23,13 @@ namespace mm::pack {
 /// adding the good ones to `writer` and the dropped ones (missing_file, file_too_large,
 /// unreadable, and ProcessImage's reasons) to `report`, with its counts; progress on stderr
 /// unless o.quiet. `from_tar`: the samples are members of tars, read in the source stage.
-/// A sample's captions are freed once it is written.
+/// A sample's captions are freed once it is written. `tokenizer` null (--tokenizer none):
+/// captions are stored without token ids.
 /// Errors: the first failure that stops the build (the writer's, the tokenizer's internals,
 /// compression); the pipeline then stops taking samples.
 [[nodiscard]] Status RunPipeline(std::vector<RawSample>* samples, bool from_tar,
                                  const BuildOptions& o, const ImageOptions& image_options,
-                                 const Tokenizer& tokenizer, ShardWriter* writer,
+                                 const Tokenizer* tokenizer, ShardWriter* writer,
                                  BuildReport* report);
 
 }  // namespace mm::pack

@@ -30,9 +30,9 @@ struct BuildOptions {
   format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;
   std::string background = "white";  // alpha and pad colour: name, #rrggbb or r,g,b
   int64_t max_pixels = 89478485;     // width*height limit read from the header (PIL's)
-  std::string tokenizer;             // .model file; empty: train one on the captions
-  int vocab_size = 8000;             // when training a tokenizer
-  int max_tokens = 77;               // per caption, bos/eos included
+  std::string tokenizer;  // .model file; empty: train one on the captions; kNoTokenizer: none
+  int vocab_size = 8000;  // when training a tokenizer
+  int max_tokens = 77;    // per caption, bos/eos included
   int64_t max_caption_bytes = kDefaultMaxCaptionBytes;  // longer captions: caption_too_large
   TextOptions text;   // --lowercase, --normalize: before tokenizing only
   FieldNames fields;  // --image-field, --caption-field (ingest.h)
@@ -50,6 +50,10 @@ struct BuildOptions {
   bool quiet = false;
 };
 Status RunBuild(const BuildOptions& options);
+
+/// `--tokenizer none`: captions are stored as text only, without token ids (for a training
+/// loop that tokenizes with a tokenizer of its own); index.json's "tokenizer" is null.
+inline constexpr const char* kNoTokenizer = "none";
 
 /// `mmpack info OUT`: samples, shards, bytes per sample, image size, tokenizer, dropped.
 /// OUT: a directory, or a remote set (s3://, http(s)://; only index.json and report.json are

@@ -72,11 +72,15 @@ void PrintImages(const mm::reader::internal::IndexDocument& index, std::ostream&
 void PrintTokenizer(const mm::reader::internal::IndexDocument& index, std::ostream& out) {
   const mm::reader::SetInfo& info = index.info;
   const std::string& sha = info.tokenizer_sha256;
-  out << "tokenizer:    " << Known(index.tokenizer_file) << " (sha256 "
-      << sha.substr(0, std::min<size_t>(sha.size(), 16)) << (sha.size() > 16 ? "..." : "")
-      << (index.tokenizer_trained ? ", trained on the captions" : ", pretrained") << "), vocab "
-      << info.vocab_size << ", pad " << info.pad_id << ", unk " << info.unk_id << ", bos "
-      << info.bos_id << ", eos " << info.eos_id << ", max tokens " << info.max_tokens << "\n";
+  if (!info.has_tokenizer) {
+    out << "tokenizer:    none (--tokenizer none: captions stored as text only, no token ids)\n";
+  } else {
+    out << "tokenizer:    " << Known(index.tokenizer_file) << " (sha256 "
+        << sha.substr(0, std::min<size_t>(sha.size(), 16)) << (sha.size() > 16 ? "..." : "")
+        << (index.tokenizer_trained ? ", trained on the captions" : ", pretrained") << "), vocab "
+        << info.vocab_size << ", pad " << info.pad_id << ", unk " << info.unk_id << ", bos "
+        << info.bos_id << ", eos " << info.eos_id << ", max tokens " << info.max_tokens << "\n";
+  }
   out << "text:         " << (info.text_lowercase ? "lowercased" : "case kept") << ", normalize "
       << info.text_normalize << " (before tokenizing; captions stored as given)\n";
   if (!info.metadata_fields.empty()) {

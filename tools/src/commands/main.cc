@@ -139,8 +139,9 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   b->add_option("--tokenizer", o.tokenizer,
-                "SentencePiece .model (default: train one on the captions)")
-      ->check(CLI::ExistingFile);
+                "SentencePiece .model (default: train one on the captions), or 'none': "
+                "captions as text only, no token ids")
+      ->check(CLI::IsMember({std::string(mm::pack::kNoTokenizer)}) | CLI::ExistingFile);
   b->add_option("--vocab-size", o.vocab_size, "Vocabulary size when training a tokenizer")
       ->check(CLI::Range(16, 1 << 20))
       ->capture_default_str();

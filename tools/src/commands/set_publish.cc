@@ -33,8 +33,10 @@ Result<std::set<std::string>> ListedNames(const fs::path& dir) {
   Result<mm::reader::internal::IndexDocument> index = ReadSetIndex(**files);
   if (!index.ok()) return NotASet(dir, "no valid index.json: " + index.status().message());
   std::set<std::string> names = {std::string(format::kIndexFile), std::string(format::kReportFile)};
-  names.insert(index->tokenizer_file.empty() ? std::string(format::kTokenizerFile)
-                                             : index->tokenizer_file);
+  if (index->info.has_tokenizer) {
+    names.insert(index->tokenizer_file.empty() ? std::string(format::kTokenizerFile)
+                                               : index->tokenizer_file);
+  }
   for (const mm::reader::ShardEntry& s : index->info.shards) names.insert(s.file);
   return names;
 }

@@ -36,8 +36,10 @@ Result<std::vector<std::string>> FilesBeforeIndex(const mm::reader::internal::Se
   MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(local));
   std::vector<std::string> names;
   for (const auto& shard : index.info.shards) names.push_back(shard.file);
-  names.push_back(index.tokenizer_file.empty() ? std::string(format::kTokenizerFile)
-                                               : index.tokenizer_file);
+  if (index.info.has_tokenizer) {  // --tokenizer none: no tokenizer.model
+    names.push_back(index.tokenizer_file.empty() ? std::string(format::kTokenizerFile)
+                                                 : index.tokenizer_file);
+  }
   MM_ASSIGN_OR_RETURN(bool has_report, local.Exists(std::string(format::kReportFile)));
   if (has_report) names.emplace_back(format::kReportFile);
   return names;

@@ -40,6 +40,7 @@ class SetVerifier {
 
   // The tokenizer whose ids the shards hold ships with them: its SHA-256 is the index's.
   Status CheckTokenizer(const mm::reader::internal::IndexDocument& index) const {
+    if (!index.info.has_tokenizer) return Status::OK();  // --tokenizer none: text only
     const std::string file =
         index.tokenizer_file.empty() ? std::string(format::kTokenizerFile) : index.tokenizer_file;
     // A local set's tokenizer must not be a symlink out of the set (issue 9 item 2).
