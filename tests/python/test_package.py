@@ -100,6 +100,12 @@ def test_cmake_install_gives_a_working_package(tmp_path, coco):
     assert r.returncode == 0, r.stdout
     site = prefix / "lib" / ("python%d.%d" % sys.version_info[:2]) / "dist-packages"
     assert (site / "mmpack" / "__init__.py").exists()
+    # install_manifest.txt lists every installed file of the package (_config.py, written by
+    # install(CODE), included), so that removing the listed files uninstalls it.
+    with open(os.path.join(build_dir, "install_manifest.txt"), encoding="utf-8") as f:
+        listed = {line.strip() for line in f if line.strip()}
+    installed = {str(site / "mmpack" / n) for n in os.listdir(site / "mmpack")}
+    assert installed and installed <= listed, sorted(installed - listed)
     code = ("import mmpack, os\n"
             "print(mmpack.find_mmpack())\n"
             "index = mmpack.build(%r, %r, tokenizer=%r, image_size=16)\n"

@@ -57,6 +57,8 @@ def test_the_set_has_no_token_ids_and_no_tokenizer(text_only):
     assert r.returncode == 0, r.stdout + r.stderr
     r = run(os.path.join(BIN_DIR, "mmpack"), "info", out)
     assert "tokenizer:    none" in r.stdout, r.stdout
+    r = run(os.path.join(BIN_DIR, "mmpack"), "stats", out)
+    assert r.returncode == 0 and "unk rate: n/a" in r.stdout, r.stdout + r.stderr
 
 
 def test_shard_set_gives_captions_and_no_tokens(text_only):

@@ -65,10 +65,14 @@ Status RunStats(const StatsOptions& o, std::ostream& out) {
   const ojson& s = doc["stats"];
   out << "samples: " << s["samples"] << ", captions: " << s["captions"]
       << ", tokens: " << s["tokens"] << "\n";
-  out << std::fixed << std::setprecision(2) << "unk rate: " << 100 * s["unk_rate"].get<double>()
-      << "% (" << s["unk_tokens"] << " <unk> ids; text "
-      << (index.info.text_lowercase ? "lowercased" : "case kept") << ", normalize "
-      << index.info.text_normalize << ")\n";
+  if (!index.info.has_tokenizer) {
+    out << "unk rate: n/a (--tokenizer none: no token ids)\n";
+  } else {
+    out << std::fixed << std::setprecision(2) << "unk rate: " << 100 * s["unk_rate"].get<double>()
+        << "% (" << s["unk_tokens"] << " <unk> ids; text "
+        << (index.info.text_lowercase ? "lowercased" : "case kept") << ", normalize "
+        << index.info.text_normalize << ")\n";
+  }
   PrintFigure("caption tokens", s["caption_tokens"], out);
   PrintFigure("caption characters", s["caption_chars"], out);
   PrintFigure("captions per image", s["captions_per_image"], out);
