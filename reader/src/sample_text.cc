@@ -10,6 +10,7 @@
 
 #include "mm/format.h"
 #include "mm/internal/h5.h"
+#include "mm/internal/set_rules.h"
 #include "shard_set_impl.h"
 
 namespace mm::reader {
@@ -43,13 +44,8 @@ Result<h5::Dataset> OpenMetadata(const h5::File& file, const std::string& field,
   hsize_t dims[1] = {0};
   bool ok = t.valid() && space.valid() && H5Sget_simple_extent_ndims(space.get()) == 1 &&
             H5Sget_simple_extent_dims(space.get(), dims, nullptr) == 1 && dims[0] == length;
-  if (ok && H5Tequal(t.get(), H5T_STD_I64LE) > 0) {
-    *type = MetadataValue::Type::kInt;
-  } else if (ok && H5Tequal(t.get(), H5T_IEEE_F64LE) > 0) {
-    *type = MetadataValue::Type::kFloat;
-  } else if (ok && H5Tis_variable_str(t.get()) > 0 && H5Tget_cset(t.get()) == H5T_CSET_UTF8) {
-    *type = MetadataValue::Type::kString;
-  } else {
+  *type = ok ? MetadataColumnType(t.get()) : MetadataValue::Type::kMissing;
+  if (*type == MetadataValue::Type::kMissing) {
     h5::ClearErrors();
     return Status::Corruption(where + ": dataset " + name + " is not [" + std::to_string(length) +
                               "] int64, float64 or UTF-8 strings");

@@ -145,6 +145,17 @@ Status CheckMetadataFieldNames(const std::vector<std::string>& names) {
   return Status::OK();
 }
 
+MetadataValue::Type MetadataColumnType(hid_t type) {
+  if (H5Tequal(type, H5T_STD_I64LE) > 0) return MetadataValue::Type::kInt;
+  if (H5Tequal(type, H5T_IEEE_F64LE) > 0) return MetadataValue::Type::kFloat;
+  if (H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) > 0 &&
+      H5Tget_cset(type) == H5T_CSET_UTF8) {
+    return MetadataValue::Type::kString;
+  }
+  h5::ClearErrors();
+  return MetadataValue::Type::kMissing;
+}
+
 Status CheckSetRules(const SetInfo& info) {
   if (Status st = CheckMetadataFieldNames(info.metadata_fields); !st.ok()) {
     return Status::Corruption("index.json: metadata.fields: " + st.message());

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "mm/format.h"
+#include "mm/internal/set_rules.h"
 #include "shard/bounded_query.h"
 #include "shard/h5_util.h"
 #include "shard/self_contained.h"
@@ -78,22 +79,22 @@ Result<std::vector<std::string>> ReadMetadataHere(const std::string& path, int64
       return h5::Check(H5Dread(dset.get(), mem_type, mem.get(), space.get(), H5P_DEFAULT, value),
                        where + ": reading", StatusCode::kCorruption);
     };
-    if (H5Tequal(type.get(), H5T_STD_I64LE) > 0) {
+    const auto column = mm::reader::MetadataColumnType(type.get());
+    if (column == mm::reader::MetadataValue::Type::kInt) {
       int64_t v = 0;
       MM_RETURN_NOT_OK(read(H5T_NATIVE_INT64, &v));
       out.push_back(std::to_string(v));
-    } else if (H5Tequal(type.get(), H5T_IEEE_F64LE) > 0) {
+    } else if (column == mm::reader::MetadataValue::Type::kFloat) {
       double v = 0;
       MM_RETURN_NOT_OK(read(H5T_NATIVE_DOUBLE, &v));
       out.push_back(FloatText(v));
-    } else if (H5Tis_variable_str(type.get()) > 0 && H5Tget_cset(type.get()) == H5T_CSET_UTF8) {
+    } else if (column == mm::reader::MetadataValue::Type::kString) {
       MM_ASSIGN_OR_RETURN(auto text_type, h5::VlenUtf8Type());
       char* text = nullptr;
       MM_RETURN_NOT_OK(read(text_type.get(), &text));
       out.emplace_back(text ? text : "");
       (void)H5Dvlen_reclaim(text_type.get(), mem.get(), H5P_DEFAULT, &text);
     } else {
-      h5::ClearErrors();
       return Status::Corruption(where + " is not int64, float64 or UTF-8 strings");
     }
   }

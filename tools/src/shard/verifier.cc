@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "mm/internal/set_rules.h"
 #include "mm/internal/utf8.h"
 #include "mm/internal/zstd_codec.h"
 #include "shard/h5_util.h"
@@ -264,12 +265,12 @@ Status ShardVerifier::CheckMetadata(hid_t file, const ShardExpectation& e, int64
     }
     MM_ASSIGN_OR_RETURN(h5::Datatype type,
                         h5::Own<h5::Datatype>(H5Dget_type(d.get()), "H5Dget_type"));
-    if (H5Tequal(type.get(), H5T_STD_I64LE) > 0 || H5Tequal(type.get(), H5T_IEEE_F64LE) > 0) {
+    const auto column = mm::reader::MetadataColumnType(type.get());
+    if (column == mm::reader::MetadataValue::Type::kInt ||
+        column == mm::reader::MetadataValue::Type::kFloat) {
       continue;
     }
-    if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0 ||
-        H5Tget_cset(type.get()) != H5T_CSET_UTF8) {
-      h5::ClearErrors();
+    if (column != mm::reader::MetadataValue::Type::kString) {
       return Status::Corruption("dataset '" + name +
                                 "' is not int64 LE, float64 LE or variable-length UTF-8");
     }

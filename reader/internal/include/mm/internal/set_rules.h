@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "mm/metadata.h"
 #include "mm/reader.h"
 #include "mm/status.h"
 
@@ -39,6 +40,12 @@ inline constexpr int kMaxImageSide = 8192;
 /// name is an HDF5 link in the shard's metadata group: no '/', nothing that escapes it).
 /// Errors: InvalidArgument naming the first bad name.
 Status CheckMetadataFieldNames(const std::vector<std::string>& names);
+
+/// The value type a kept-field column's HDF5 file type `type` holds (schemas/FORMAT.md "Kept
+/// fields"): kInt for int64 LE, kFloat for float64 LE, kString for variable-length UTF-8
+/// strings; kMissing for any other type (not a column the format allows). The one place that
+/// says which types a column may have: the reader, `mmpack show` and `mmpack verify` ask it.
+MetadataValue::Type MetadataColumnType(hid_t type);
 
 /// Checks the set-level rules on index.json's contents (also CheckMetadataFieldNames, as a
 /// Corruption).
