@@ -108,6 +108,22 @@ Status DecodeImage(const json& doc, IndexDocument* out) {
   MM_RETURN_NOT_OK(GetInt32(*image, "channels", 3, 3, &out->info.channels, "image: "));
   OptString(*image, "resize_mode", &out->info.resize_mode);
   OptString(*image, "background", &out->background);
+  // Format 2: how images are stored (absent: raw), and the keep-ratio bound.
+  SetInfo& info = out->info;
+  info.image_codec = "raw";
+  if (image->contains("codec")) {
+    MM_RETURN_NOT_OK(GetString(*image, "codec", &info.image_codec, "image: "));
+    if (!mm::format::ParseImageCodec(info.image_codec).has_value()) {
+      return Status::Unsupported("index.json: image codec \"" + info.image_codec +
+                                 "\" (this reader reads raw and jpeg)");
+    }
+  }
+  if (info.image_codec == "jpeg") {
+    MM_RETURN_NOT_OK(GetInt32(*image, "quality", 1, 100, &info.jpeg_quality, "image: "));
+  }
+  if (image->contains("max_size")) {
+    MM_RETURN_NOT_OK(GetInt32(*image, "max_size", 1, 1 << 15, &info.max_size, "image: "));
+  }
   return Status::OK();
 }
 
@@ -348,13 +364,21 @@ std::string EncodeIndex(const IndexDocument& doc) {
   const SetInfo& info = doc.info;
   ojson index;
   index["format"] = std::string(mm::format::kFormatName);
-  index["format_version"] = mm::format::kFormatVersion;
+  const bool jpeg = info.image_codec == mm::format::ToString(mm::format::ImageCodec::kJpeg);
+  index["format_version"] = mm::format::FormatVersionFor(jpeg ? mm::format::ImageCodec::kJpeg
+                                                              : mm::format::ImageCodec::kRaw);
   index["created_by"] = doc.created_by;
   index["image"] = {{"height", info.image_height},
                     {"width", info.image_width},
                     {"channels", 3},
                     {"resize_mode", info.resize_mode},
                     {"background", doc.background}};
+  if (jpeg) {  // format 2 (absent from a raw set, which stays format 1)
+    index["image"]["codec"] = info.image_codec;
+    index["image"]["quality"] = info.jpeg_quality;
+    index["image"]["chroma_subsampling"] = std::string(mm::format::kJpegSubsampling);
+  }
+  if (info.max_size > 0) index["image"]["max_size"] = info.max_size;
   index["compression"] = EncodeCompression(info);
   index["tokenizer"] = info.has_tokenizer ? EncodeTokenizer(doc) : ojson(nullptr);
   index["text"] = {{"lowercase", info.text_lowercase}, {"normalize", info.text_normalize}};

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "mm/internal/set_rules.h"
 #include "shard_layout.h"
 
 namespace mm::reader::internal {
@@ -81,6 +82,14 @@ Status CheckAnswer(const ShardQuery& q, const ShardLayout& a) {
     if (!a.compressed && !raw) return Status::Corruption(bad + "filtered chunk, no filter");
     MM_RETURN_NOT_OK(CheckChunk(q, i, a.chunk_offset[i], a.chunk_size[i] & kChunkSizeMask, raw));
   }
+  if (a.jpeg != q.jpeg) return Status::Corruption(bad + "image codec unlike index.json's");
+  if (a.jpeg) {
+    if (a.image_size.size() != 2 * static_cast<size_t>(entry.samples)) {
+      return Status::Corruption(bad + "image_size of " + std::to_string(a.image_size.size()) +
+                                " values");
+    }
+    MM_RETURN_NOT_OK(CheckImageSizes(q.name, a.image_size.data(), entry.samples, *q.info));
+  }
   if (a.key_size == 0) return Status::Corruption(bad + "key size 0");
   // keys, caption_offsets, token_offsets, tokens: elements * element size.
   const uint64_t expected[kNumTables] = {static_cast<uint64_t>(entry.samples) * a.key_size,
@@ -105,6 +114,8 @@ void EncodeAnswer(const Status& st, const ShardLayout& layout, Wire* w) {
   w->Str(st.message());
   if (!st.ok()) return;
   w->Pod<uint8_t>(layout.compressed);
+  w->Pod<uint8_t>(layout.jpeg);
+  w->Vec(layout.image_size);
   w->Vec(layout.chunk_offset);
   w->Vec(layout.chunk_size);
   for (const TablePlace& p : layout.places) {
@@ -126,9 +137,11 @@ Status DecodeAnswer(const ShardQuery& q, Wire* w, ShardLayout* out) {
     return malformed;
   }
   if (code != 0) return Status(static_cast<StatusCode>(code), message);
-  uint8_t compressed = 0, in_memory = 0;
+  uint8_t compressed = 0, in_memory = 0, jpeg = 0;
   uint64_t key_size = 0;
   w->GetPod(&compressed);
+  w->GetPod(&jpeg);
+  w->GetVec(&out->image_size);
   w->GetVec(&out->chunk_offset);
   w->GetVec(&out->chunk_size);
   for (TablePlace& p : out->places) {
@@ -141,6 +154,7 @@ Status DecodeAnswer(const ShardQuery& q, Wire* w, ShardLayout* out) {
   for (auto& o : out->owned) w->GetVec(&o);
   if (!w->ok || w->pos != w->bytes.size()) return malformed;
   out->compressed = compressed != 0;
+  out->jpeg = jpeg != 0;
   out->key_size = key_size;
   return CheckAnswer(q, *out);
 }

@@ -10,6 +10,7 @@
 #include "mm/internal/file.h"
 #include "mm/internal/set_rules.h"
 #include "mm/internal/zstd_codec.h"
+#include "transforms/jpeg_region.h"
 
 namespace mm::reader::internal {
 namespace {
@@ -31,7 +32,8 @@ Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardE
   MM_RETURN_NOT_OK(shard->Init(entry, info));
   MM_RETURN_NOT_OK(shard->MapFile(path, entry));
   if (options.verify_checksums) MM_RETURN_NOT_OK(shard->VerifyChecksum(entry));
-  ShardQuery query{path, shard->name_, &entry, &info, shard->file_.get(), shard->image_bytes_};
+  ShardQuery query{path,        shard->name_,      &entry, &info, shard->file_.get(),
+                   shard->image_bytes_, shard->jpeg_};
   MM_ASSIGN_OR_RETURN(ShardLayout layout, QueryShardLayout(query, options));
   // From here on HDF5 is closed and only the mapping is read.
   shard->TakeLayout(&layout);
@@ -44,6 +46,9 @@ Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardE
 Status Shard::Init(const ShardEntry& entry, const SetInfo& info) {
   name_ = entry.file;
   image_bytes_ = static_cast<size_t>(info.image_height) * info.image_width * info.channels;
+  width_ = info.image_width;
+  height_ = info.image_height;
+  jpeg_ = info.image_codec == mm::format::ToString(mm::format::ImageCodec::kJpeg);
   if (image_bytes_ >= kSizeMask) {
     return Status::Unsupported(name_ + ": images of " + std::to_string(image_bytes_) +
                                " bytes are too large for this reader");
@@ -86,6 +91,7 @@ void Shard::TakeLayout(ShardLayout* layout) {
   chunk_offset_ = std::move(layout->chunk_offset);
   chunk_size_ = std::move(layout->chunk_size);
   key_size_ = layout->key_size;
+  image_size_ = std::move(layout->image_size);
   for (int k = 0; k < kNumTables; ++k) owned_[k] = std::move(layout->owned[k]);
 }
 
@@ -156,6 +162,12 @@ Status Shard::ReadImage(int64_t s, uint8_t* dst) const {
   }
   const uint8_t* src = file_->data() + chunk_offset_[s];
   uint32_t stored = chunk_size_[s];
+  if (jpeg_) {
+    int w = 0, h = 0;
+    ImageSize(s, &w, &h);
+    return DecodeJpeg(src, stored & kSizeMask, w, h, dst)
+        .WithContext(name_ + " sample " + std::to_string(s));
+  }
   if (stored & kRawFlag) {
     std::memcpy(dst, src, image_bytes_);
     return Status::OK();

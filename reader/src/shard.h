@@ -6,7 +6,10 @@
 //   2. MapFile: a regular file whose size equals index.json's "bytes" (a truncated shard fails
 //      here, before HDF5 parses anything), mapped read-only;
 //   3. VerifyChecksum (optional): the XXH3-64 of the whole file equals index.json's "xxh3_64";
-//   4. QueryShardLayout (shard_layout.h): `images` is uint8 [N, H, W, 3], chunked [1, H, W, 3],
+//   4. QueryShardLayout (shard_layout.h): codec jpeg (format 2): image_bytes uint8 [B]
+//      contiguous, image_offsets int64 [N + 1] from 0 strictly increasing to B (each range a
+//      "chunk" inside the file), image_size int32 [N, 2] within the set's rules; codec raw:
+//      `images` is uint8 [N, H, W, 3], chunked [1, H, W, 3],
 //      filter zstd (32015) or none, with N, H, W as the index says, and exactly N chunks, each
 //      found by the chunk index walk (chunk_index.h) and checked against HDF5; every chunk's
 //      [file offset, offset + stored size) lies inside the file; a raw chunk holds exactly
@@ -74,8 +77,21 @@ class Shard {
     return std::string_view(p, strnlen(p, key_size_));
   }
   int64_t StoredBytes(int64_t s) const { return chunk_size_[s] & kSizeMask; }
+  /// Codec jpeg (format 2): chunks are JPEGs and each sample has its own size.
+  bool jpeg() const { return jpeg_; }
+  /// Width and height of sample `s`'s stored image, pixels.
+  void ImageSize(int64_t s, int* width, int* height) const {
+    if (jpeg_) {
+      *width = image_size_[2 * s];
+      *height = image_size_[2 * s + 1];
+    } else {
+      *width = width_;
+      *height = height_;
+    }
+  }
 
-  /// Decodes sample `s` into dst (image_bytes bytes). Errors: Corruption naming shard and sample.
+  /// Decodes sample `s` into dst (ImageSize's width * height * 3 bytes).
+  /// Errors: Corruption naming shard and sample.
   Status ReadImage(int64_t s, uint8_t* dst) const;
 
   /// The raw stored bytes of sample s's chunk (a view into the mapping), and whether they are
@@ -101,6 +117,9 @@ class Shard {
   int64_t num_samples_ = 0;
   int64_t num_captions_ = 0;
   size_t image_bytes_ = 0;
+  int width_ = 0, height_ = 0;          // the set's image size
+  bool jpeg_ = false;
+  std::vector<int32_t> image_size_;     // [N, 2] codec jpeg: [width, height]
   std::vector<uint64_t> chunk_offset_;  // [N] file offset of each image chunk
   std::vector<uint32_t> chunk_size_;    // [N] stored bytes | kRawFlag
   const uint8_t* keys_ = nullptr;       // [N, key_size_] NUL-padded

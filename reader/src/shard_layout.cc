@@ -287,6 +287,90 @@ Status LocateTables(const ShardQuery& q, hid_t file, ShardLayout* out) {
                      &out->places[kTokensTable], &elem, &out->owned[kTokensTable]);
 }
 
+// Reads the whole of a contiguous numeric table `name` ([dims], `type` little-endian) into
+// `out` through HDF5, after checking its type and shape.
+template <typename T>
+Status ReadWholeTable(const ShardQuery& q, hid_t file, const char* name, TableType type,
+                      std::vector<hsize_t> dims, std::vector<T>* out) {
+  const std::string where = q.name + ": dataset '" + std::string(name) + "'";
+  h5::Dataset d(H5Dopen2(file, name, H5P_DEFAULT));
+  if (!d.valid()) return h5::ErrorFromStack(StatusCode::kCorruption, where + " missing");
+  h5::Datatype t(H5Dget_type(d.get()));
+  if (!t.valid()) return h5::ErrorFromStack(StatusCode::kCorruption, where + ": no type");
+  MM_RETURN_NOT_OK(CheckTableType(t.get(), type, where));
+  h5::Dataspace s(H5Dget_space(d.get()));
+  hsize_t got[2] = {0, 0};
+  const int rank = s.valid() ? H5Sget_simple_extent_ndims(s.get()) : -1;
+  if (rank != static_cast<int>(dims.size()) || H5Sget_simple_extent_dims(s.get(), got, nullptr) != rank ||
+      got[0] != dims[0] || (rank == 2 && got[1] != dims[1])) {
+    h5::ClearErrors();
+    return Status::Corruption(where + " is not of the shape the index implies");
+  }
+  size_t n = 1;
+  for (hsize_t v : dims) n *= static_cast<size_t>(v);
+  out->resize(n);
+  if (n == 0) return Status::OK();
+  if (H5Dread(d.get(), type == TableType::kInt64 ? H5T_NATIVE_INT64 : H5T_NATIVE_INT32, H5S_ALL,
+              H5S_ALL, H5P_DEFAULT, out->data()) < 0) {
+    return h5::ErrorFromStack(StatusCode::kCorruption, where + ": read failed");
+  }
+  return Status::OK();
+}
+
+// Codec jpeg (format 2): image_bytes is uint8 [B], contiguous; image_offsets int64 [N + 1] from 0
+// strictly increasing to B; image_size int32 [N, 2] within the set's rules. Each sample's JPEG
+// becomes a "chunk": (file offset of image_bytes + image_offsets[i], its length).
+Status QueryJpegImages(const ShardQuery& q, hid_t file, ShardLayout* out) {
+  const int64_t n = q.entry->samples;
+  const std::string where = q.name + ": dataset 'image_bytes'";
+  std::vector<int64_t> offsets;
+  MM_RETURN_NOT_OK(ReadWholeTable(q, file, mm::format::kImageOffsets, TableType::kInt64,
+                                  {static_cast<hsize_t>(n + 1)}, &offsets));
+  MM_RETURN_NOT_OK(ReadWholeTable(q, file, mm::format::kImageSize, TableType::kInt32,
+                                  {static_cast<hsize_t>(n), 2}, &out->image_size));
+  MM_RETURN_NOT_OK(CheckImageSizes(q.name, out->image_size.data(), n, *q.info));
+  h5::Dataset d(H5Dopen2(file, mm::format::kImageBytes, H5P_DEFAULT));
+  if (!d.valid()) return h5::ErrorFromStack(StatusCode::kCorruption, where + " missing");
+  h5::Datatype t(H5Dget_type(d.get()));
+  if (!t.valid()) return h5::ErrorFromStack(StatusCode::kCorruption, where + ": no type");
+  MM_RETURN_NOT_OK(CheckTableType(t.get(), TableType::kUint8, where));
+  h5::Dataspace s(H5Dget_space(d.get()));
+  hsize_t bytes = 0;
+  if (!s.valid() || H5Sget_simple_extent_ndims(s.get()) != 1 ||
+      H5Sget_simple_extent_dims(s.get(), &bytes, nullptr) != 1) {
+    h5::ClearErrors();
+    return Status::Corruption(where + " is not one-dimensional");
+  }
+  h5::PropList dcpl(H5Dget_create_plist(d.get()));
+  const haddr_t base = H5Dget_offset(d.get());
+  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS || base == HADDR_UNDEF) {
+    h5::ClearErrors();
+    return Status::Corruption(where + " is not stored contiguous in the file");
+  }
+  if (offsets[0] != 0 || offsets[static_cast<size_t>(n)] != static_cast<int64_t>(bytes)) {
+    return Status::Corruption(q.name + ": image_offsets run from " + std::to_string(offsets[0]) +
+                              " to " + std::to_string(offsets[static_cast<size_t>(n)]) +
+                              ", image_bytes holds " + std::to_string(bytes));
+  }
+  out->jpeg = true;
+  out->compressed = false;
+  out->chunk_offset.resize(static_cast<size_t>(n));
+  out->chunk_size.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t b = offsets[static_cast<size_t>(i)], e = offsets[static_cast<size_t>(i) + 1];
+    if (e <= b || e - b > static_cast<int64_t>(kChunkSizeMask)) {
+      return Status::Corruption(q.name + " sample " + std::to_string(i) + ": image_offsets [" +
+                                std::to_string(b) + ", " + std::to_string(e) +
+                                ") is empty, decreasing or over 2 GiB");
+    }
+    MM_RETURN_NOT_OK(CheckChunk(q, i, base + static_cast<uint64_t>(b), static_cast<uint64_t>(e - b),
+                                /*raw=*/true));
+    out->chunk_offset[static_cast<size_t>(i)] = base + static_cast<uint64_t>(b);
+    out->chunk_size[static_cast<size_t>(i)] = static_cast<uint32_t>(e - b) | kRawChunkFlag;
+  }
+  return Status::OK();
+}
+
 Status QueryLayoutLocked(const ShardQuery& q, ShardLayout* out) {
   std::lock_guard<std::mutex> lock(Hdf5Mutex());
   return QueryLayout(q, out);
@@ -307,6 +391,7 @@ Status CheckChunk(const ShardQuery& q, int64_t i, uint64_t offset, uint64_t size
                               ") lies outside the file (" + std::to_string(file.size()) +
                               " bytes)");
   }
+  if (q.jpeg) return Status::OK();  // a JPEG's size depends on its content
   if (raw ? size != q.image_bytes : size > ZSTD_compressBound(q.image_bytes)) {
     return Status::Corruption(q.name + " sample " + std::to_string(i) + ": image chunk of " +
                               std::to_string(size) + " stored bytes cannot hold a " +
@@ -324,6 +409,10 @@ Status QueryLayout(const ShardQuery& q, ShardLayout* out) {
   // The shard's own attributes are not read: index.json's version is checked, and parsing
   // attribute messages of a damaged file is where HDF5 1.10.8 itself crashed (found by
   // tests/reader/fuzz_shard.cc); the fewer HDF5 calls on untrusted bytes the better.
+  if (q.jpeg) {
+    MM_RETURN_NOT_OK(QueryJpegImages(q, f.get(), out));
+    return LocateTables(q, f.get(), out);
+  }
   h5::Dataset img(H5Dopen2(f.get(), mm::format::kImages, H5P_DEFAULT));
   if (!img.valid()) {
     return h5::ErrorFromStack(StatusCode::kCorruption, q.name + ": dataset 'images' missing");

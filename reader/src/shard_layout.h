@@ -51,6 +51,10 @@ enum Table { kKeysTable = 0, kCaptionOffsetsTable, kTokenOffsetsTable, kTokensTa
 /// Everything Open learns through HDF5.
 struct ShardLayout {
   bool compressed = false;             // images has the zstd filter
+  // Codec jpeg (format 2): chunk_offset/chunk_size give each sample's JPEG bytes inside
+  // image_bytes (flagged kRawChunkFlag: no filter), and image_size its [width, height].
+  bool jpeg = false;
+  std::vector<int32_t> image_size;     // [N, 2] codec jpeg only
   std::vector<uint64_t> chunk_offset;  // [N] file offset of each image chunk
   std::vector<uint32_t> chunk_size;    // [N] stored bytes | kRawChunkFlag
   TablePlace places[kNumTables];
@@ -66,11 +70,12 @@ struct ShardQuery {
   const SetInfo* info = nullptr;
   const MappedFile* file = nullptr;  // the file, mapped (the chunk index is read from it)
   size_t image_bytes = 0;            // H * W * 3
+  bool jpeg = false;                 // codec jpeg: image_bytes / image_offsets / image_size
 };
 
 /// Checks one chunk's (file offset, stored size) against the mapped file and the image size:
 /// inside the file, not empty; `raw` (stored without the filter): exactly image_bytes; else at
-/// most ZSTD_compressBound(image_bytes). Errors: Corruption naming the shard and sample `i`.
+/// most ZSTD_compressBound(image_bytes). A jpeg shard's ranges: inside the file, not empty. Errors: Corruption naming the shard and sample `i`.
 Status CheckChunk(const ShardQuery& q, int64_t i, uint64_t offset, uint64_t size, bool raw);
 
 /// Learns the shard's layout through HDF5 and the chunk index walk, in this process under

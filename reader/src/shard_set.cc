@@ -236,6 +236,11 @@ int64_t ShardSetImpl::StoredImageBytes(int64_t i) const {
   return ShardOf(i, &local).StoredBytes(local);
 }
 
+void ShardSetImpl::ImageSize(int64_t i, int* width, int* height) const {
+  int64_t local = 0;
+  ShardOf(i, &local).ImageSize(local, width, height);
+}
+
 Status ShardSetImpl::ReadImage(int64_t i, uint8_t* dst) const {
   if (i < 0 || i >= info_.num_samples) {
     return Status::OutOfRange("sample " + std::to_string(i) + " of " +

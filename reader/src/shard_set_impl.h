@@ -45,6 +45,7 @@ class ShardSetImpl final : public ShardSet {
   std::string_view Key(int64_t i) const override;
   std::string Locate(int64_t i) const override;
   int64_t StoredImageBytes(int64_t i) const override;
+  void ImageSize(int64_t i, int* width, int* height) const override;
   Status ReadImage(int64_t i, uint8_t* dst) const override;
 
   /// The shard holding global sample `i` and `i`'s index in it (resident: see the file comment).

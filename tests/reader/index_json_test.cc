@@ -47,7 +47,7 @@ TEST(IndexJson, DecodesWhatItEncodesAndEncodesItAgainByteForByte) {
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();
   const SetInfo& info = doc->info;
   EXPECT_EQ(info.root, "/sets/a");
-  EXPECT_EQ(info.format_version, mm::format::kFormatVersion);
+  EXPECT_EQ(info.format_version, mm::format::FormatVersionFor(mm::format::ImageCodec::kRaw));
   EXPECT_EQ(info.image_height, 32);
   EXPECT_EQ(info.image_width, 40);
   EXPECT_EQ(info.resize_mode, "pad");

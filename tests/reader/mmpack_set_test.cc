@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "mm/reader.h"
 #include "shard_fixture.h"
@@ -107,6 +108,66 @@ TEST(MmpackSet, ReaderEqualsH5pyOnClipArt) {
   ASSERT_TRUE(Build(SharedDir() + "/data/openclipart-pd/captions.jsonl", out,
                     "--image-size 48 --resize-mode pad --samples-per-shard 100"));
   ExpectEqualsH5py(out, tmp);
+}
+
+// Format 2 (--codec jpeg, keep-ratio): the same layout learned in process and in the forked
+// query (OpenOptions::isolate_hdf5), each sample at its own size; and a mixture of a raw and a
+// jpeg set, whose loader decodes each sample by its own shard's codec.
+TEST(MmpackSet, JpegSetOpensAlikeIsolatedAndMixesWithARawSet) {
+  TempDir tmp;
+  const std::string input = SharedDir() + "/data/openclipart-pd/captions.jsonl";
+  const std::string jpeg = tmp / "jpeg", raw = tmp / "raw";
+  ASSERT_TRUE(Build(input, jpeg,
+                    "--codec jpeg --resize-mode keep-ratio-largest --max-size 64 "
+                    "--samples-per-shard 100"));
+  ASSERT_TRUE(Build(input, raw, "--image-size 64"));
+  OpenOptions isolated;
+  isolated.isolate_hdf5 = true;
+  auto a = ShardSet::Open(jpeg), b = ShardSet::Open(jpeg, isolated);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
+  const ShardSet& x = *a.value();
+  const ShardSet& y = *b.value();
+  EXPECT_EQ(x.info().format_version, 2);
+  EXPECT_EQ(x.info().image_codec, "jpeg");
+  EXPECT_EQ(x.info().max_size, 64);
+  ASSERT_EQ(x.num_shards(), 4u);
+  std::set<std::pair<int, int>> sizes;
+  std::vector<uint8_t> p, q;
+  for (int64_t i = 0; i < x.num_samples(); ++i) {
+    int w = 0, h = 0, w2 = 0, h2 = 0;
+    x.ImageSize(i, &w, &h);
+    y.ImageSize(i, &w2, &h2);
+    ASSERT_EQ(std::make_pair(w, h), std::make_pair(w2, h2)) << x.Locate(i);
+    EXPECT_LE(std::max(w, h), 64) << x.Locate(i);
+    sizes.insert({w, h});
+    EXPECT_EQ(x.StoredImageBytes(i), y.StoredImageBytes(i));
+    p.resize(static_cast<size_t>(w) * h * 3);
+    q.resize(p.size());
+    ASSERT_TRUE(x.ReadImage(i, p.data()).ok()) << x.Locate(i);
+    ASSERT_TRUE(y.ReadImage(i, q.data()).ok()) << x.Locate(i);
+    ASSERT_EQ(p, q) << x.Locate(i);
+  }
+  EXPECT_GT(sizes.size(), 10u) << "clip art of many aspect ratios";
+
+  auto mix = ShardSet::Open(raw + ":0.5," + jpeg + ":0.5");
+  ASSERT_TRUE(mix.ok()) << mix.status().ToString();
+  LoaderOptions o;
+  o.batch_size = 16;
+  o.crop = ImageCrop::kRandomResized;
+  o.output_height = o.output_width = 48;
+  o.horizontal_flip = true;
+  auto loader = Loader::Create(mix.value(), o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  int64_t rows = 0;
+  for (;;) {
+    auto batch = loader.value()->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!batch.value()) break;
+    EXPECT_EQ(batch.value()->images.size(), 16u * 48 * 48 * 3);
+    rows += batch.value()->size;
+  }
+  EXPECT_EQ(rows, loader.value()->batches_per_epoch() * 16);
+  EXPECT_GT(rows, 300);
 }
 
 TEST(MmpackSet, LoaderReadsAllCaptionPairsOfABuiltSet) {

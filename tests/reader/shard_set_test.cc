@@ -591,7 +591,7 @@ TEST(ShardSet, RejectsAnotherFormatVersionNamingIt) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(r.status().message().find("format_version 7"), std::string::npos);
-  EXPECT_NE(r.status().message().find("1..1"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("1..2"), std::string::npos) << r.status().ToString();
 }
 
 TEST(ShardSet, MissingIndexOrShardIsNotFound) {

@@ -40,11 +40,19 @@ struct ShardEntry {
 struct SetInfo {
   std::string root;  // directory holding index.json
   int format_version = 0;
-  int image_height = 0;  // pixels
-  int image_width = 0;   // pixels
+  // Pixels. Every image's size in the fixed-size modes; in the keep-ratio modes (each image at
+  // its own aspect ratio, ImageSize(i)) both are max_size: the size a Loader outputs by default.
+  int image_height = 0;
+  int image_width = 0;
   int channels = 3;
-  std::string resize_mode;  // "center-crop" | "pad" | "stretch"
-  std::string compression;  // "zstd" | "none"
+  // "center-crop" | "pad" | "stretch" | "keep-ratio" | "keep-ratio-largest" (mm/format.h).
+  std::string resize_mode;
+  // How images are stored (index.json "image.codec", format 2): "raw" pixels, or "jpeg" bytes
+  // decoded by the Loader's threads. Raw sets are format version 1.
+  std::string image_codec = "raw";
+  int jpeg_quality = 0;  // codec jpeg: libjpeg quality 1..100; 0 otherwise
+  int max_size = 0;      // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
+  std::string compression;  // raw pixels' HDF5 filter: "zstd" | "none" (jpeg sets: "none")
   int compression_level = 0;
   // Tokenizer (the ids the shards hold). has_tokenizer false: built with `--tokenizer none`
   // (index.json "tokenizer": null): captions are text only, every token table is empty, the
@@ -177,7 +185,8 @@ class ShardSet {
 
   virtual const SetInfo& info() const = 0;
   int64_t num_samples() const { return info().num_samples; }
-  /// Bytes of one decoded image: image_height * image_width * 3.
+  /// Bytes of one image of the set's size: image_height * image_width * 3 (in the keep-ratio
+  /// modes the Loader's default output, not each stored image: ImageSize).
   size_t image_bytes() const {
     return static_cast<size_t>(info().image_height) * info().image_width * info().channels;
   }
@@ -208,14 +217,19 @@ class ShardSet {
   virtual std::string_view Key(int64_t i) const = 0;
   /// Shard file name and index within the shard of global sample `i`, for messages.
   virtual std::string Locate(int64_t i) const = 0;
-  /// Stored (compressed) bytes of sample i's image chunk.
+  /// Stored bytes of sample i's image: its compressed chunk (codec raw) or its JPEG.
   virtual int64_t StoredImageBytes(int64_t i) const = 0;
+  /// Width and height of sample i's stored image, pixels: the set's image size, except in the
+  /// keep-ratio modes (the shard's image_size table). Precondition as Key.
+  virtual void ImageSize(int64_t i, int* width, int* height) const = 0;
 
-  /// Decodes sample `i`'s image into `dst`, which holds image_bytes() bytes:
-  /// [image_height, image_width, 3] uint8, row-major RGB.
-  /// Thread-safe; uses a per-thread zstd context.
-  /// Errors: Corruption naming the shard and sample (bad frame, wrong decoded size),
-  /// OutOfRange.
+  /// Decodes sample `i`'s stored image into `dst`, which holds width * height * 3 bytes of
+  /// ImageSize(i) (image_bytes() in the fixed-size modes): [height, width, 3] uint8, row-major
+  /// RGB. Codec raw: the zstd frame (or the raw chunk); codec jpeg: the whole JPEG, decoded
+  /// with libjpeg-turbo (islow IDCT, fancy upsampling).
+  /// Thread-safe; uses per-thread decoder contexts.
+  /// Errors: Corruption naming the shard and sample (bad frame, wrong decoded size, a damaged
+  /// JPEG or one whose header disagrees with image_size), OutOfRange.
   virtual Status ReadImage(int64_t i, uint8_t* dst) const = 0;
 };
 

@@ -64,7 +64,8 @@ class ShardSet:
     def __getitem__(self, i: int) -> Dict[str, Any]:
         """Sample `i` (negative counts from the end) as a dict:
 
-        - "image": numpy uint8 [H, W, 3], RGB, row-major (a new array);
+        - "image": numpy uint8 [H, W, 3], RGB, row-major (a new array), the stored image: H, W
+          are image_shape's, or in a keep-ratio set (format 2) the sample's own image_size(i);
         - "captions": list of str, the sample's captions as the input gave them;
         - "tokens": list of numpy int32 [n_c] arrays, the token ids of each caption (bos/eos
           included where the tokenizer defines them), in the order of "captions";
@@ -89,6 +90,12 @@ class ShardSet:
         given (a writable C-contiguous uint8 array of that shape, else ValueError), else into
         a new array. Errors: IndexError, mmpack.CorruptionError (names shard and sample)."""
         return self._set.image(i, out=out)
+
+    def image_size(self, i: int) -> Tuple[int, int]:
+        """(width, height) of sample i's stored image, pixels: image_shape's, except in a
+        keep-ratio set (``mmpack build --codec jpeg --resize-mode keep-ratio[-largest]``),
+        whose images keep their aspect ratio (the shard's image_size table)."""
+        return self._set.image_size(i)
 
     def tokens(self, i: int) -> List[np.ndarray]:
         """Token ids of each caption of sample i: a list of numpy int32 [n_c] arrays (copies)."""
@@ -145,7 +152,9 @@ class ShardSet:
 
     @property
     def image_shape(self) -> Tuple[int, int, int]:
-        """(H, W, 3): the shape of every image, pixels."""
+        """(H, W, 3), pixels: the shape of every image, and the loader's default output size;
+        in a keep-ratio set (format 2) (max_size, max_size, 3), each stored image having its
+        own size (image_size)."""
         return self._set.image_shape
 
     @property

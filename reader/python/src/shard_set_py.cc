@@ -78,25 +78,27 @@ std::unique_ptr<PyShardSet> Open(const py::object& path, bool verify_checksums,
   return out;
 }
 
-// Decodes sample i into `out` (a C-contiguous, writable uint8 [H, W, 3] array) or a new array.
+// Decodes sample i into `out` (a C-contiguous, writable uint8 [H, W, 3] array of the sample's
+// stored size: ImageSize) or a new array.
 py::array_t<uint8_t> Image(PyShardSet& s, int64_t i, const py::object& out) {
   i = SampleIndex(s, i);
   const reader::ShardPin pin = PinSampleShard(s, i);
   const reader::SetInfo& info = s.set->info();
+  int width = 0, height = 0;
+  s.set->ImageSize(i, &width, &height);
   py::array_t<uint8_t> dst;
   if (out.is_none()) {
-    dst = py::array_t<uint8_t>({info.image_height, info.image_width, info.channels});
+    dst = py::array_t<uint8_t>({height, width, info.channels});
   } else {
     const bool fits = [&] {
       if (!py::isinstance<py::array_t<uint8_t>>(out)) return false;
       auto a = py::reinterpret_borrow<py::array>(out);
-      return a.ndim() == 3 && a.shape(0) == info.image_height && a.shape(1) == info.image_width &&
+      return a.ndim() == 3 && a.shape(0) == height && a.shape(1) == width &&
              a.shape(2) == info.channels && (a.flags() & py::array::c_style) && a.writeable();
     }();
     if (!fits) {
       throw py::value_error("out must be a writable C-contiguous uint8 array of shape (" +
-                            std::to_string(info.image_height) + ", " +
-                            std::to_string(info.image_width) + ", " +
+                            std::to_string(height) + ", " + std::to_string(width) + ", " +
                             std::to_string(info.channels) + ")");
     }
     dst = py::reinterpret_borrow<py::array_t<uint8_t>>(out);  // the caller's array, no copy
@@ -104,7 +106,7 @@ py::array_t<uint8_t> Image(PyShardSet& s, int64_t i, const py::object& out) {
   uint8_t* data = dst.mutable_data();
   Status status;
   {
-    py::gil_scoped_release nogil;  // zstd decode, ~0.1 ms
+    py::gil_scoped_release nogil;  // zstd or JPEG decode, ~0.1-1 ms
     status = s.set->ReadImage(i, data);
   }
   ThrowIfError(std::move(status));
@@ -224,6 +226,16 @@ void BindShardSet(py::module_& m) {
       .def("__len__", [](const PyShardSet& s) { return s.set->num_samples(); })
       .def("__getitem__", &Sample, py::arg("i"))
       .def("image", &Image, py::arg("i"), py::kw_only(), py::arg("out") = py::none())
+      .def(
+          "image_size",
+          [](PyShardSet& s, int64_t i) {
+            i = SampleIndex(s, i);
+            const reader::ShardPin pin = PinSampleShard(s, i);
+            int w = 0, h = 0;
+            s.set->ImageSize(i, &w, &h);
+            return py::make_tuple(w, h);
+          },
+          py::arg("i"))
       .def("tokens", &Tokens, py::arg("i"))
       .def("captions", &Captions, py::arg("i"))
       .def("source", &Source, py::arg("i"))

@@ -62,7 +62,8 @@ Status CropResizeJpeg(const uint8_t* jpeg, size_t size, int width, int height,
   image::ResampleSupport(sh, box.y0, box.y1, out_h, &r0, &r1);
   JpegRegion region;
   MM_RETURN_NOT_OK(DecodeJpegRegion(jpeg, size, num, c0 - kDecodeMargin, r0 - kDecodeMargin,
-                                    c1 + kDecodeMargin, r1 + kDecodeMargin, &region));
+                                    c1 + kDecodeMargin, r1 + kDecodeMargin, &region, width,
+                                    height));
   if (region.width != width || region.height != height) {
     return Status::Corruption("JPEG is " + std::to_string(region.width) + "x" +
                               std::to_string(region.height) +

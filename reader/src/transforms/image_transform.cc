@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sampler.h"
+#include "shard_set_impl.h"
 #include "transforms/crop_resize.h"
 
 namespace mm::reader::internal {
@@ -35,15 +36,27 @@ bool SampleFlip(const LoaderOptions& options, int64_t epoch, int64_t sample) {
 
 Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
                       int64_t sample, int out_w, int out_h, uint8_t* dst) {
-  const int width = set.info().image_width, height = set.info().image_height;
+  // ShardSetImpl is the one ShardSet (shard_set_impl.h); its shard knows the sample's codec
+  // (a mixture may hold raw and jpeg sets).
+  const auto& impl = static_cast<const ShardSetImpl&>(set);
+  int64_t local = 0;
+  const Shard& shard = impl.ShardOf(sample, &local);
+  int width = 0, height = 0;
+  shard.ImageSize(local, &width, &height);
   const bool flip = SampleFlip(options, epoch, sample);
-  if (options.crop == ImageCrop::kNone && !flip && out_w == width && out_h == height) {
-    return set.ReadImage(sample, dst);  // the zero-decode path: stored pixels as they are
+  const bool whole = options.crop == ImageCrop::kNone && !flip && out_w == width && out_h == height;
+  if (whole) return set.ReadImage(sample, dst);  // raw: the zero-decode path; jpeg: one decode
+  const CropWindow window = SampleWindow(options, epoch, sample, width, height, out_w, out_h);
+  if (shard.jpeg()) {  // decode only the DCT scale and the rows and columns the window needs
+    bool compressed = false;
+    const std::string_view jpeg = shard.StoredChunk(local, &compressed);
+    return CropResizeJpeg(reinterpret_cast<const uint8_t*>(jpeg.data()), jpeg.size(), width,
+                          height, window, out_w, out_h, flip, dst)
+        .WithContext(set.Locate(sample));
   }
   thread_local std::vector<uint8_t> pixels;  // reused: no page faults per sample
-  pixels.resize(set.image_bytes());
+  pixels.resize(static_cast<size_t>(width) * height * 3);
   MM_RETURN_NOT_OK(set.ReadImage(sample, pixels.data()));
-  const CropWindow window = SampleWindow(options, epoch, sample, width, height, out_w, out_h);
   CropResizePixels(pixels.data(), width, height, window, out_w, out_h, flip, dst);
   return Status::OK();
 }

@@ -6,6 +6,7 @@
 // jpeglib.h needs size_t and FILE declared first.
 #include <csetjmp>
 #include <cstdio>
+#include <cstring>
 // clang-format off
 #include <jpeglib.h>
 #include <jerror.h>
@@ -71,8 +72,10 @@ struct Job {
   int scale_num;  // 0: header only
   int x0, y0, x1, y1;
   JpegRegion* out;
+  int expect_w = 0, expect_h = 0;  // > 0: the header must say this size (checked before decoding)
   int width = 0, height = 0;
   bool unsupported = false;
+  bool mismatch = false;
 };
 
 // Reads the header; with a scale, decodes the region. Returns false after a libjpeg error
@@ -89,6 +92,11 @@ bool Guarded(Decoder& d, Job& job) {
   job.width = static_cast<int>(c.image_width);
   job.height = static_cast<int>(c.image_height);
   if (job.scale_num == 0) {
+    jpeg_abort_decompress(&c);
+    return true;
+  }
+  if (job.expect_w > 0 && (job.width != job.expect_w || job.height != job.expect_h)) {
+    job.mismatch = true;  // a damaged header may state 65535 x 65535: never allocate for it
     jpeg_abort_decompress(&c);
     return true;
   }
@@ -138,6 +146,11 @@ Status Run(Job& job) {
   Decoder& d = ThreadDecoder();
   if (!Guarded(d, job)) return Status::Corruption(std::string("JPEG: ") + d.err.message);
   if (job.unsupported) return Status::Unsupported("JPEG: CMYK/YCCK images are not supported");
+  if (job.mismatch) {
+    return Status::Corruption("JPEG is " + std::to_string(job.width) + "x" +
+                              std::to_string(job.height) + " pixels, the image_size table says " +
+                              std::to_string(job.expect_w) + "x" + std::to_string(job.expect_h));
+  }
   return Status::OK();
 }
 
@@ -152,12 +165,28 @@ Status JpegDimensions(const uint8_t* data, size_t size, int* width, int* height)
 }
 
 Status DecodeJpegRegion(const uint8_t* data, size_t size, int scale_num, int x0, int y0, int x1,
-                        int y1, JpegRegion* out) {
+                        int y1, JpegRegion* out, int expect_width, int expect_height) {
   if (scale_num < 1 || scale_num > 8) {
     return Status::InvalidArgument("JPEG: scale " + std::to_string(scale_num) + "/8");
   }
   Job job{data, size, scale_num, x0, y0, x1, y1, out};
+  job.expect_w = expect_width;
+  job.expect_h = expect_height;
   return Run(job);
+}
+
+Status DecodeJpeg(const uint8_t* data, size_t size, int width, int height, uint8_t* dst) {
+  JpegRegion r;
+  MM_RETURN_NOT_OK(DecodeJpegRegion(data, size, 8, 0, 0, width, height, &r, width, height));
+  if (r.x0 != 0 || r.y0 != 0 || r.x1 != width || r.y1 != height) {
+    return Status::Corruption("JPEG: decoded region is not the whole image");
+  }
+  const size_t row = static_cast<size_t>(width) * 3;
+  for (int y = 0; y < height; ++y) {
+    std::memcpy(dst + row * static_cast<size_t>(y), r.pixels + static_cast<size_t>(r.stride) * y,
+                row);
+  }
+  return Status::OK();
 }
 
 }  // namespace mm::reader::internal

@@ -38,9 +38,15 @@ inline int JpegScaled(int size, int num) { return static_cast<int>((int64_t{size
 /// expanded). The region may start left of x0 (iMCU alignment): `out` says what was decoded.
 /// out->pixels stays valid until this thread's next call. ISLOW integer IDCT and fancy
 /// (triangle) chroma upsampling: Pillow's and TurboJPEG's defaults.
-/// Errors: Corruption with libjpeg's message (damaged data, truncation: any libjpeg warning),
-/// Unsupported (CMYK or YCCK).
+/// expect_width/height > 0: the header must state that size, checked before anything is
+/// decoded or allocated (a damaged header may state 65535 x 65535).
+/// Errors: Corruption with libjpeg's message (damaged data, truncation: any libjpeg warning; a
+/// header size unlike the expected one), Unsupported (CMYK or YCCK).
 Status DecodeJpegRegion(const uint8_t* data, size_t size, int scale_num, int x0, int y0, int x1,
-                        int y1, JpegRegion* out);
+                        int y1, JpegRegion* out, int expect_width = 0, int expect_height = 0);
+
+/// The whole JPEG at full size into dst ([height, width, 3] uint8 RGB, rows packed); the header
+/// must state width x height. Errors: as DecodeJpegRegion.
+Status DecodeJpeg(const uint8_t* data, size_t size, int width, int height, uint8_t* dst);
 
 }  // namespace mm::reader::internal

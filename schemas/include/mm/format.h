@@ -1,6 +1,7 @@
-// mm/format.h: constants of the mmpack shard format, version 1.
+// mm/format.h: constants of the mmpack shard format, versions 1 and 2.
 //
-// The prose spec is schemas/FORMAT.md; the machine-readable form is schemas/shard_v1.json,
+// The prose spec is schemas/FORMAT.md; the machine-readable form is schemas/shard_v2.json
+// (version 2, which holds version 1: schemas/shard_v1.json is version 1's, kept as published),
 // embedded here by the build (SchemaJson()) so that the writer, `mmpack verify` and the
 // reader check against the same text. Change the spec first, then these constants; bump
 // kFormatVersion for any change an old reader would misread.
@@ -13,9 +14,11 @@
 namespace mm::format {
 
 inline constexpr std::string_view kFormatName = "mmpack-shard";
-/// Version written by this build; the reader accepts versions in
-/// [kMinReadableVersion, kFormatVersion] and names the version it cannot read.
-inline constexpr int kFormatVersion = 1;
+/// Newest version this build reads and writes; the reader accepts versions in
+/// [kMinReadableVersion, kFormatVersion] and names the version it cannot read. `mmpack build`
+/// writes the lowest version that holds the set (FormatVersionFor): 1 for raw pixels, 2 for
+/// stored JPEGs, so a raw set stays readable by version-1 readers.
+inline constexpr int kFormatVersion = 2;
 inline constexpr int kMinReadableVersion = 1;
 
 /// HDF5 registered filter id of Zstandard (cd_values[0] = compression level), as in the HDF
@@ -38,12 +41,17 @@ constexpr std::optional<Codec> ParseCodec(std::string_view text) {
   return std::nullopt;
 }
 
-/// How an image was fitted to image_height x image_width, part of the format: stored as
-/// ToString's text in index.json ("image.resize_mode") and every shard's "resize_mode".
+/// How an image was fitted, part of the format: stored as ToString's text in index.json
+/// ("image.resize_mode") and every shard's "resize_mode". The first three give every image
+/// image_height x image_width; the keep-ratio modes (format 2, codec jpeg only) keep each
+/// image's aspect ratio, scaled down (never up) so that one side is at most max_size, with each
+/// stored size in the image_size table (img2dataset's names for the same modes).
 enum class ResizeMode {
-  kCenterCrop,  // "center-crop": cover the size, crop the middle
-  kPad,         // "pad": contain, letterboxed on the background (valid_box says where)
-  kStretch,     // "stretch": both axes scaled independently
+  kCenterCrop,        // "center-crop": cover the size, crop the middle
+  kPad,               // "pad": contain, letterboxed on the background (valid_box says where)
+  kStretch,           // "stretch": both axes scaled independently
+  kKeepRatio,         // "keep-ratio": shorter side <= max_size (torchvision's Resize(int))
+  kKeepRatioLargest,  // "keep-ratio-largest": longer side <= max_size (FFCV's max_resolution)
 };
 constexpr std::string_view ToString(ResizeMode mode) {
   switch (mode) {
@@ -51,13 +59,22 @@ constexpr std::string_view ToString(ResizeMode mode) {
       return "pad";
     case ResizeMode::kStretch:
       return "stretch";
+    case ResizeMode::kKeepRatio:
+      return "keep-ratio";
+    case ResizeMode::kKeepRatioLargest:
+      return "keep-ratio-largest";
     case ResizeMode::kCenterCrop:
       break;
   }
   return "center-crop";
 }
+/// Whether every image of a set in `mode` has the set's image_height x image_width.
+constexpr bool IsFixedSize(ResizeMode mode) {
+  return mode != ResizeMode::kKeepRatio && mode != ResizeMode::kKeepRatioLargest;
+}
 inline constexpr ResizeMode kResizeModes[] = {ResizeMode::kCenterCrop, ResizeMode::kPad,
-                                              ResizeMode::kStretch};
+                                              ResizeMode::kStretch, ResizeMode::kKeepRatio,
+                                              ResizeMode::kKeepRatioLargest};
 /// The mode named `text` ("center-crop" | "pad" | "stretch"); nullopt for anything else.
 constexpr std::optional<ResizeMode> ParseResizeMode(std::string_view text) {
   for (ResizeMode mode : kResizeModes) {
@@ -66,13 +83,44 @@ constexpr std::optional<ResizeMode> ParseResizeMode(std::string_view text) {
   return std::nullopt;
 }
 
+/// How each image is stored, part of the format: index.json "image.codec" (absent in version 1:
+/// raw) and every version-2 shard's "image_codec".
+enum class ImageCodec {
+  kRaw,   // "raw": [N, H, W, 3] uint8 pixels in `images`, one chunk a sample (Codec: zstd/none)
+  kJpeg,  // "jpeg": one baseline JPEG a sample in `image_bytes`, ranges in `image_offsets`
+};
+constexpr std::string_view ToString(ImageCodec codec) {
+  return codec == ImageCodec::kJpeg ? "jpeg" : "raw";
+}
+inline constexpr ImageCodec kImageCodecs[] = {ImageCodec::kRaw, ImageCodec::kJpeg};
+/// The codec named `text` ("raw" | "jpeg"); nullopt for anything else.
+constexpr std::optional<ImageCodec> ParseImageCodec(std::string_view text) {
+  for (ImageCodec codec : kImageCodecs) {
+    if (text == ToString(codec)) return codec;
+  }
+  return std::nullopt;
+}
+/// The format version a set of `codec` is written as: the lowest that holds it.
+constexpr int FormatVersionFor(ImageCodec codec) { return codec == ImageCodec::kJpeg ? 2 : 1; }
+/// `--quality` of `--codec jpeg` when not given (libjpeg's scale, 1..100), as FFCV's and
+/// Pillow's usual 90.
+inline constexpr int kDefaultJpegQuality = 90;
+/// Chroma subsampling of stored JPEGs: 4:2:0 (FFCV's, OpenCV's and Pillow's default at this
+/// quality; index.json "image.chroma_subsampling").
+inline constexpr std::string_view kJpegSubsampling = "4:2:0";
+
 inline constexpr std::string_view kIndexFile = "index.json";
 inline constexpr std::string_view kReportFile = "report.json";
 inline constexpr std::string_view kTokenizerFile = "tokenizer.model";
 // Shard file names ("shard-000007.h5"): ShardFileName / ParseShardFileName in mm/filename.h.
 
 // Dataset names (all at the root group of a shard).
-inline constexpr const char* kImages = "images";
+inline constexpr const char* kImages = "images";  // codec raw
+// Codec jpeg (format 2), instead of `images`: the JPEG of sample i is
+// image_bytes[image_offsets[i] : image_offsets[i + 1]], its width and height image_size[i].
+inline constexpr const char* kImageBytes = "image_bytes";
+inline constexpr const char* kImageOffsets = "image_offsets";
+inline constexpr const char* kImageSize = "image_size";
 inline constexpr const char* kKeys = "keys";
 inline constexpr const char* kSources = "sources";
 inline constexpr const char* kOriginalSize = "original_size";
@@ -98,8 +146,12 @@ inline constexpr const char* kAttrImageWidth = "image_width";
 inline constexpr const char* kAttrResizeMode = "resize_mode";
 inline constexpr const char* kAttrCompression = "compression";
 inline constexpr const char* kAttrTokenizerSha256 = "tokenizer_sha256";
+// Format 2, codec jpeg only.
+inline constexpr const char* kAttrImageCodec = "image_codec";
+inline constexpr const char* kAttrJpegQuality = "jpeg_quality";
+inline constexpr const char* kAttrMaxSize = "max_size";
 
-/// The text of schemas/shard_v1.json, embedded at build time.
+/// The text of schemas/shard_v2.json, embedded at build time.
 std::string_view SchemaJson();
 
 }  // namespace mm::format

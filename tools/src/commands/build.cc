@@ -78,6 +78,24 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
     return Status::InvalidArgument(
         "--min-tokens and --drop-long-captions count token ids; --tokenizer none stores none");
   }
+  const bool jpeg = o.image_codec == mm::format::ImageCodec::kJpeg;
+  if (!mm::format::IsFixedSize(o.resize_mode)) {
+    if (!jpeg) {
+      return Status::InvalidArgument("--resize-mode " + std::string(ToString(o.resize_mode)) +
+                                     " keeps each image's own size, which needs --codec jpeg "
+                                     "(--codec raw stores one [N, H, W, 3] array)");
+    }
+    if (o.max_size < 1 || o.max_size > kMax) {
+      return Status::InvalidArgument("--resize-mode " + std::string(ToString(o.resize_mode)) +
+                                     " needs --max-size N, 1.." + std::to_string(kMax) + " pixels");
+    }
+  } else if (o.max_size != 0) {
+    return Status::InvalidArgument("--max-size bounds the keep-ratio modes; with --resize-mode " +
+                                   std::string(ToString(o.resize_mode)) + " use --image-size");
+  }
+  if (jpeg && (o.jpeg_quality < 1 || o.jpeg_quality > 100)) {
+    return Status::InvalidArgument("--quality must be 1..100");
+  }
   if (o.image_width <= 0 || o.image_height <= 0 || o.image_width > kMax || o.image_height > kMax) {
     return Status::InvalidArgument("--image-size must be 1.." + std::to_string(kMax) +
                                    " pixels a side");
@@ -85,6 +103,7 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
   if (o.max_tokens < 1) return Status::InvalidArgument("--max-tokens must be >= 1");
   image_options.width = o.image_width;
   image_options.height = o.image_height;
+  image_options.max_size = o.max_size;
   image_options.max_pixels = o.max_pixels;
   return image_options;
 }
@@ -261,6 +280,9 @@ Result<std::unique_ptr<ShardWriter>> MakeWriter(const BuildOptions& o, const fs:
   wo.resize_mode = o.resize_mode;
   wo.compression = o.compression;
   wo.compression_level = o.compression_level;
+  wo.image_codec = o.image_codec;
+  wo.jpeg_quality = o.jpeg_quality;
+  wo.max_size = o.max_size;
   wo.shard_size = o.shard_size;
   wo.samples_per_shard = o.samples_per_shard;
   wo.tokenizer_sha256 = tokenizer_sha256;
@@ -313,6 +335,9 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
   set.resize_mode = ToString(o.resize_mode);
   set.compression = ToString(o.compression);
   set.compression_level = o.compression_level;
+  set.image_codec = ToString(o.image_codec);
+  if (o.image_codec == mm::format::ImageCodec::kJpeg) set.jpeg_quality = o.jpeg_quality;
+  set.max_size = o.max_size;
   set.has_tokenizer = tok.tokenizer != nullptr;
   if (set.has_tokenizer) {
     set.vocab_size = tok.tokenizer->vocab_size();

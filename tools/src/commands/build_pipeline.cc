@@ -111,7 +111,7 @@ void DropAfterException(Item* item, const char* reason, std::string detail) {
   item->drop = {item->raw->source, item->raw->key, reason, std::move(detail)};
 }
 
-// The processor stage: bytes -> image -> token ids -> compressed chunk, or a drop.
+// The processor stage: bytes -> image -> token ids -> compressed chunk or JPEG, or a drop.
 void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_options,
                  const Tokenizer* tokenizer) {
   RawSample& raw = *item->raw;
@@ -141,17 +141,22 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   }
   if (o.filters.dedup != DedupMode::kOff) {
     item->pixel_hash = PixelHash(image.pixels.data(), image.pixels.size());
-    item->perceptual_hash = PerceptualHash(image.pixels.data(), o.image_width, o.image_height);
+    item->perceptual_hash = PerceptualHash(image.pixels.data(), image.width, image.height);
   }
   if (!TokenizeCaptions(item, o, tokenizer)) return;
   EncodedSample& e = item->encoded;
   auto chunk =
-      CompressImage(image.pixels.data(), image.pixels.size(), o.compression, o.compression_level);
+      o.image_codec == format::ImageCodec::kJpeg
+          ? EncodeJpeg(image.pixels.data(), image.width, image.height, o.jpeg_quality)
+          : CompressImage(image.pixels.data(), image.pixels.size(), o.compression,
+                          o.compression_level);
   if (!chunk.ok()) {
-    item->fatal = chunk.status().WithContext("compressing sample " + raw.key);
+    item->fatal = chunk.status().WithContext("encoding sample " + raw.key);
     return;
   }
   e.image_chunk = chunk.MoveValue();
+  e.stored_width = image.width;
+  e.stored_height = image.height;
   e.key = std::move(raw.key);
   e.source = std::move(raw.source);
   // --keep-fields: the kept values are the first entries of raw.fields (BuildOptions).
@@ -248,6 +253,7 @@ class Pipeline {
         report_->stats.AddCaption(e.tokens[c].size(), item->unk[c], e.captions[c]);
       }
       report_->stats.AddSample(e.captions.size(), e.original_width, e.original_height);
+      report_->stats.AddStoredImage(e.stored_width, e.stored_height, e.image_chunk.size());
       Status st = writer_->Add(std::move(item->encoded));
       if (!st.ok()) return Stop(st);
       ++report_->written;

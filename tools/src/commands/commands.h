@@ -46,6 +46,11 @@ struct BuildOptions {
   // zstd level -1 (--fast=1): decoded pixels compress little at any level; -1 is about 5%
   // larger than level 1, compresses twice and decompresses 2.7 times as fast (FORMAT.md).
   int compression_level = kDefaultZstdLevel;
+  // --codec jpeg (format 2): each image stored as a JPEG of --quality (compression none);
+  // --max-size: the keep-ratio modes' bound, pixels.
+  format::ImageCodec image_codec = format::ImageCodec::kRaw;
+  int jpeg_quality = format::kDefaultJpegQuality;
+  int max_size = 0;
   int threads = 0;  // 0: all cores
   bool quiet = false;
 };

@@ -51,12 +51,42 @@ void PrintCounts(const mm::reader::internal::IndexDocument& index, std::ostream&
       << HumanBytes(Ratio(bytes, samples)) << " per sample)\n";
 }
 
-// images and compression, with the ratio of raw pixels to file bytes.
-void PrintImages(const mm::reader::internal::IndexDocument& index, std::ostream& out) {
+// "min..max (median p50)" of one report.json stats figure, "?" when absent.
+std::string Spread(const json& stats, const char* figure) {
+  const json f = stats.value(figure, json::object());
+  if (!f.is_object() || !f.contains("min") || !f.contains("max") || !f.contains("p50")) return "?";
+  return f["min"].dump() + ".." + f["max"].dump() + " (median " + f["p50"].dump() + ")";
+}
+
+// images and compression, with the ratio of raw pixels to file bytes; for stored JPEGs the
+// codec, quality and the stored sizes and bytes (report.json's stats).
+void PrintImages(const mm::reader::internal::IndexDocument& index, const Result<json>& report,
+                 std::ostream& out) {
   const mm::reader::SetInfo& info = index.info;
   const int64_t height = info.image_height, width = info.image_width;
-  out << "images:       " << width << "x" << height << "x" << info.channels << " uint8, resize "
-      << Known(info.resize_mode) << ", background " << Known(index.background) << "\n";
+  const bool keep_ratio = info.max_size > 0;
+  if (keep_ratio) {
+    out << "images:       own aspect ratio, " << info.resize_mode << " "
+        << (info.resize_mode == "keep-ratio" ? "shorter" : "longer") << " side <= "
+        << info.max_size << " px (loader default output " << width << "x" << height
+        << "), background " << Known(index.background) << "\n";
+  } else {
+    out << "images:       " << width << "x" << height << "x" << info.channels << " uint8, resize "
+        << Known(info.resize_mode) << ", background " << Known(index.background) << "\n";
+  }
+  if (info.image_codec == "jpeg") {
+    const json stats = report.ok() ? report->value("stats", json::object()) : json::object();
+    const int64_t samples = Or0(index.totals.samples);
+    out << "codec:        jpeg quality " << info.jpeg_quality << ", "
+        << format::kJpegSubsampling << ", decoded and cropped by the loader (format 2)\n";
+    out << "stored size:  width " << Spread(stats, "stored_width") << ", height "
+        << Spread(stats, "stored_height") << " px\n";
+    out << "stored bytes: " << Spread(stats, "stored_bytes") << " a JPEG; "
+        << HumanBytes(Ratio(static_cast<double>(Or0(index.totals.bytes)), samples))
+        << " a sample with its tables\n";
+    return;
+  }
+  out << "codec:        raw pixels (format 1)\n";
   out << "compression:  " << info.compression;
   if (format::ParseCodec(info.compression) == format::Codec::kZstd) {
     out << " level " << info.compression_level << " (HDF5 filter "
@@ -143,9 +173,10 @@ Status RunInfo(const std::string& dir, std::ostream& out, const mm::reader::Remo
   out << "format:       " << format::kFormatName << " v" << index.info.format_version << " ("
       << Known(index.created_by) << ")\n";
   PrintCounts(index, out);
-  PrintImages(index, out);
+  const Result<json> report = ReadJsonFile(*files, std::string(format::kReportFile));
+  PrintImages(index, report, out);
   PrintTokenizer(index, out);
-  PrintDrops(index, ReadJsonFile(*files, std::string(format::kReportFile)), out);
+  PrintDrops(index, report, out);
   return Status::OK();
 }
 

@@ -69,6 +69,9 @@ struct BuildArgs {
   std::string input_format{ToString(options.input_format)};
   std::string resize_mode{ToString(options.resize_mode)};
   std::string compression{ToString(options.compression)};
+  std::string codec{ToString(options.image_codec)};
+  CLI::Option* compression_option = nullptr;  // given on the command line?
+  CLI::Option* image_size_option = nullptr;
   std::string normalize{ToString(options.text.normalize)};
   std::string dedup{ToString(options.filters.dedup)};
   std::string min_score;
@@ -122,10 +125,24 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
       ->check(CLI::IsMember(Names(mm::pack::kInputFormats)))
       ->capture_default_str();
   b->add_flag("--overwrite", o.overwrite, "Replace an existing output directory");
-  b->add_option("--image-size", a->image_size, "Output size: N (NxN) or WxH, pixels")
-      ->capture_default_str();
-  b->add_option("--resize-mode", a->resize_mode, "How to fit the image to the size")
+  a->image_size_option =
+      b->add_option("--image-size", a->image_size, "Output size: N (NxN) or WxH, pixels")
+          ->capture_default_str();
+  b->add_option("--resize-mode", a->resize_mode,
+                "How to fit the image to the size; keep-ratio[-largest]: its own aspect ratio, "
+                "shorter [longer] side at most --max-size (needs --codec jpeg)")
       ->check(CLI::IsMember(Names(mm::format::kResizeModes)))
+      ->capture_default_str();
+  b->add_option("--max-size", o.max_size,
+                "keep-ratio modes: bound of the shorter (keep-ratio) or longer side, pixels; "
+                "never upscales")
+      ->check(CLI::Range(1, mm::reader::kMaxImageSide));
+  b->add_option("--codec", a->codec,
+                "How images are stored: raw pixels (zero decode) or JPEG (format 2, 5-8x smaller)")
+      ->check(CLI::IsMember(Names(mm::format::kImageCodecs)))
+      ->capture_default_str();
+  b->add_option("--quality", o.jpeg_quality, "--codec jpeg: JPEG quality, 1..100 (4:2:0)")
+      ->check(CLI::Range(1, 100))
       ->capture_default_str();
   b->add_option("--background", o.background,
                 "Colour behind alpha and padding: white, black, gray, #rrggbb or r,g,b")
@@ -153,9 +170,10 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
   b->add_option("--samples-per-shard", o.samples_per_shard,
                 "Close a shard after this many samples (0: no limit)")
       ->check(CLI::NonNegativeNumber);
-  b->add_option("--compression", a->compression, "Image chunk codec")
-      ->check(CLI::IsMember(Names(mm::format::kCodecs)))
-      ->capture_default_str();
+  a->compression_option =
+      b->add_option("--compression", a->compression, "--codec raw: image chunk compression")
+          ->check(CLI::IsMember(Names(mm::format::kCodecs)))
+          ->capture_default_str();
   b->add_option("--compression-level", o.compression_level,
                 "zstd level: 1..22, or negative for zstd's fast levels (-N is --fast=N)")
       ->check(CLI::Range(-(1 << 17), 22))
@@ -186,6 +204,25 @@ bool FinishBuild(BuildArgs* a) {
   o.input_format = mm::pack::ParseInputFormat(a->input_format).value();
   o.resize_mode = mm::format::ParseResizeMode(a->resize_mode).value();
   o.compression = mm::format::ParseCodec(a->compression).value();
+  o.image_codec = mm::format::ParseImageCodec(a->codec).value();
+  if (o.image_codec == mm::format::ImageCodec::kJpeg) {
+    if (a->compression_option->count() > 0 && o.compression != mm::format::Codec::kNone) {
+      std::cerr << "mmpack build: --compression " << a->compression
+                << " compresses raw pixels; --codec jpeg stores JPEG bytes without a filter"
+                << std::endl;
+      return false;
+    }
+    o.compression = mm::format::Codec::kNone;
+  }
+  if (!mm::format::IsFixedSize(o.resize_mode)) {
+    if (a->image_size_option->count() > 0) {
+      std::cerr << "mmpack build: --resize-mode " << a->resize_mode
+                << " keeps each image's aspect ratio; give --max-size N, not --image-size"
+                << std::endl;
+      return false;
+    }
+    o.image_width = o.image_height = o.max_size;  // the set's nominal size (FORMAT.md)
+  }
   o.text.normalize = mm::pack::ParseTextNormalization(a->normalize).value();
   o.filters.dedup = mm::pack::ParseDedupMode(a->dedup).value();
   if (mm::Status st = mm::reader::CheckMetadataFieldNames(o.keep_fields); !st.ok()) {

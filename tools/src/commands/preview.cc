@@ -67,8 +67,11 @@ Status RunPreview(const PreviewOptions& o, std::ostream& out) {
   std::vector<std::vector<uint8_t>> pixels(picked.size());
   std::vector<SheetCell> cells(picked.size());
   for (size_t k = 0; k < picked.size(); ++k) {
-    pixels[k].resize(set->image_bytes());
-    MM_RETURN_NOT_OK(set->ReadImage(picked[k], pixels[k].data()));
+    // The loader's default view: the stored image, or (keep-ratio sets) its centred window of
+    // the set's size.
+    int h = 0, w = 0;
+    MM_RETURN_NOT_OK(mm::reader::LoadSampleImage(*set, mm::reader::LoaderOptions{}, 0, picked[k],
+                                                 &pixels[k], &h, &w));
     cells[k] = {pixels[k].data(), info.image_width, info.image_height,
                 Label(*set, picked[k], info.image_width, kLines)};
   }

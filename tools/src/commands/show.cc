@@ -49,8 +49,12 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
 
   out << "sample " << i << " (" << set->Locate(i) << ")\n";
   out << "key: " << set->Key(i) << "\n";
-  out << "image: " << info.image_width << "x" << info.image_height << " RGB, "
-      << set->StoredImageBytes(i) << " stored bytes (" << info.compression << ") -> loader crop "
+  int stored_w = 0, stored_h = 0;
+  set->ImageSize(i, &stored_w, &stored_h);
+  out << "image: " << stored_w << "x" << stored_h << " RGB, " << set->StoredImageBytes(i)
+      << " stored bytes ("
+      << (info.image_codec == "jpeg" ? std::string("jpeg") : info.compression)
+      << ") -> loader crop "
       << options.crop << (options.flip ? " flip" : "") << " seed " << options.seed << " epoch "
       << options.epoch << ": " << width << "x" << height << " -> " << options.output_png << "\n";
   // The shard file HDF5 reads the captions from: the set's, or its cached copy (pinned above).

@@ -161,6 +161,11 @@ ShardExpectation BaseExpectation(const mm::reader::SetInfo& info) {
   base.height = info.image_height;
   base.width = info.image_width;
   base.compression = format::ParseCodec(info.compression).value();  // the decoder checked it
+  base.format_version = info.format_version;
+  base.codec = format::ParseImageCodec(info.image_codec).value();  // so did CheckSetRules
+  base.jpeg_quality = info.jpeg_quality;
+  base.resize_mode = info.resize_mode;
+  base.max_size = info.max_size;
   base.vocab_size = info.vocab_size;
   base.tokenizer_sha256 = info.tokenizer_sha256;
   base.metadata_fields = info.metadata_fields;
@@ -209,7 +214,8 @@ Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote
   out << "verify: OK: " << totals.shards << " shards, " << totals.samples << " samples, "
       << totals.captions << " captions, " << totals.tokens << " tokens, "
       << HumanBytes(static_cast<double>(totals.bytes))
-      << "; checksums, schema, offsets, keys and every image chunk checked\n";
+      << "; checksums, schema, offsets, keys and every "
+      << (info.image_codec == "jpeg" ? "JPEG decoded" : "image chunk checked") << "\n";
   return Status::OK();
 }
 

@@ -74,6 +74,12 @@ void SetStats::AddSample(size_t captions, int source_width, int source_height) {
   aspect_.push_back(shorter > 0 ? static_cast<float>(longer) / shorter : 0.0f);
 }
 
+void SetStats::AddStoredImage(int width, int height, size_t bytes) {
+  stored_width_.push_back(width);
+  stored_height_.push_back(height);
+  stored_bytes_.push_back(static_cast<int64_t>(bytes));
+}
+
 ojson SetStats::ToJson() const {
   ojson out;
   out["samples"] = captions_per_image_.size();
@@ -86,6 +92,9 @@ ojson SetStats::ToJson() const {
   out["captions_per_image"] = Describe(captions_per_image_, Steps(1, 1, 10));
   out["source_shorter_side"] = Describe(shorter_side_, Steps(0, 128, 13));
   out["source_aspect"] = Describe(aspect_, Steps(1, 0.25, 13));
+  out["stored_width"] = Describe(stored_width_, Steps(0, 64, 13));
+  out["stored_height"] = Describe(stored_height_, Steps(0, 64, 13));
+  out["stored_bytes"] = Describe(stored_bytes_, Steps(0, 8192, 13));
   return out;
 }
 

@@ -21,6 +21,10 @@ class SetStats {
   /// orientation).
   void AddSample(size_t captions, int source_width, int source_height);
 
+  /// One written sample's stored image: its size in pixels and its stored bytes (the JPEG, or
+  /// the compressed chunk).
+  void AddStoredImage(int width, int height, size_t bytes);
+
   int64_t tokens() const { return tokens_; }
   int64_t unk_tokens() const { return unk_; }
   /// unk_tokens / tokens, 0 when there are no tokens.
@@ -28,7 +32,8 @@ class SetStats {
 
   /// {"samples", "captions", "unk_rate", "unk_tokens", "tokens",
   ///  "caption_tokens"|"caption_chars"|"captions_per_image"|"source_shorter_side"|
-  ///  "source_aspect": {"min", "mean", "p50", "p95", "max",
+  ///  "source_aspect"|"stored_width"|"stored_height"|"stored_bytes":
+  ///                   {"min", "mean", "p50", "p95", "max",
   ///                    "histogram": [{"from": x, "to": y, "count": n}, ...]}}
   /// "from" inclusive, "to" exclusive; the bins are fixed per figure (at most 16).
   nlohmann::ordered_json ToJson() const;
@@ -37,6 +42,8 @@ class SetStats {
   int64_t tokens_ = 0, unk_ = 0;
   std::vector<int32_t> caption_tokens_, caption_chars_, captions_per_image_, shorter_side_;
   std::vector<float> aspect_;  // longer / shorter side
+  std::vector<int32_t> stored_width_, stored_height_;
+  std::vector<int64_t> stored_bytes_;
 };
 
 }  // namespace mm::pack

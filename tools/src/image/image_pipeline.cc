@@ -5,6 +5,8 @@
 
 #include <vips/vips.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -112,14 +114,26 @@ const uint8_t* Resize(const Decoded& d, const FitPlan& plan) {
 }
 
 // ProcessImage, without the error gate.
-bool ProcessImageOnce(const std::string& bytes, const ImageOptions& opt, ProcessedImage* out,
+bool ProcessImageOnce(const std::string& bytes, const ImageOptions& opt_in, ProcessedImage* out,
                       ImageFailure* failure) {
-  if (opt.width < 1 || opt.height < 1 || opt.width > kMaxFitSide || opt.height > kMaxFitSide) {
+  const bool fixed = mm::format::IsFixedSize(opt_in.mode);
+  if (fixed ? (opt_in.width < 1 || opt_in.height < 1 || opt_in.width > kMaxFitSide ||
+               opt_in.height > kMaxFitSide)
+            : (opt_in.max_size < 1 || opt_in.max_size > kMaxFitSide)) {
     return Fail(failure, "unreadable",
                 "output size outside 1.." + std::to_string(kMaxFitSide) + " pixels a side");
   }
   SourceHeader header;
-  if (!ReadHeader(bytes, opt, &header, failure)) return false;
+  if (!ReadHeader(bytes, opt_in, &header, failure)) return false;
+  ImageOptions opt = opt_in;
+  if (!mm::format::IsFixedSize(opt.mode)) {  // the image's own aspect ratio: a stretch to it
+    const bool swap = header.orientation >= 5 && header.orientation <= 8;
+    KeepRatioSize(swap ? header.height : header.width, swap ? header.width : header.height,
+                  opt.mode, opt.max_size, &opt.width, &opt.height);
+    opt.mode = ResizeMode::kStretch;
+  }
+  out->width = opt.width;
+  out->height = opt.height;
   const FitPlan plan =
       PlanFit(header.width, header.height, header.orientation, opt.width, opt.height, opt.mode);
   out->original_width = plan.oriented_w;
@@ -132,6 +146,19 @@ bool ProcessImageOnce(const std::string& bytes, const ImageOptions& opt, Process
 }
 
 }  // namespace
+
+void KeepRatioSize(int w, int h, ResizeMode mode, int max_size, int* out_w, int* out_h) {
+  const int bounded = mode == ResizeMode::kKeepRatio ? std::min(w, h) : std::max(w, h);
+  double scale = std::min(1.0, static_cast<double>(max_size) / bounded);
+  scale = std::min(scale, static_cast<double>(kMaxFitSide) / std::max(w, h));
+  if (scale >= 1.0) {
+    *out_w = w;
+    *out_h = h;
+    return;
+  }
+  *out_w = std::clamp(static_cast<int>(std::lround(w * scale)), 1, kMaxFitSide);
+  *out_h = std::clamp(static_cast<int>(std::lround(h * scale)), 1, kMaxFitSide);
+}
 
 bool ProcessImage(const std::string& bytes, const ImageOptions& opt, ProcessedImage* out,
                   ImageFailure* failure) {

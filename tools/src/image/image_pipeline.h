@@ -21,7 +21,9 @@
 //   3. resize with an antialiased Lanczos-3 filter (resample.h, Pillow's method) in the
 //      stored orientation, only the window that is kept;
 //   4. apply the EXIF orientation (1..8) and fit: center-crop (cover, crop the middle), pad
-//      (contain, letterbox centred on the background), stretch (both axes independently).
+//      (contain, letterbox centred on the background), stretch (both axes independently);
+//      keep-ratio / keep-ratio-largest: the image's own aspect ratio, scaled down so that its
+//      shorter / longer side is at most max_size (KeepRatioSize), never up.
 // Errors from libvips (vips_error_buffer, vips_errors.cc) and TurboJPEG (tjGetErrorStr2,
 // decode_turbo.cc) are translated there only. Files: sniff.h, jpeg_metadata.h, decode.h,
 // resample.h, colour.h; image_pipeline.cc runs the steps.
@@ -41,14 +43,19 @@ namespace mm::pack {
 using mm::format::ResizeMode;
 
 struct ImageOptions {
-  int width = 224;   // output pixels
+  int width = 224;   // output pixels (fixed-size modes)
   int height = 224;  // output pixels
   ResizeMode mode = ResizeMode::kCenterCrop;
+  // Keep-ratio modes: the bound of the shorter (kKeepRatio) or longer (kKeepRatioLargest) side;
+  // the image is scaled down to it, never up, and kKeepRatio's longer side also to at most
+  // kMaxFitSide (fit.h).
+  int max_size = 0;
   Rgb background;                 // behind alpha and around a padded image
   int64_t max_pixels = 89478485;  // width*height of the source, from its header
 };
 
 struct ProcessedImage {
+  int width = 0, height = 0;    // pixels: the options' size, or the keep-ratio size
   std::vector<uint8_t> pixels;  // [height, width, 3] uint8, sRGB, row-major
   int32_t original_width = 0;   // source pixels, after EXIF orientation
   int32_t original_height = 0;
@@ -60,6 +67,18 @@ struct ImageFailure {
   std::string reason;  // unsupported_format | too_many_pixels | corrupt_image | truncated_image
   std::string detail;  // one line, libvips' message where there is one
 };
+
+/// The size, pixels, that a keep-ratio mode gives an image of `w` x `h` (after orientation):
+/// scale = min(1, max_size / bounded side, kMaxFitSide / longer side), each side
+/// max(1, round(side * scale)); the bounded side is the shorter (kKeepRatio) or the longer
+/// (kKeepRatioLargest) one. Images already within the bound keep their size.
+void KeepRatioSize(int w, int h, ResizeMode mode, int max_size, int* out_w, int* out_h);
+
+/// Encodes [height, width, 3] uint8 RGB as a baseline JPEG (TurboJPEG, 4:2:0, `quality`
+/// 1..100, JFIF, no EXIF: the pixels are already oriented and sRGB). Thread-safe (one
+/// compressor per thread). Errors: Internal with TurboJPEG's message.
+[[nodiscard]] Result<std::vector<uint8_t>> EncodeJpeg(const uint8_t* rgb, int width, int height,
+                                                      int quality);
 
 /// Starts libvips once per process (VIPS_INIT, concurrency 1, operation cache off so memory
 /// does not grow with the input). Thread-safe; ProcessImage calls it too.

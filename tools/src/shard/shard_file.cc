@@ -1,12 +1,17 @@
 // shard_file.cc: see shard_file.h.
 #include "shard/shard_file.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "mm/internal/file.h"
 
 namespace mm::pack {
 namespace {
@@ -70,13 +75,14 @@ Result<SchemaDatasets> LoadSchemaDatasets() {
     out[d.value("name", "")] = sd;
   }
   for (const char* name :
-       {format::kImages, format::kKeys, format::kSources, format::kOriginalSize, format::kValidBox,
+       {format::kImages, format::kImageBytes, format::kImageOffsets, format::kImageSize,
+        format::kKeys, format::kSources, format::kOriginalSize, format::kValidBox,
         format::kCaptionOffsets, format::kCaptions, format::kTokenOffsets, format::kTokens}) {
     if (out.count(name) == 0) {
       return Status::Internal(std::string("embedded schema lacks dataset '") + name + "'");
     }
   }
-  if (out.size() != 9) {
+  if (out.size() != 12) {
     return Status::Internal("embedded schema lists datasets this writer does not write");
   }
   return out;
@@ -131,6 +137,44 @@ Status AppendImageChunk(hid_t images, int64_t index, int height, int width,
   return h5::Check(
       H5Dwrite_chunk(images, H5P_DEFAULT, /*filters=*/0, offset, chunk.size(), chunk.data()),
       "H5Dwrite_chunk(images)", StatusCode::kIOError);
+}
+
+Status WriteBytesFromFd(hid_t file, const char* name, const SchemaDataset& schema, int fd,
+                        uint64_t bytes) {
+  if (schema.dtype != "uint8" || schema.rank != 1 || schema.layout != "contiguous") {
+    return Status::Internal(std::string("schema of '") + name + "' is not contiguous uint8 [B]");
+  }
+  const hsize_t dims[1] = {static_cast<hsize_t>(bytes)};
+  MM_ASSIGN_OR_RETURN(h5::Dataspace space,
+                      h5::Own<h5::Dataspace>(H5Screate_simple(1, dims, nullptr), "H5S"));
+  MM_ASSIGN_OR_RETURN(h5::PropList dcpl, BaseDcpl(/*variable_length=*/false));
+  MM_RETURN_NOT_OK(h5::Check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout"));
+  MM_ASSIGN_OR_RETURN(h5::Dataset dset,
+                      h5::Own<h5::Dataset>(H5Dcreate2(file, name, H5T_STD_U8LE, space.get(),
+                                                      H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                                           std::string("H5Dcreate2(") + name + ")"));
+  constexpr uint64_t kBlock = uint64_t{8} << 20;  // bounded memory whatever the shard's size
+  std::vector<uint8_t> block(static_cast<size_t>(std::min(bytes, kBlock)));
+  for (uint64_t done = 0; done < bytes;) {
+    const size_t n = static_cast<size_t>(std::min(kBlock, bytes - done));
+    for (size_t got = 0; got < n;) {
+      const ssize_t r = ::pread(fd, block.data() + got, n - got, static_cast<off_t>(done + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return ErrnoStatus(r < 0 ? errno : EIO, std::string("reading back ") + name);
+      got += static_cast<size_t>(r);
+    }
+    const hsize_t start[1] = {static_cast<hsize_t>(done)}, count[1] = {static_cast<hsize_t>(n)};
+    MM_ASSIGN_OR_RETURN(h5::Dataspace mem,
+                        h5::Own<h5::Dataspace>(H5Screate_simple(1, count, nullptr), "H5S"));
+    MM_RETURN_NOT_OK(h5::Check(
+        H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
+        "H5Sselect_hyperslab"));
+    MM_RETURN_NOT_OK(h5::Check(H5Dwrite(dset.get(), H5T_NATIVE_UINT8, mem.get(), space.get(),
+                                        H5P_DEFAULT, block.data()),
+                               std::string("H5Dwrite(") + name + ")", StatusCode::kIOError));
+    done += n;
+  }
+  return dset.Close();
 }
 
 Status WriteNumericTable(hid_t file, const char* name, const SchemaDataset& schema,

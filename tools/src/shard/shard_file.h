@@ -30,7 +30,8 @@ struct SchemaDataset {
 };
 using SchemaDatasets = std::map<std::string, SchemaDataset>;
 
-/// The datasets of the embedded schema, by name: exactly the nine a shard holds.
+/// The datasets of the embedded schema, by name: the twelve a shard may hold (`images` for codec
+/// raw; image_bytes, image_offsets, image_size for codec jpeg; the eight tables of both).
 /// Errors: Internal (the embedded schema is not valid JSON or lists other datasets).
 [[nodiscard]] Result<SchemaDatasets> LoadSchemaDatasets();
 
@@ -46,6 +47,12 @@ using SchemaDatasets = std::map<std::string, SchemaDataset>;
 /// Errors: IOError.
 [[nodiscard]] Status AppendImageChunk(hid_t images, int64_t index, int height, int width,
                                       const std::vector<uint8_t>& chunk);
+
+/// Writes the contiguous uint8 dataset `name` ([bytes]) from the first `bytes` bytes of the file
+/// `fd` (read back in 8 MiB blocks: the JPEGs of a shard, spooled while it filled).
+/// Errors: Internal (a schema other than contiguous uint8 [B]), IOError.
+[[nodiscard]] Status WriteBytesFromFd(hid_t file, const char* name, const SchemaDataset& schema,
+                                      int fd, uint64_t bytes);
 
 /// Writes the contiguous table `name` of shape `dims` from `data` (of `mem_type`); its file
 /// type is the schema's numeric dtype, little-endian. An empty table gets no storage.

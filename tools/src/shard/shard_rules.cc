@@ -23,7 +23,17 @@ Status CheckType(hid_t file, const std::string& name, const char* table, TableTy
 
 Status CheckShardRules(hid_t file, const std::string& name, int64_t samples, int64_t captions,
                        int64_t tokens, const mm::reader::SetInfo& info) {
-  MM_RETURN_NOT_OK(CheckType(file, name, format::kImages, TableType::kUint8));
+  if (info.image_codec == format::ToString(format::ImageCodec::kJpeg)) {  // format 2
+    MM_RETURN_NOT_OK(CheckType(file, name, format::kImageBytes, TableType::kUint8));
+    MM_RETURN_NOT_OK(CheckType(file, name, format::kImageOffsets, TableType::kInt64));
+    MM_RETURN_NOT_OK(CheckType(file, name, format::kImageSize, TableType::kInt32));
+    MM_ASSIGN_OR_RETURN(auto sizes, h5::ReadNumeric<int32_t>(file, format::kImageSize,
+                                                             H5T_NATIVE_INT32,
+                                                             static_cast<size_t>(samples) * 2));
+    MM_RETURN_NOT_OK(mm::reader::CheckImageSizes(name, sizes.data(), samples, info));
+  } else {
+    MM_RETURN_NOT_OK(CheckType(file, name, format::kImages, TableType::kUint8));
+  }
   MM_RETURN_NOT_OK(CheckType(file, name, format::kKeys, TableType::kFixedString));
   MM_RETURN_NOT_OK(CheckType(file, name, format::kCaptionOffsets, TableType::kInt64));
   MM_RETURN_NOT_OK(CheckType(file, name, format::kTokenOffsets, TableType::kInt64));

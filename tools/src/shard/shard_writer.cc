@@ -44,6 +44,8 @@ constexpr int64_t kShardOverheadBytes = 13 * 1024;
 constexpr int64_t kPerSampleOverheadBytes = 96 + 32;
 // Per caption: the vlen record and heap object header (~40 bytes), its offset (8 bytes).
 constexpr int64_t kPerCaptionOverheadBytes = 48;
+// The largest stored JPEG (a range of image_bytes; the reader's chunk sizes are 31-bit).
+constexpr size_t kMaxJpegBytes = size_t{1} << 30;
 
 Status CheckText(const std::string& text, const char* what, const std::string& key) {
   if (text.find('\0') != std::string::npos) {
@@ -58,6 +60,7 @@ class ShardWriterImpl final : public ShardWriter {
   ShardWriterImpl(WriterOptions options, SchemaDatasets schema)
       : options_(std::move(options)), schema_(std::move(schema)) {
     image_bytes_ = static_cast<size_t>(options_.image_width) * options_.image_height * 3;
+    jpeg_ = options_.image_codec == format::ImageCodec::kJpeg;
   }
 
   ~ShardWriterImpl() override {
@@ -73,6 +76,7 @@ class ShardWriterImpl final : public ShardWriter {
   void Abandon() {
     const std::string tmp = TempPath();
     (void)::truncate(tmp.c_str(), 0);
+    spool_.Reset();
     images_.Reset();
     file_.Reset();
     h5::ClearErrors();
@@ -107,6 +111,12 @@ class ShardWriterImpl final : public ShardWriter {
 
     keys_.push_back(std::move(sample.key));
     sources_.push_back(std::move(sample.source));
+    if (jpeg_) {
+      image_offsets_.push_back(image_offsets_.back() +
+                               static_cast<int64_t>(sample.image_chunk.size()));
+      image_size_.push_back(sample.stored_width);
+      image_size_.push_back(sample.stored_height);
+    }
     original_size_.push_back(sample.original_width);
     original_size_.push_back(sample.original_height);
     valid_box_.insert(valid_box_.end(), sample.valid_box, sample.valid_box + 4);
@@ -159,6 +169,25 @@ class ShardWriterImpl final : public ShardWriter {
       MM_RETURN_NOT_OK(CheckText(value.s, "kept field value", sample.key));
     }
     const auto& chunk = sample.image_chunk;
+    if (jpeg_) {
+      const bool fixed = format::IsFixedSize(options_.resize_mode);
+      if (chunk.size() < 4 || chunk[0] != 0xFF || chunk[1] != 0xD8 ||
+          chunk.size() > kMaxJpegBytes) {
+        return Status::InvalidArgument("sample '" + sample.key + "': image is not a JPEG of 4 B.." +
+                                       std::to_string(kMaxJpegBytes) + " B");
+      }
+      if (sample.stored_width < 1 || sample.stored_height < 1 ||
+          sample.stored_width > mm::reader::kMaxImageSide ||
+          sample.stored_height > mm::reader::kMaxImageSide ||
+          (fixed && (sample.stored_width != options_.image_width ||
+                     sample.stored_height != options_.image_height))) {
+        return Status::InvalidArgument("sample '" + sample.key + "': stored size " +
+                                       std::to_string(sample.stored_width) + "x" +
+                                       std::to_string(sample.stored_height) +
+                                       " is not what the set's resize mode allows");
+      }
+      return Status::OK();
+    }
     if (options_.compression == format::Codec::kNone) {
       if (chunk.size() != image_bytes_) {
         return Status::InvalidArgument("sample '" + sample.key + "': image chunk of " +
@@ -199,9 +228,15 @@ class ShardWriterImpl final : public ShardWriter {
   Status OpenShard() {
     MM_ASSIGN_OR_RETURN(file_, CreateShardFile(TempPath()));
     open_ = true;
-    MM_ASSIGN_OR_RETURN(images_, CreateImages(file_.get(), schema_.at(format::kImages),
-                                              options_.image_height, options_.image_width,
-                                              options_.compression, options_.compression_level));
+    if (jpeg_) {
+      MM_RETURN_NOT_OK(OpenSpool());
+    } else {
+      MM_ASSIGN_OR_RETURN(images_, CreateImages(file_.get(), schema_.at(format::kImages),
+                                                options_.image_height, options_.image_width,
+                                                options_.compression, options_.compression_level));
+    }
+    image_offsets_.assign(1, 0);
+    image_size_.clear();
     num_samples_ = 0;
     shard_bytes_ = kShardOverheadBytes;
     keys_.clear();
@@ -216,9 +251,30 @@ class ShardWriterImpl final : public ShardWriter {
     return Status::OK();
   }
 
+  // The JPEGs of the open shard wait in an unnamed file beside it (O_TMPFILE: nothing to clean
+  // up after a crash), so memory stays bounded whatever the shard's size.
+  Status OpenSpool() {
+    spool_ = UniqueFd(::open(options_.output_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (spool_.valid()) return Status::OK();
+    std::string name = (fs::path(options_.output_dir) / ".jpeg-spool.XXXXXX").string();
+    spool_ = UniqueFd(::mkostemp(name.data(), O_CLOEXEC));  // a file system without O_TMPFILE
+    if (!spool_.valid()) return ErrnoStatus(errno, "creating a spool file in " + options_.output_dir);
+    ::unlink(name.c_str());
+    return Status::OK();
+  }
+
   Status AppendChunk(const std::vector<uint8_t>& chunk) {
-    MM_RETURN_NOT_OK(AppendImageChunk(images_.get(), num_samples_, options_.image_height,
-                                      options_.image_width, chunk));
+    if (jpeg_) {
+      for (size_t done = 0; done < chunk.size();) {
+        const ssize_t n = ::write(spool_.get(), chunk.data() + done, chunk.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return ErrnoStatus(errno, "spooling JPEG bytes in " + options_.output_dir);
+        done += static_cast<size_t>(n);
+      }
+    } else {
+      MM_RETURN_NOT_OK(AppendImageChunk(images_.get(), num_samples_, options_.image_height,
+                                        options_.image_width, chunk));
+    }
     ++num_samples_;
     return Status::OK();
   }
@@ -233,6 +289,15 @@ class ShardWriterImpl final : public ShardWriter {
 
   Status WriteTables() {
     const hsize_t n = static_cast<hsize_t>(num_samples_);
+    if (jpeg_) {  // codec jpeg (format 2): in place of `images`, first
+      MM_RETURN_NOT_OK(WriteBytesFromFd(file_.get(), format::kImageBytes,
+                                        schema_.at(format::kImageBytes), spool_.get(),
+                                        static_cast<uint64_t>(image_offsets_.back())));
+      MM_RETURN_NOT_OK(WriteNumeric(format::kImageOffsets, {image_offsets_.size()},
+                                    H5T_NATIVE_INT64, image_offsets_.data()));
+      MM_RETURN_NOT_OK(
+          WriteNumeric(format::kImageSize, {n, 2}, H5T_NATIVE_INT32, image_size_.data()));
+    }
     MM_RETURN_NOT_OK(WriteStrings(format::kKeys, keys_));
     MM_RETURN_NOT_OK(WriteStrings(format::kSources, sources_));
     MM_RETURN_NOT_OK(
@@ -254,8 +319,8 @@ class ShardWriterImpl final : public ShardWriter {
   Status WriteAttributes() {
     hid_t f = file_.get();
     MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrFormat, std::string(format::kFormatName)));
-    MM_RETURN_NOT_OK(
-        h5::WriteAttribute(f, format::kAttrFormatVersion, int32_t{format::kFormatVersion}));
+    MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrFormatVersion,
+                                        int32_t{format::FormatVersionFor(options_.image_codec)}));
     MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrShardIndex, int64_t{shard_index_}));
     MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrNumSamples, int64_t{num_samples_}));
     MM_RETURN_NOT_OK(
@@ -270,6 +335,14 @@ class ShardWriterImpl final : public ShardWriter {
                                         std::string(ToString(options_.compression))));
     MM_RETURN_NOT_OK(
         h5::WriteAttribute(f, format::kAttrTokenizerSha256, options_.tokenizer_sha256));
+    if (jpeg_) {
+      MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrImageCodec,
+                                          std::string(ToString(options_.image_codec))));
+      MM_RETURN_NOT_OK(h5::WriteAttribute(f, format::kAttrJpegQuality,
+                                          static_cast<int32_t>(options_.jpeg_quality)));
+      MM_RETURN_NOT_OK(
+          h5::WriteAttribute(f, format::kAttrMaxSize, static_cast<int32_t>(options_.max_size)));
+    }
     return Status::OK();
   }
 
@@ -278,8 +351,9 @@ class ShardWriterImpl final : public ShardWriter {
     std::string final_path = FinalPath();
     Status st = WriteTables();
     if (st.ok()) st = WriteAttributes();
-    if (st.ok()) st = images_.Close();
+    if (st.ok() && !jpeg_) st = images_.Close();
     if (st.ok()) st = file_.Close();
+    spool_.Reset();
     if (!st.ok()) {
       Abandon();
       return st.WithContext("cannot write " + tmp);
@@ -323,6 +397,7 @@ class ShardWriterImpl final : public ShardWriter {
   WriterOptions options_;
   SchemaDatasets schema_;
   size_t image_bytes_ = 0;
+  bool jpeg_ = false;  // codec jpeg: JPEGs spooled, image_bytes written at close
   bool open_ = false;
   bool finished_ = false;
   int64_t shard_index_ = 0;
@@ -339,6 +414,9 @@ class ShardWriterImpl final : public ShardWriter {
   // The open shard.
   h5::File file_;
   h5::Dataset images_;
+  UniqueFd spool_;                      // codec jpeg: the open shard's JPEGs, in order
+  std::vector<int64_t> image_offsets_;  // [N + 1] codec jpeg
+  std::vector<int32_t> image_size_;     // [N, 2] codec jpeg
   int64_t num_samples_ = 0;
   int64_t shard_bytes_ = 0;  // estimate of the file's size so far
   std::vector<std::string> keys_;
@@ -371,6 +449,16 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
                                    ".." + std::to_string(mm::zstd::MaxLevel()));
   }
   if (options.shard_size <= 0) return Status::InvalidArgument("shard size must be positive");
+  if (options.image_codec == format::ImageCodec::kJpeg &&
+      (options.compression != format::Codec::kNone || options.jpeg_quality < 1 ||
+       options.jpeg_quality > 100)) {
+    return Status::InvalidArgument("codec jpeg needs compression none and a quality in 1..100");
+  }
+  if (!format::IsFixedSize(options.resize_mode) &&
+      (options.image_codec != format::ImageCodec::kJpeg || options.max_size < 1 ||
+       options.image_width != options.max_size || options.image_height != options.max_size)) {
+    return Status::InvalidArgument("the keep-ratio modes need codec jpeg and image size = max_size");
+  }
   MM_RETURN_NOT_OK(mm::reader::CheckMetadataFieldNames(options.metadata_fields));
   if (options.samples_per_shard < 0) {
     return Status::InvalidArgument("samples per shard must be >= 0");

@@ -1,4 +1,5 @@
-// shard_writer.h: the one HDF5 writer stage of `mmpack build` (format v1, schemas/FORMAT.md).
+// shard_writer.h: the one HDF5 writer stage of `mmpack build` (formats 1 and 2,
+// schemas/FORMAT.md).
 //
 // Samples arrive in input order, already resized and with their image chunk already
 // compressed (CompressImage, called in the worker threads). The writer appends each chunk with
@@ -27,7 +28,9 @@ namespace mm::pack {
 struct EncodedSample {
   std::string key;                   // unique in the set, UTF-8
   std::string source;                // image path as the input gave it, UTF-8
-  std::vector<uint8_t> image_chunk;  // CompressImage output ([H, W, 3] uint8 inside)
+  std::vector<uint8_t> image_chunk;  // CompressImage output ([H, W, 3] uint8 inside), or a JPEG
+  int32_t stored_width = 0;          // codec jpeg: the JPEG's width and height, pixels
+  int32_t stored_height = 0;
   int32_t original_width = 0;        // pixels, after EXIF orientation
   int32_t original_height = 0;
   int32_t valid_box[4] = {0, 0, 0, 0};              // x, y, width, height in pixels
@@ -48,8 +51,13 @@ struct WriterOptions {
   int image_width = 224;   // pixels
   int image_height = 224;
   format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;
-  format::Codec compression = format::Codec::kZstd;  // zstd: filter 32015
+  format::Codec compression = format::Codec::kZstd;  // zstd: filter 32015 (codec raw)
   int compression_level = kDefaultZstdLevel;
+  // kJpeg (format 2): image_chunk is a JPEG, spooled to an unnamed file in output_dir while
+  // the shard fills and written as image_bytes when it closes; compression must be kNone.
+  format::ImageCodec image_codec = format::ImageCodec::kRaw;
+  int jpeg_quality = 0;  // recorded in the shards' jpeg_quality attribute
+  int max_size = 0;      // keep-ratio modes: the bound; recorded in max_size
   int64_t shard_size = int64_t{1} << 30;  // bytes
   int64_t samples_per_shard = 0;          // 0: no limit
   std::string tokenizer_sha256;

@@ -1,10 +1,13 @@
 // verifier.cc: see verifier.h.
 #include "shard/verifier.h"
 
+#include <turbojpeg.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "mm/internal/c_handles.h"
 #include "mm/internal/set_rules.h"
 #include "mm/internal/utf8.h"
 #include "mm/internal/zstd_codec.h"
@@ -24,6 +27,7 @@ Result<int64_t> ResolveDim(const json& dim, const ShardExpectation& e) {
   if (s == "C") return e.captions;
   if (s == "C+1") return e.captions + 1;
   if (s == "T") return e.tokens;
+  if (s == "B") return e.jpeg_bytes;
   if (s == "image_height") return e.height;
   if (s == "image_width") return e.width;
   return Status::Internal("schema shape entry '" + dim.dump() + "' is not understood");
@@ -187,7 +191,47 @@ Status CheckTexts(hid_t file, const ShardExpectation& e,
   return Status::OK();
 }
 
-// original_size positive; valid_box inside the image.
+// One stored JPEG: its header states `width` x `height`, and it decodes whole without a libjpeg
+// warning (damaged entropy data, truncation).
+Status CheckJpeg(const std::vector<uint8_t>& jpeg, int width, int height) {
+  thread_local TjHandlePtr handle(tjInitDecompress());
+  tjhandle tj = handle.get();
+  if (tj == nullptr) return Status::Internal("TurboJPEG: cannot create a decompressor");
+  int w = 0, h = 0, subsamp = 0, colourspace = 0;
+  const auto size = static_cast<unsigned long>(jpeg.size());
+  if (tjDecompressHeader3(tj, jpeg.data(), size, &w, &h, &subsamp, &colourspace) != 0) {
+    return Status::Corruption(std::string("JPEG header: ") + tjGetErrorStr2(tj));
+  }
+  if (w != width || h != height) {
+    return Status::Corruption("JPEG is " + std::to_string(w) + "x" + std::to_string(h) +
+                              ", image_size says " + std::to_string(width) + "x" +
+                              std::to_string(height));
+  }
+  thread_local std::vector<uint8_t> pixels;
+  pixels.resize(static_cast<size_t>(w) * h * 3);
+  if (tjDecompress2(tj, jpeg.data(), size, pixels.data(), w, 0, h, TJPF_RGB,
+                    TJFLAG_STOPONWARNING) != 0) {
+    return Status::Corruption(std::string("JPEG does not decode: ") + tjGetErrorStr2(tj));
+  }
+  return Status::OK();
+}
+
+// The set-level facts CheckImageSizes needs, from the expectation.
+mm::reader::SetInfo SizeRules(const ShardExpectation& e) {
+  mm::reader::SetInfo info;
+  info.image_width = static_cast<int>(e.width);
+  info.image_height = static_cast<int>(e.height);
+  info.resize_mode = e.resize_mode;
+  info.max_size = e.max_size;
+  return info;
+}
+
+// Whether schema entry `d` (a dataset or attribute) applies to a shard of codec `codec`.
+bool ForCodec(const json& d, format::ImageCodec codec) {
+  return !d.contains("codec") || d["codec"].get<std::string>() == ToString(codec);
+}
+
+// original_size positive; valid_box inside the image (its stored size: image_size for jpeg).
 Status CheckGeometry(hid_t file, const ShardExpectation& e, int64_t* sample) {
   const size_t n = static_cast<size_t>(e.samples);
   MM_ASSIGN_OR_RETURN(
@@ -200,10 +244,18 @@ Status CheckGeometry(hid_t file, const ShardExpectation& e, int64_t* sample) {
   }
   MM_ASSIGN_OR_RETURN(auto boxes,
                       h5::ReadNumeric<int32_t>(file, format::kValidBox, H5T_NATIVE_INT32, n * 4));
+  std::vector<int32_t> stored;  // [N, 2] codec jpeg: each image's own size
+  if (e.codec == format::ImageCodec::kJpeg) {
+    MM_ASSIGN_OR_RETURN(stored,
+                        h5::ReadNumeric<int32_t>(file, format::kImageSize, H5T_NATIVE_INT32, n * 2));
+    MM_RETURN_NOT_OK(
+        mm::reader::CheckImageSizes("image_size", stored.data(), e.samples, SizeRules(e)));
+  }
   for (size_t i = 0; i < n; ++i) {
     const int32_t* b = &boxes[i * 4];
-    if (b[0] < 0 || b[1] < 0 || b[2] <= 0 || b[3] <= 0 || b[0] + b[2] > e.width ||
-        b[1] + b[3] > e.height) {
+    const int64_t w = stored.empty() ? e.width : stored[2 * i];
+    const int64_t h = stored.empty() ? e.height : stored[2 * i + 1];
+    if (b[0] < 0 || b[1] < 0 || b[2] <= 0 || b[3] <= 0 || b[0] + b[2] > w || b[1] + b[3] > h) {
       *sample = static_cast<int64_t>(i);
       return Status::Corruption("valid_box outside the image");
     }
@@ -219,9 +271,27 @@ Status ShardVerifier::Verify(const std::string& path, const ShardExpectation& e,
                       h5::Own<h5::File>(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
                                         "not a readable HDF5 file", StatusCode::kCorruption));
   MM_RETURN_NOT_OK(CheckAttributes(file.get(), e));
-  for (const auto& d : schema_["datasets"]) MM_RETURN_NOT_OK(CheckDataset(file.get(), d, e));
+  ShardExpectation with_bytes = e;
+  if (e.codec == format::ImageCodec::kJpeg) {  // "B", image_bytes' length, from image_offsets
+    MM_ASSIGN_OR_RETURN(auto offsets,
+                        h5::ReadNumeric<int64_t>(file.get(), format::kImageOffsets,
+                                                 H5T_NATIVE_INT64, static_cast<size_t>(e.samples) + 1));
+    with_bytes.jpeg_bytes = offsets.back();
+  }
+  for (const auto& d : schema_["datasets"]) {
+    if (ForCodec(d, e.codec)) MM_RETURN_NOT_OK(CheckDataset(file.get(), d, with_bytes));
+  }
+  const htri_t other = H5Lexists(
+      file.get(), e.codec == format::ImageCodec::kJpeg ? format::kImages : format::kImageBytes,
+      H5P_DEFAULT);
+  if (other != 0) {
+    h5::ClearErrors();
+    return Status::Corruption(std::string("a ") + std::string(ToString(e.codec)) +
+                              " shard holds a dataset of the other codec");
+  }
   MM_RETURN_NOT_OK(CheckTables(file.get(), e, sample));
   MM_RETURN_NOT_OK(CheckMetadata(file.get(), e, sample));
+  if (e.codec == format::ImageCodec::kJpeg) return CheckJpegs(file.get(), with_bytes, sample);
   return CheckChunks(file.get(), e, sample);
 }
 
@@ -288,6 +358,7 @@ Status ShardVerifier::CheckMetadata(hid_t file, const ShardExpectation& e, int64
 
 Status ShardVerifier::CheckAttributes(hid_t file, const ShardExpectation& e) {
   for (const auto& a : schema_["root_attributes"]) {
+    if (!ForCodec(a, e.codec)) continue;
     std::string name = a.value("name", "");
     std::string type = a.value("type", "");
     if (type == "string") {
@@ -317,7 +388,17 @@ Status ShardVerifier::CheckAttributes(hid_t file, const ShardExpectation& e) {
         return Status::Unsupported("attribute '" + name + "' is " + std::to_string(value) +
                                    ", this build reads " + a["value"].dump());
       }
+      if (a.contains("values")) {
+        const auto& allowed = a["values"];
+        if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+          return Status::Unsupported("attribute '" + name + "' is " + std::to_string(value) +
+                                     ", this build reads " + allowed.dump());
+        }
+      }
       int64_t want = -1;
+      if (name == format::kAttrFormatVersion) want = e.format_version;
+      if (name == format::kAttrJpegQuality) want = e.jpeg_quality;
+      if (name == format::kAttrMaxSize) want = e.max_size;
       if (name == format::kAttrShardIndex) want = e.index;
       if (name == format::kAttrNumSamples) want = e.samples;
       if (name == format::kAttrNumCaptions) want = e.captions;
@@ -351,7 +432,7 @@ Status ShardVerifier::CheckDataset(hid_t file, const json& d, const ShardExpecta
   MM_ASSIGN_OR_RETURN(h5::PropList dcpl,
                       h5::Own<h5::PropList>(H5Dget_create_plist(dset.get()), "dcpl"));
   MM_RETURN_NOT_OK(CheckLayout(dcpl.get(), d, dims.size(), e, name));
-  if (d.contains("filter")) MM_RETURN_NOT_OK(CheckFilter(dcpl.get(), e.compression, name));
+  if (d.contains("filter") && e.codec == format::ImageCodec::kRaw) MM_RETURN_NOT_OK(CheckFilter(dcpl.get(), e.compression, name));
   return Status::OK();
 }
 
@@ -379,6 +460,47 @@ Status ShardVerifier::CheckKeys(hid_t file, const ShardExpectation& e, int64_t* 
     }
   }
   keys_of_shard_ = std::move(keys);
+  return Status::OK();
+}
+
+// Codec jpeg: image_offsets from 0 strictly increasing to B, image_size within the set's rules,
+// and every JPEG decoded whole (TurboJPEG, stopping at the first warning) to the size its row
+// of image_size states.
+Status ShardVerifier::CheckJpegs(hid_t file, const ShardExpectation& e, int64_t* sample) {
+  const size_t n = static_cast<size_t>(e.samples);
+  MM_ASSIGN_OR_RETURN(auto offsets, h5::ReadNumeric<int64_t>(file, format::kImageOffsets,
+                                                             H5T_NATIVE_INT64, n + 1));
+  MM_ASSIGN_OR_RETURN(auto sizes,
+                      h5::ReadNumeric<int32_t>(file, format::kImageSize, H5T_NATIVE_INT32, n * 2));
+  if (offsets[0] != 0) return Status::Corruption("image_offsets[0] is not 0");
+  for (size_t i = 0; i < n; ++i) {
+    if (offsets[i + 1] <= offsets[i]) {
+      *sample = static_cast<int64_t>(i);
+      return Status::Corruption("image_offsets do not increase (an empty JPEG)");
+    }
+  }
+  MM_ASSIGN_OR_RETURN(h5::Dataset bytes,
+                      h5::Own<h5::Dataset>(H5Dopen2(file, format::kImageBytes, H5P_DEFAULT),
+                                           "opening image_bytes", StatusCode::kCorruption));
+  MM_ASSIGN_OR_RETURN(h5::Dataspace space,
+                      h5::Own<h5::Dataspace>(H5Dget_space(bytes.get()), "H5Dget_space"));
+  std::vector<uint8_t> jpeg;
+  for (size_t i = 0; i < n; ++i) {
+    *sample = static_cast<int64_t>(i);
+    const hsize_t start[1] = {static_cast<hsize_t>(offsets[i])};
+    const hsize_t count[1] = {static_cast<hsize_t>(offsets[i + 1] - offsets[i])};
+    jpeg.resize(static_cast<size_t>(count[0]));
+    MM_ASSIGN_OR_RETURN(h5::Dataspace mem,
+                        h5::Own<h5::Dataspace>(H5Screate_simple(1, count, nullptr), "H5S"));
+    MM_RETURN_NOT_OK(h5::Check(
+        H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
+        "selecting a JPEG", StatusCode::kCorruption));
+    MM_RETURN_NOT_OK(h5::Check(H5Dread(bytes.get(), H5T_NATIVE_UINT8, mem.get(), space.get(),
+                                       H5P_DEFAULT, jpeg.data()),
+                               "reading a JPEG", StatusCode::kCorruption));
+    MM_RETURN_NOT_OK(CheckJpeg(jpeg, sizes[2 * i], sizes[2 * i + 1]));
+  }
+  *sample = -1;
   return Status::OK();
 }
 

@@ -30,6 +30,13 @@ struct ShardExpectation {
   int64_t height = 0;
   int64_t width = 0;
   format::Codec compression = format::Codec::kZstd;
+  // Format 2: how images are stored, and what bounds their sizes (index.json "image").
+  int format_version = 1;
+  format::ImageCodec codec = format::ImageCodec::kRaw;
+  int jpeg_quality = 0;
+  std::string resize_mode;
+  int max_size = 0;
+  int64_t jpeg_bytes = 0;  // codec jpeg: image_offsets[N] (the "B" of the schema), read by Verify
   std::string tokenizer_sha256;
   int64_t vocab_size = 0;                    // 0: unknown, token ids not range-checked
   std::vector<std::string> metadata_fields;  // index.json "metadata.fields"
@@ -56,6 +63,7 @@ class ShardVerifier {
   Status CheckTables(hid_t file, const ShardExpectation& e, int64_t* sample);
   Status CheckKeys(hid_t file, const ShardExpectation& e, int64_t* sample);
   Status CheckChunks(hid_t file, const ShardExpectation& e, int64_t* sample);
+  Status CheckJpegs(hid_t file, const ShardExpectation& e, int64_t* sample);
   Status CheckMetadata(hid_t file, const ShardExpectation& e, int64_t* sample);
 
   const nlohmann::json& schema_;

@@ -7,7 +7,9 @@
 // (reader/CMakeLists.txt); it is compiled into mm_reader (reader/src/set_rules.cc).
 //
 // The rules (schemas/FORMAT.md says the same):
-//   - image sides in [1, kMaxImageSide] pixels, 3 channels;
+//   - image sides in [1, kMaxImageSide] pixels, 3 channels; format 2: codec raw or jpeg, a jpeg
+//     set at version 2 with quality 1..100 and compression "none", the keep-ratio modes only
+//     with jpeg and image height = width = max_size; each stored JPEG's size (CheckImageSizes);
 //   - tokenizer: vocab_size >= 1; pad_id and unk_id in [0, vocab_size); bos_id and eos_id -1
 //     (none) or in [0, vocab_size); max_tokens >= 1;
 //   - tables: little-endian two's complement int32/int64 as the spec types them, uint8 pixels,
@@ -51,6 +53,13 @@ MetadataValue::Type MetadataColumnType(hid_t type);
 /// Corruption).
 /// Errors: Corruption ("index.json: tokenizer pad_id 30000 outside [0, 30000)").
 Status CheckSetRules(const SetInfo& info);
+
+/// Checks one shard's image_size table ([n, 2] int32 [width, height], codec jpeg): each side in
+/// [1, kMaxImageSide]; the set's size in the fixed-size modes; the bounded side (shorter for
+/// keep-ratio, longer for keep-ratio-largest) at most max_size.
+/// Errors: Corruption naming the shard and sample.
+Status CheckImageSizes(const std::string& shard, const int32_t* sizes, int64_t n,
+                       const SetInfo& info);
 
 /// One shard's ragged tables, as little-endian bytes in a mapping or a vector (need not be
 /// aligned).
