@@ -9,9 +9,11 @@ FFCV: DatasetWriter with RGBImageField(write_mode='jpg' | 'raw', max_resolution=
   jpeg_quality=90); Loader(batch_size=32, num_workers=2, order=RANDOM) with
   RandomResizedCropRGBImageDecoder((224, 224)) and CenterCropRGBImageDecoder((224, 224),
   224/256); one untimed epoch first (numba compiles), then SECONDS timed.
-mmpack raw: `mmpack build --image-size 256` (raw, zstd; fixed 256x256 centre crop: the raw codec
-  keeps one [N, H, W, 3] dataset), read by `mmpack bench --threads 2 --batch-size 32
-  --crop rrc|center --size 224` (the real loader: random order, batches, tokens).
+mmpack raw: `mmpack build --image-size 256` (raw; fixed 256x256 centre crop: the raw codec
+  keeps one [N, H, W, 3] dataset), with zstd (the default) and with `--compression none` (as
+  FFCV's raw field: uncompressed pixels, cropped straight from the mapping), read by `mmpack
+  bench --threads 2 --batch-size 32 --crop rrc|center --size 224 --interpolation
+  lanczos|bilinear` (the real loader: random order, batches, tokens).
 mmpack JPEG: `mmpack build --codec jpeg --resize-mode keep-ratio-largest --max-size 256` (format
   2: FFCV's max_resolution=256, quality 90), read by the same `mmpack bench` command: the real
   loader decoding each JPEG at the smallest DCT scale and only the rows and columns the crop
@@ -119,6 +121,9 @@ def main():
 
     print("mmpack build raw 256 ...", flush=True)
     shards, r["mmpack_raw_build"] = build("shards_raw256", "--image-size", "256")
+    print("mmpack build raw 256, no zstd ...", flush=True)
+    nshards, r["mmpack_rawnone_build"] = build("shards_raw256_none", "--image-size", "256",
+                                               "--compression", "none")
     print("mmpack build jpeg keep-ratio-largest 256 ...", flush=True)
     jshards, r["mmpack_jpeg_build"] = build("shards_jpeg256", "--codec", "jpeg", "--resize-mode",
                                             "keep-ratio-largest", "--max-size", "256")
@@ -137,14 +142,13 @@ def main():
             print("FFCV read", mode, crop, "...", flush=True)
             r["ffcv_%s_%s" % (mode, crop)] = ffcv_read(
                 os.path.join(work, "ffcv_%s.beton" % mode), crop, seconds)
-        print("mmpack read raw", crop, "...", flush=True)
-        r["mmpack_raw_%s" % crop] = run_json([mmpack, "bench", shards, "--threads", "2",
-                                              "--batch-size", "32", "--seconds", str(seconds),
-                                              "--crop", crop, "--size", "224", "--json"])
-        print("mmpack read jpeg", crop, "...", flush=True)
-        r["mmpack_jpeg_%s" % crop] = run_json([mmpack, "bench", jshards, "--threads", "2",
-                                               "--batch-size", "32", "--seconds", str(seconds),
-                                               "--crop", crop, "--size", "224", "--json"])
+        for name, path in (("raw", shards), ("rawnone", nshards), ("jpeg", jshards)):
+            for interp in ("lanczos", "bilinear"):
+                key = "mmpack_%s_%s" % (name, crop) + ("" if interp == "lanczos" else "_bilinear")
+                print("mmpack read", name, crop, interp, "...", flush=True)
+                r[key] = run_json([mmpack, "bench", path, "--threads", "2", "--batch-size", "32",
+                                   "--seconds", str(seconds), "--crop", crop, "--size", "224",
+                                   "--interpolation", interp, "--json"])
     print("mmpack read jpeg 224 whole ...", flush=True)
     r["mmpack_jpeg224_none"] = run_json([mmpack, "bench", fshards, "--threads", "2",
                                          "--batch-size", "32", "--seconds", str(seconds),
@@ -155,11 +159,12 @@ def main():
     print("\n%d photos, 224x224 out, 2 threads/workers, batch 32, %.0f s each; load %s -> %s" %
           (len(paths), seconds, "%.1f" % r["load_before"][0], "%.1f" % r["load_after"][0]))
     rb, jb, fb = r["mmpack_raw_build"], r["mmpack_jpeg_build"], r["mmpack_jpeg224_build"]
+    nb = r["mmpack_rawnone_build"]
     print("  stored bytes/sample: FFCV jpg %.0f, mmpack jpeg 256 %.0f (JPEG %.0f); mmpack jpeg 224 "
-          "%.0f (JPEG %.0f); FFCV raw %.0f, mmpack raw 256 zstd %.0f" %
+          "%.0f (JPEG %.0f); FFCV raw %.0f, mmpack raw 256 zstd %.0f, no zstd %.0f" %
           (r["ffcv_jpg_bytes_per_sample"], jb["bytes_per_sample"], jb["image_bytes_per_sample"],
            fb["bytes_per_sample"], fb["image_bytes_per_sample"], r["ffcv_raw_bytes_per_sample"],
-           rb["bytes_per_sample"]))
+           rb["bytes_per_sample"], nb["bytes_per_sample"]))
     print("  write images/s: FFCV jpg %.0f, FFCV raw %.0f, mmpack jpeg %.0f, mmpack raw %.0f" %
           (r["ffcv_jpg_write_images_per_s"], r["ffcv_raw_write_images_per_s"],
            jb["images_per_s"], rb["images_per_s"]))
@@ -171,19 +176,28 @@ def main():
     print("  mmpack jpeg 224 whole decode: %.0f samples/s %.3f CPU-ms" %
           (whole["samples_per_s"], whole["cpu_ms_per_sample"]))
     ok = True
+    # Like for like: FFCV jpg against mmpack's JPEG set; FFCV raw (uncompressed pixels) against
+    # mmpack raw without zstd ("rawnone") and, for reference, with zstd. Each with Lanczos-3
+    # (Pillow's LANCZOS) and the triangle (Pillow's BILINEAR, torchvision's RandomResizedCrop
+    # default); FFCV resizes with OpenCV's INTER_AREA. A target counts as met by the bilinear
+    # rows too: both are antialiased filters, as the issue allows.
     for crop in ("rrc", "center"):
-        for ours, theirs, target in (("mmpack_jpeg_%s" % crop, "ffcv_jpg_%s" % crop,
-                                      1.5 if crop == "rrc" else 1.1),
-                                     ("mmpack_raw_%s" % crop, "ffcv_raw_%s" % crop, 1.1)):
-            a, b = r[ours], r[theirs]
-            ratio = a["samples_per_s"] / b["samples_per_s"]
-            cpu_ok = a["cpu_ms_per_sample"] <= b["cpu_ms_per_sample"]
-            met = ratio >= target and cpu_ok
-            ok &= met
-            print("  %-20s %9.0f samples/s %.3f CPU-ms | %-16s %9.0f samples/s %.3f CPU-ms | "
-                  "%.2fx (target >= %.1fx, CPU <=) %s" %
-                  (ours, a["samples_per_s"], a["cpu_ms_per_sample"], theirs, b["samples_per_s"],
-                   b["cpu_ms_per_sample"], ratio, target, "ok" if met else "MISSED"))
+        for ours, theirs, target in (("jpeg", "jpg", 1.5 if crop == "rrc" else 1.1),
+                                     ("rawnone", "raw", 1.1), ("raw", "raw", 1.1)):
+            b = r["ffcv_%s_%s" % (theirs, crop)]
+            best = False
+            for suffix in ("", "_bilinear"):
+                key = "mmpack_%s_%s%s" % (ours, crop, suffix)
+                a = r[key]
+                ratio = a["samples_per_s"] / b["samples_per_s"]
+                met = ratio >= target and a["cpu_ms_per_sample"] <= b["cpu_ms_per_sample"]
+                best |= met
+                print("  %-30s %7.0f samples/s %.3f CPU-ms | FFCV %-3s %7.0f samples/s %.3f CPU-ms "
+                      "| %.2fx (target >= %.1fx, CPU <=) %s" %
+                      (key, a["samples_per_s"], a["cpu_ms_per_sample"], theirs, b["samples_per_s"],
+                       b["cpu_ms_per_sample"], ratio, target, "ok" if met else "missed"))
+            if ours != "raw":  # zstd raw is listed for reference; FFCV's raw is uncompressed
+                ok &= best
     ok &= build_ratio <= 1.3
     return 0 if ok else 1
 

@@ -254,6 +254,14 @@ enum class ImageCrop {
   kRandomResized,
 };
 
+/// The filter that resizes a crop window to the output size (torchvision's `interpolation`).
+/// Both are antialiased (the kernel stretched by the scale when shrinking), as Pillow's
+/// `resize(..., box=window)` with LANCZOS or BILINEAR and torchvision's `antialias=True`.
+enum class Interpolation {
+  kLanczos,   // Lanczos-3 (Pillow's LANCZOS): 6 taps a pass when enlarging
+  kBilinear,  // the triangle (Pillow's BILINEAR; torchvision's RandomResizedCrop default): 2
+};
+
 /// Largest LoaderOptions::output_height / output_width.
 inline constexpr int kMaxOutputSide = 8192;
 
@@ -311,6 +319,7 @@ struct LoaderOptions {
   /// CenterCropRGBImageDecoder default 224/256, as torchvision's Resize(256)+CenterCrop(224)).
   double center_crop_ratio = 224.0 / 256.0;
   bool horizontal_flip = false;  // mirror with probability 1/2, after the crop
+  Interpolation interpolation = Interpolation::kLanczos;  // the crop's resize filter
 };
 
 /// One batch, owned by the loader's pool; returned to the pool when the last BatchPtr dies.

@@ -18,14 +18,21 @@ _STATE_KEYS = ("seed", "epoch", "consumed", "world_size", "batch_size")
 
 _CROPS = {"none": _mmpack.ImageCrop.NONE, "center": _mmpack.ImageCrop.CENTER,
           "rrc": _mmpack.ImageCrop.RANDOM_RESIZED}
+_INTERPOLATIONS = {"lanczos": _mmpack.Interpolation.LANCZOS,
+                   "bilinear": _mmpack.Interpolation.BILINEAR}
 
 
 def _augmentation(options: "_mmpack.LoaderOptions", crop: str,
-                  output_size: Optional[Tuple[int, int]], horizontal_flip: bool) -> None:
+                  output_size: Optional[Tuple[int, int]], horizontal_flip: bool,
+                  interpolation: str = "lanczos") -> None:
     """The one place where the Python augmentation keywords become LoaderOptions fields."""
     if crop not in _CROPS:
         raise ValueError("crop must be 'none', 'center' or 'rrc', not %r" % (crop,))
     options.crop = _CROPS[crop]
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError("interpolation must be 'lanczos' or 'bilinear', not %r"
+                         % (interpolation,))
+    options.interpolation = _INTERPOLATIONS[interpolation]
     if output_size is not None:
         options.output_height, options.output_width = (int(v) for v in output_size)
     options.horizontal_flip = bool(horizontal_flip)
@@ -118,6 +125,9 @@ class Loader:
             per (seed, epoch, sample)); the window is resized with Lanczos-3.
         output_size: (height, width) of the batch's images in pixels; None: the stored size.
         horizontal_flip: mirror with probability 1/2, seeded per (seed, epoch, sample).
+        interpolation: the crop's resize filter, both antialiased as Pillow's resize(box=...):
+            "lanczos" (Lanczos-3, Pillow's LANCZOS) or "bilinear" (the triangle, Pillow's
+            BILINEAR and torchvision's RandomResizedCrop default; a third of the taps).
         as_torch: give torch.Tensors (torch.from_numpy) instead of numpy arrays.
 
     Errors: FileNotFoundError (no set), ValueError (a bad option: batch_size < 1, rank outside
@@ -131,7 +141,8 @@ class Loader:
                  world_size: Optional[int] = None, drop_last: bool = True,
                  num_threads: int = 2, prefetch: int = 4, caption_mode: str = "random",
                  crop: str = "none", output_size: Optional[Tuple[int, int]] = None,
-                 horizontal_flip: bool = False, as_torch: bool = False,
+                 horizontal_flip: bool = False, interpolation: str = "lanczos",
+                 as_torch: bool = False,
                  shuffle_mode: str = "auto", shuffle_window: int = 0,
                  cache_dir: Optional[PathLike] = None,
                  cache_limit: Union[int, str] = 0) -> None:
@@ -157,7 +168,7 @@ class Loader:
         options.caption_mode = _CAPTION_MODES[caption_mode]
         options.shuffle_mode = _SHUFFLE_MODES[shuffle_mode]
         options.shuffle_window = shuffle_window
-        _augmentation(options, crop, output_size, horizontal_flip)
+        _augmentation(options, crop, output_size, horizontal_flip, interpolation)
         self._options = options
         self._impl = _mmpack.Loader(self._set._set, options)
         self.notice: str = self._impl.notice

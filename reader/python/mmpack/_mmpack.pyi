@@ -70,6 +70,10 @@ class ImageCrop(enum.Enum):
     CENTER = ...
     RANDOM_RESIZED = ...
 
+class Interpolation(enum.Enum):
+    LANCZOS = ...
+    BILINEAR = ...
+
 class LoaderOptions:
     batch_size: int
     shuffle: bool
@@ -87,6 +91,7 @@ class LoaderOptions:
     crop: ImageCrop
     center_crop_ratio: float
     horizontal_flip: bool
+    interpolation: Interpolation
     def __init__(self) -> None: ...
 
 class Loader:

@@ -138,6 +138,9 @@ void BindOptions(py::module_& m) {
       .value("NONE", reader::ImageCrop::kNone)
       .value("CENTER", reader::ImageCrop::kCenter)
       .value("RANDOM_RESIZED", reader::ImageCrop::kRandomResized);
+  py::enum_<reader::Interpolation>(m, "Interpolation")
+      .value("LANCZOS", reader::Interpolation::kLanczos)
+      .value("BILINEAR", reader::Interpolation::kBilinear);
   using O = reader::LoaderOptions;
   py::class_<O>(m, "LoaderOptions", "mm::reader::LoaderOptions (reader/include/mm/reader.h).")
       .def(py::init<>())
@@ -156,7 +159,8 @@ void BindOptions(py::module_& m) {
       .def_readwrite("output_width", &O::output_width)
       .def_readwrite("crop", &O::crop)
       .def_readwrite("center_crop_ratio", &O::center_crop_ratio)
-      .def_readwrite("horizontal_flip", &O::horizontal_flip);
+      .def_readwrite("horizontal_flip", &O::horizontal_flip)
+      .def_readwrite("interpolation", &O::interpolation);
 }
 
 }  // namespace

@@ -40,16 +40,17 @@ void FlipHorizontal(uint8_t* pixels, int w, int h) {
 }
 
 void CropResizePixels(const uint8_t* pixels, int width, int height, const CropWindow& window,
-                      int out_w, int out_h, bool flip, uint8_t* dst) {
+                      int out_w, int out_h, bool flip, uint8_t* dst, image::Filter filter) {
   const image::Box box{static_cast<double>(window.x), static_cast<double>(window.y),
                        static_cast<double>(window.x + window.w),
                        static_cast<double>(window.y + window.h)};
-  image::ResizeBoxLanczos3(pixels, 0, 0, width * 3, width, height, 3, box, out_w, out_h, dst);
+  image::ResizeBox(pixels, 0, 0, width * 3, width, height, 3, box, out_w, out_h, dst, filter);
   if (flip) FlipHorizontal(dst, out_w, out_h);
 }
 
 Status CropResizeJpeg(const uint8_t* jpeg, size_t size, int width, int height,
-                      const CropWindow& window, int out_w, int out_h, bool flip, uint8_t* dst) {
+                      const CropWindow& window, int out_w, int out_h, bool flip, uint8_t* dst,
+                      image::Filter filter) {
   const int num = JpegScaleFor(window, out_w, out_h);
   const int sw = JpegScaled(width, num), sh = JpegScaled(height, num);
   // The window in the scaled image: pixel i of the scaled image covers source
@@ -58,8 +59,8 @@ Status CropResizeJpeg(const uint8_t* jpeg, size_t size, int width, int height,
   const image::Box box{window.x * f, window.y * f, std::min<double>((window.x + window.w) * f, sw),
                        std::min<double>((window.y + window.h) * f, sh)};
   int c0, c1, r0, r1;
-  image::ResampleSupport(sw, box.x0, box.x1, out_w, &c0, &c1);
-  image::ResampleSupport(sh, box.y0, box.y1, out_h, &r0, &r1);
+  image::ResampleSupport(sw, box.x0, box.x1, out_w, &c0, &c1, filter);
+  image::ResampleSupport(sh, box.y0, box.y1, out_h, &r0, &r1, filter);
   JpegRegion region;
   MM_RETURN_NOT_OK(DecodeJpegRegion(jpeg, size, num, c0 - kDecodeMargin, r0 - kDecodeMargin,
                                     c1 + kDecodeMargin, r1 + kDecodeMargin, &region, width,
@@ -70,8 +71,8 @@ Status CropResizeJpeg(const uint8_t* jpeg, size_t size, int width, int height,
                               " pixels, the image_size table says " + std::to_string(width) + "x" +
                               std::to_string(height));
   }
-  image::ResizeBoxLanczos3(region.pixels, region.x0, region.y0, region.stride, sw, sh, 3, box,
-                           out_w, out_h, dst);
+  image::ResizeBox(region.pixels, region.x0, region.y0, region.stride, sw, sh, 3, box, out_w,
+                   out_h, dst, filter);
   if (flip) FlipHorizontal(dst, out_w, out_h);
   return Status::OK();
 }

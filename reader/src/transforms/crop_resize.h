@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mm/internal/resample.h"
 #include "mm/status.h"
 #include "transforms/crop_window.h"
 
@@ -24,12 +25,14 @@ void FlipHorizontal(uint8_t* pixels, int w, int h);
 /// `window` of `pixels` ([height, width, 3] uint8, rows packed) resized to `dst`
 /// ([out_h, out_w, 3] uint8), mirrored when `flip`. window inside the image, sizes > 0.
 void CropResizePixels(const uint8_t* pixels, int width, int height, const CropWindow& window,
-                      int out_w, int out_h, bool flip, uint8_t* dst);
+                      int out_w, int out_h, bool flip, uint8_t* dst,
+                      image::Filter filter = image::Filter::kLanczos3);
 
 /// The same from a JPEG of `width` x `height` pixels (what the set's image_size table says; the
 /// header must agree). Errors: Corruption (damaged JPEG; header size differs from the table),
 /// Unsupported (CMYK).
 Status CropResizeJpeg(const uint8_t* jpeg, size_t size, int width, int height,
-                      const CropWindow& window, int out_w, int out_h, bool flip, uint8_t* dst);
+                      const CropWindow& window, int out_w, int out_h, bool flip, uint8_t* dst,
+                      image::Filter filter = image::Filter::kLanczos3);
 
 }  // namespace mm::reader::internal

@@ -47,17 +47,25 @@ Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t
   const bool whole = options.crop == ImageCrop::kNone && !flip && out_w == width && out_h == height;
   if (whole) return set.ReadImage(sample, dst);  // raw: the zero-decode path; jpeg: one decode
   const CropWindow window = SampleWindow(options, epoch, sample, width, height, out_w, out_h);
+  const image::Filter filter = options.interpolation == Interpolation::kBilinear
+                                   ? image::Filter::kBilinear
+                                   : image::Filter::kLanczos3;
+  bool compressed = false;
+  const std::string_view stored = shard.StoredChunk(local, &compressed);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(stored.data());
   if (shard.jpeg()) {  // decode only the DCT scale and the rows and columns the window needs
-    bool compressed = false;
-    const std::string_view jpeg = shard.StoredChunk(local, &compressed);
-    return CropResizeJpeg(reinterpret_cast<const uint8_t*>(jpeg.data()), jpeg.size(), width,
-                          height, window, out_w, out_h, flip, dst)
+    return CropResizeJpeg(bytes, stored.size(), width, height, window, out_w, out_h, flip, dst,
+                          filter)
         .WithContext(set.Locate(sample));
+  }
+  if (!compressed) {  // raw pixels stored without zstd: cropped straight from the mapping
+    CropResizePixels(bytes, width, height, window, out_w, out_h, flip, dst, filter);
+    return Status::OK();
   }
   thread_local std::vector<uint8_t> pixels;  // reused: no page faults per sample
   pixels.resize(static_cast<size_t>(width) * height * 3);
   MM_RETURN_NOT_OK(set.ReadImage(sample, pixels.data()));
-  CropResizePixels(pixels.data(), width, height, window, out_w, out_h, flip, dst);
+  CropResizePixels(pixels.data(), width, height, window, out_w, out_h, flip, dst, filter);
   return Status::OK();
 }
 

@@ -29,6 +29,9 @@ namespace {
 constexpr int kPrecisionBits = 14;
 constexpr double kSupport = 3.0;  // Lanczos-3
 
+// The kernel's support at scale 1: 3 for Lanczos-3, 1 for the triangle (bilinear).
+double SupportOf(Filter filter) { return filter == Filter::kBilinear ? 1.0 : kSupport; }
+
 // For each output coordinate of a window [out0, out0 + n) of an axis of out_size pixels: the
 // first source index and fixed-point weights, as Pillow's precompute_coeffs (centre sampling:
 // out pixel i covers source [in0 + i*scale, in0 + (i+1)*scale) with scale = (in1 - in0) /
@@ -42,10 +45,11 @@ struct Coeffs {
   std::vector<int32_t> weight;  // [n, taps]
 };
 
-Coeffs Precompute(int in_size, double in0, double in1, int64_t out_size, int64_t out0, int n_out) {
+Coeffs Precompute(int in_size, double in0, double in1, int64_t out_size, int64_t out0, int n_out,
+                  Filter filter) {
   const double scale = (in1 - in0) / static_cast<double>(out_size);
   const double filter_scale = std::max(scale, 1.0);
-  const double support = kSupport * filter_scale;
+  const double support = SupportOf(filter) * filter_scale;
   Coeffs c;
   c.taps = static_cast<int>(std::ceil(support)) * 2 + 1;
   c.first.resize(n_out);
@@ -72,6 +76,11 @@ Coeffs Precompute(int in_size, double in0, double in1, int64_t out_size, int64_t
     double total = 0;
     for (int k = 0; k < n; ++k) {
       const double x = x0 + k * step;
+      if (filter == Filter::kBilinear) {  // Pillow's bilinear_filter: the triangle 1 - |x|
+        w[k] = std::abs(x) < 1.0 ? 1.0 - std::abs(x) : 0.0;
+        total += w[k];
+        continue;
+      }
       if (std::abs(x) < 1e-9) {
         w[k] = 1.0;
       } else if (std::abs(x) >= kSupport) {
@@ -102,8 +111,9 @@ Coeffs Precompute(int in_size, double in0, double in1, int64_t out_size, int64_t
 // passes).
 // The window [out0, out0 + n_out) of the axis; the whole axis by default.
 const Coeffs& CachedCoeffs(int in_size, double in0, double in1, int64_t out_size, int axis,
-                           int64_t out0 = 0, int n_out = -1) {
+                           int64_t out0 = 0, int n_out = -1, Filter filter = Filter::kLanczos3) {
   struct Entry {
+    Filter filter = Filter::kLanczos3;
     int in = -1, n = -1;
     int64_t out = -1, out0 = -1;
     double in0 = 0, in1 = 0;
@@ -115,7 +125,7 @@ const Coeffs& CachedCoeffs(int in_size, double in0, double in1, int64_t out_size
   if (n_out < 0) n_out = static_cast<int>(out_size);
   for (Entry& e : cache[axis]) {
     if (e.in == in_size && e.out == out_size && e.in0 == in0 && e.in1 == in1 && e.out0 == out0 &&
-        e.n == n_out) {
+        e.n == n_out && e.filter == filter) {
       return e.coeffs;
     }
   }
@@ -127,7 +137,8 @@ const Coeffs& CachedCoeffs(int in_size, double in0, double in1, int64_t out_size
   e.n = n_out;
   e.in0 = in0;
   e.in1 = in1;
-  e.coeffs = Precompute(in_size, in0, in1, out_size, out0, n_out);
+  e.filter = filter;
+  e.coeffs = Precompute(in_size, in0, in1, out_size, out0, n_out, filter);
   return e.coeffs;
 }
 
@@ -318,14 +329,14 @@ void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, in
                     int64_t dst_w, int64_t dst_h, int64_t win_x, int64_t win_y, int win_w,
                     int win_h, std::vector<uint8_t>* dst, bool simd) {
   dst->resize(static_cast<size_t>(win_w) * win_h * channels);
-  const Coeffs& cx = CachedCoeffs(src_w, 0.0, src_w, dst_w, 0, win_x, win_w);
-  const Coeffs& cy = CachedCoeffs(src_h, 0.0, src_h, dst_h, 1, win_y, win_h);
+  const Coeffs& cx = CachedCoeffs(src_w, 0.0, src_w, dst_w, 0, win_x, win_w, Filter::kLanczos3);
+  const Coeffs& cy = CachedCoeffs(src_h, 0.0, src_h, dst_h, 1, win_y, win_h, Filter::kLanczos3);
   TwoPasses(src, 0, 0, src_stride, channels, cx, cy, 0, 0, win_w, win_h, dst->data(), simd);
 }
 
 void ResampleSupport(int in_size, double box_lo, double box_hi, int out_size, int* first,
-                     int* last) {
-  const Coeffs& c = CachedCoeffs(in_size, box_lo, box_hi, out_size, 0);
+                     int* last, Filter filter) {
+  const Coeffs& c = CachedCoeffs(in_size, box_lo, box_hi, out_size, 0, 0, -1, filter);
   int lo = in_size, hi = 0;
   for (int i = 0; i < out_size; ++i) {
     lo = std::min(lo, c.first[i]);
@@ -335,12 +346,19 @@ void ResampleSupport(int in_size, double box_lo, double box_hi, int out_size, in
   *last = std::max(lo, hi);
 }
 
+void ResizeBox(const uint8_t* src, int src_x0, int src_y0, int src_stride, int full_w, int full_h,
+               int channels, const Box& box, int out_w, int out_h, uint8_t* dst, Filter filter,
+               bool simd) {
+  const Coeffs& cx = CachedCoeffs(full_w, box.x0, box.x1, out_w, 0, 0, -1, filter);
+  const Coeffs& cy = CachedCoeffs(full_h, box.y0, box.y1, out_h, 1, 0, -1, filter);
+  TwoPasses(src, src_x0, src_y0, src_stride, channels, cx, cy, 0, 0, out_w, out_h, dst, simd);
+}
+
 void ResizeBoxLanczos3(const uint8_t* src, int src_x0, int src_y0, int src_stride, int full_w,
                        int full_h, int channels, const Box& box, int out_w, int out_h, uint8_t* dst,
                        bool simd) {
-  const Coeffs& cx = CachedCoeffs(full_w, box.x0, box.x1, out_w, 0);
-  const Coeffs& cy = CachedCoeffs(full_h, box.y0, box.y1, out_h, 1);
-  TwoPasses(src, src_x0, src_y0, src_stride, channels, cx, cy, 0, 0, out_w, out_h, dst, simd);
+  ResizeBox(src, src_x0, src_y0, src_stride, full_w, full_h, channels, box, out_w, out_h, dst,
+            Filter::kLanczos3, simd);
 }
 
 bool ResampleHasAvx2() {

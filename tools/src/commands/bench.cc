@@ -182,6 +182,8 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
             : options.crop == "center" ? mm::reader::ImageCrop::kCenter
                                        : mm::reader::ImageCrop::kNone;
   lo.output_height = lo.output_width = options.size;
+  lo.interpolation = options.interpolation == "bilinear" ? mm::reader::Interpolation::kBilinear
+                                                         : mm::reader::Interpolation::kLanczos;
   MM_ASSIGN_OR_RETURN(auto loader, mm::reader::Loader::Create(set, lo));
   if (!loader->notice().empty()) std::cerr << "mmpack bench: " << loader->notice() << "\n";
   RssWatcher watcher;

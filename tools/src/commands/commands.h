@@ -104,6 +104,7 @@ struct BenchOptions {
   double seconds = 5.0;
   std::string crop = "none";  // the loader's crop: none | center | rrc
   int size = 0;               // the loader's output side (0: as stored)
+  std::string interpolation = "lanczos";  // the crop's resize filter: lanczos | bilinear
   bool json =
       false;  // one JSON object: samples_per_s, mb_per_s, cpu_ms_per_sample, peak_anon_rss_mb
 };
@@ -121,6 +122,7 @@ struct ShowOptions {
   std::string crop = "none";
   int size = 0;
   bool flip = false;
+  std::string interpolation = "lanczos";  // lanczos | bilinear
   uint64_t seed = 0;
   int64_t epoch = 0;
 };

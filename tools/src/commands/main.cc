@@ -301,6 +301,10 @@ CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench, RemoteArgs* rem
       ->check(CLI::IsMember({"none", "center", "rrc"}));
   be->add_option("--size", bench->size, "The loader's output side in pixels (0: as stored)")
       ->check(CLI::Range(0, mm::reader::kMaxOutputSide));
+  be->add_option("--interpolation", bench->interpolation,
+                 "The crop's resize filter: lanczos | bilinear (both antialiased)")
+      ->check(CLI::IsMember({"lanczos", "bilinear"}))
+      ->capture_default_str();
   be->add_flag("--json", bench->json, "Print one JSON object");
   return be;
 }
@@ -318,6 +322,10 @@ CLI::App* AddShow(CLI::App& app, mm::pack::ShowOptions* show, RemoteArgs* remote
   sh->add_option("--size", show->size, "the loader's output side in pixels (0: as stored)")
       ->check(CLI::Range(0, mm::reader::kMaxOutputSide));
   sh->add_flag("--flip", show->flip, "the loader's random horizontal flip");
+  sh->add_option("--interpolation", show->interpolation,
+                 "the crop's resize filter: lanczos | bilinear")
+      ->check(CLI::IsMember({"lanczos", "bilinear"}))
+      ->capture_default_str();
   sh->add_option("--seed", show->seed, "seed of the loader's random draws");
   sh->add_option("--epoch", show->epoch, "epoch of the loader's random draws")
       ->check(CLI::NonNegativeNumber);

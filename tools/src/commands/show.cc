@@ -37,6 +37,8 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
                                        : mm::reader::ImageCrop::kNone;
   lo.output_height = lo.output_width = options.size;
   lo.horizontal_flip = options.flip;
+  lo.interpolation = options.interpolation == "bilinear" ? mm::reader::Interpolation::kBilinear
+                                                         : mm::reader::Interpolation::kLanczos;
   lo.seed = options.seed;
   std::vector<uint8_t> pixels;
   int height = 0, width = 0;

@@ -1,5 +1,5 @@
-// mm/internal/resample.h: antialiased Lanczos-3 resampling of 8-bit images, fixed point,
-// separable. Shared by mmpack build (tools/src/image) and the reader's load-time crops
+// mm/internal/resample.h: antialiased Lanczos-3 (and triangle/bilinear) resampling of 8-bit
+// images, fixed point, separable. Shared by mmpack build (tools/src/image) and the reader's load-time crops
 // (reader/src/transforms).
 //
 // The method is Pillow's `Image.resize(..., LANCZOS, box=...)` (libImaging/Resample.c): for
@@ -34,6 +34,11 @@ void ResizeLanczos3(const uint8_t* src, int src_w, int src_h, int src_stride, in
                     int64_t dst_w, int64_t dst_h, int64_t win_x, int64_t win_y, int win_w,
                     int win_h, std::vector<uint8_t>* dst, bool simd = true);
 
+/// The resampling kernel, as Pillow names them: Lanczos-3 (LANCZOS, support 3) or the triangle
+/// (BILINEAR, support 1; torchvision's `antialias=True` bilinear is the same). Both are stretched
+/// by the scale when shrinking, so both antialias; the triangle reads a third of the taps.
+enum class Filter { kLanczos3, kBilinear };
+
 /// A region of a source image in pixels, fractional: [x0, x1) x [y0, y1), as Pillow's `box`.
 struct Box {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
@@ -43,7 +48,7 @@ struct Box {
 /// of `in_size` pixels to `out_size` pixels reads (the box widened by the kernel's support,
 /// clipped to the image). A caller that decodes only part of an image decodes these.
 void ResampleSupport(int in_size, double box_lo, double box_hi, int out_size, int* first,
-                     int* last);
+                     int* last, Filter filter = Filter::kLanczos3);
 
 /// Resamples `box` of an image of [full_h, full_w] pixels to `dst` ([out_h, out_w, channels]
 /// uint8, rows packed; the caller allocates out_h * out_w * channels bytes), as Pillow's
@@ -55,6 +60,12 @@ void ResampleSupport(int in_size, double box_lo, double box_hi, int out_size, in
 void ResizeBoxLanczos3(const uint8_t* src, int src_x0, int src_y0, int src_stride, int full_w,
                        int full_h, int channels, const Box& box, int out_w, int out_h, uint8_t* dst,
                        bool simd = true);
+
+/// ResizeBoxLanczos3 with either kernel: `img.resize((out_w, out_h), Image.LANCZOS or
+/// Image.BILINEAR, box=...)`. The loader's crops use it.
+void ResizeBox(const uint8_t* src, int src_x0, int src_y0, int src_stride, int full_w, int full_h,
+               int channels, const Box& box, int out_w, int out_h, uint8_t* dst, Filter filter,
+               bool simd = true);
 
 /// Whether ResizeLanczos3 has an AVX2 kernel on this CPU.
 bool ResampleHasAvx2();
