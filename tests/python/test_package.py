@@ -74,7 +74,7 @@ def test_stubs_match_the_extension():
             {n for n in ("__init__", "__len__", "__getitem__") if n in vars(cls)})
         if name in ("CaptionMode", "ShuffleMode", "ImageCrop", "Interpolation"):  # pybind11 enums
             real &= {"RANDOM", "ALL", "AUTO", "GLOBAL", "BLOCK", "NONE", "CENTER",
-                     "RANDOM_RESIZED"}
+                     "RANDOM_RESIZED", "LANCZOS", "BILINEAR"}
         assert members == real, name
 
 
