@@ -339,3 +339,14 @@ def test_wrong_option_combinations_are_refused_in_one_line(tmp_path, args, messa
     assert message in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_mmtrain_trains_on_a_keep_ratio_jpeg_set_with_random_resized_crops(sets, tmp_path):
+    """mmtrain --augment rrc on stored JPEGs at their own aspect ratio: the loader crops and
+    decodes each step's images; the model trains at the set's nominal size (max_size)."""
+    r = run(os.path.join(BIN_DIR, "mmtrain"), "--shards", sets["clipart"], "--val-shards",
+            sets["clipart"], "--out", tmp_path / "run", "--steps", "4", "--batch-size", "8",
+            "--augment", "rrc", "--eval-every", "4")
+    assert r.returncode == 0, r.stderr
+    assert '"image_size":128' in r.stdout, r.stdout
+    assert "done: 4 steps" in r.stdout, r.stdout

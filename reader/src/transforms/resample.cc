@@ -277,7 +277,76 @@ void Transpose(const uint8_t* src, int w, int h, uint8_t* dst) {
   }
 }
 
-void TransposeAny(const uint8_t* src, int w, int h, int channels, uint8_t* dst) {
+#if MM_RESAMPLE_AVX2
+// Transpose<3> in 8x8 blocks with AVX2: each block row's 8 pixels (24 bytes, read as 16 + 8 so
+// nothing past them is touched) spread to 8 dwords (R, G, B, 0), the 8x8 dword matrix
+// transposed with unpacks and lane permutes, each output row packed back to 24 bytes and
+// stored as 16 + 8 bytes, the first 16 of which the second store partly rewrites (so nothing
+// past the row's 24 bytes is written). The edges that do not fill a block: Transpose<3>'s
+// bytewise copy. Same bytes as Transpose<3> (a copy), several times faster: the transposes
+// were most of a load-time crop's resize.
+__attribute__((target("avx2"))) void TransposeRgbAvx2(const uint8_t* src, int w, int h,
+                                                      uint8_t* dst) {
+  const __m256i spread = _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
+                                          0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+  const __m256i pack = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,  //
+                                        0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const int h8 = h - h % 8, w8 = w - w % 8;
+  for (int by = 0; by < h8; by += 8) {
+    for (int bx = 0; bx < w8; bx += 8) {
+      __m256i r[8];
+      for (int i = 0; i < 8; ++i) {
+        const uint8_t* p = src + (static_cast<size_t>(by + i) * w + bx) * 3;
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));       // 0..15
+        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));  // 16..23
+        const __m128i hi = _mm_alignr_epi8(b, a, 12);                                 // 12..27
+        r[i] = _mm256_shuffle_epi8(_mm256_set_m128i(hi, a), spread);
+      }
+      const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+      const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+      const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+      const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+      const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+      const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+      const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+      const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+      const __m256i o[8] = {_mm256_permute2x128_si256(u0, u4, 0x20),
+                            _mm256_permute2x128_si256(u1, u5, 0x20),
+                            _mm256_permute2x128_si256(u2, u6, 0x20),
+                            _mm256_permute2x128_si256(u3, u7, 0x20),
+                            _mm256_permute2x128_si256(u0, u4, 0x31),
+                            _mm256_permute2x128_si256(u1, u5, 0x31),
+                            _mm256_permute2x128_si256(u2, u6, 0x31),
+                            _mm256_permute2x128_si256(u3, u7, 0x31)};
+      for (int j = 0; j < 8; ++j) {
+        uint8_t* q = dst + (static_cast<size_t>(bx + j) * h + by) * 3;
+        const __m256i packed = _mm256_shuffle_epi8(o[j], pack);  // 12 bytes in each lane
+        const __m128i lo = _mm256_castsi256_si128(packed);
+        const __m128i hi = _mm256_extracti128_si256(packed, 1);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q), lo);  // bytes 0..11 (+4 rewritten)
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(q + 12), hi);  // 12..19
+        const int32_t tail = _mm_cvtsi128_si32(_mm_srli_si128(hi, 8));
+        std::memcpy(q + 20, &tail, 4);  // 20..23
+      }
+    }
+  }
+  // The edges: rows past the last whole block, and the columns right of it.
+  for (int y = 0; y < h; ++y) {
+    for (int x = (y < h8 ? w8 : 0); x < w; ++x) {
+      const uint8_t* p = src + (static_cast<size_t>(y) * w + x) * 3;
+      uint8_t* q = dst + (static_cast<size_t>(x) * h + y) * 3;
+      q[0] = p[0];
+      q[1] = p[1];
+      q[2] = p[2];
+    }
+  }
+}
+#endif
+
+void TransposeAny(const uint8_t* src, int w, int h, int channels, uint8_t* dst, bool simd) {
+#if MM_RESAMPLE_AVX2
+  if (simd && channels == 3 && HaveAvx2()) return TransposeRgbAvx2(src, w, h, dst);
+#endif
   switch (channels) {
     case 1:
       Transpose<1>(src, w, h, dst);
@@ -317,10 +386,10 @@ void TwoPasses(const uint8_t* src, int src_x0, int src_y0, int src_stride, int c
            src_y0, win_y, win_h, mid.data());
   // Columns: [cw, win_h, C] -> [win_w, win_h, C] -> [win_h, win_w, C].
   t.resize(mid.size());
-  TransposeAny(mid.data(), cw, win_h, channels, t.data());
+  TransposeAny(mid.data(), cw, win_h, channels, t.data(), simd);
   cols.resize(static_cast<size_t>(win_w) * win_h * channels);
   PassBest(simd, t.data(), win_h * channels, win_h * channels, cx, col0, win_x, win_w, cols.data());
-  TransposeAny(cols.data(), win_h, win_w, channels, dst);
+  TransposeAny(cols.data(), win_h, win_w, channels, dst, simd);
 }
 
 }  // namespace
