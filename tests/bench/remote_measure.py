@@ -13,7 +13,12 @@ the same s3rver, 1 or 2 at a time, the better) in samples/s and mmpack's share o
 whether mmpack or the server is the limit; bytes downloaded per epoch / the set's bytes (target <= 1.1),
 peak cache bytes against the limit (never above). Figures land in WORK/remote_bench.json.
 
-Usage: remote_measure.py BUILD WORK SHARED NODE_DIR [N=2000] [EPOCHS=3]
+CODEC raw (default) builds 224-px raw pixels with zstd (format 1: ~127 KB a sample, so the
+local reader needs ~4 GB/s of shard bytes, more than this server or two cores can move); CODEC
+jpeg builds `--codec jpeg --image-size 224` (format 2: ~19 KB a sample, what a set in an object
+store is), read whole by both runs (each sample decoded).
+
+Usage: remote_measure.py BUILD WORK SHARED NODE_DIR [N=2000] [EPOCHS=3] [CODEC=raw|jpeg]
 """
 import hashlib
 import json
@@ -83,18 +88,22 @@ def main():
     build, work, shared, node_dir = sys.argv[1:5]
     n = int(sys.argv[5]) if len(sys.argv) > 5 else 2000
     epochs = int(sys.argv[6]) if len(sys.argv) > 6 else 3
+    codec = sys.argv[7] if len(sys.argv) > 7 else "raw"
+    if codec not in ("raw", "jpeg"):
+        sys.exit("remote_bench: CODEC must be raw or jpeg, not %r" % codec)
     here = os.path.dirname(os.path.abspath(__file__))
     mmpack = os.path.join(build, "bin", "mmpack")
     os.makedirs(work, exist_ok=True)
     raw = os.path.join(work, "raw")
     subprocess.run(["/usr/bin/python3", os.path.join(here, "build_expand.py"),
                     os.path.join(shared, "data", "coco-cc"), raw, str(n)], check=True)
-    local = os.path.join(work, "set")
+    local = os.path.join(work, "set" if codec == "raw" else "set-jpeg")
     if not os.path.exists(os.path.join(local, "index.json")):
         subprocess.run([mmpack, "build", os.path.join(raw, "captions.jsonl"), "-o", local,
                         "--tokenizer", os.path.join(shared, "tokenizers", "albert-30k-clean.model"),
                         "--samples-per-shard", str(max(1, n // 40)), "--threads", "2", "-q",
-                        "--overwrite"], check=True)
+                        "--overwrite"] + (["--codec", "jpeg"] if codec == "jpeg" else []),
+                       check=True)
     index = json.load(open(os.path.join(local, "index.json")))
     set_bytes = sum(s["bytes"] for s in index["shards"])
     samples = sum(s["samples"] for s in index["shards"])
@@ -126,7 +135,8 @@ def main():
     epochs_read = remote_fig["samples"] / samples
     per_epoch = remote_fig["downloaded_bytes"] / max(epochs_read, 1e-9)
     result = {
-        "samples": samples, "shards": len(index["shards"]), "set_bytes": set_bytes,
+        "codec": codec, "samples": samples, "shards": len(index["shards"]),
+        "set_bytes": set_bytes,
         "cache_limit": limit, "seconds": round(seconds, 1),
         "local_samples_per_s": local_fig["samples_per_s"],
         "remote_samples_per_s": remote_fig["samples_per_s"],
@@ -141,10 +151,10 @@ def main():
         "cache_peak_bytes": remote_fig["cache_peak_bytes"],
         "load": os.getloadavg(),
     }
-    json.dump(result, open(os.path.join(work, "remote_bench.json"), "w"), indent=1)
-    print("remote set: %d samples in %d shards, %d bytes; cache limit %d (a quarter); block "
-          "shuffle, %.1f s each, load %.1f" % (samples, result["shards"], set_bytes, limit, seconds,
-                                              result["load"][0]))
+    json.dump(result, open(os.path.join(work, "remote_bench_%s.json" % codec), "w"), indent=1)
+    print("remote set (%s): %d samples in %d shards, %d bytes; cache limit %d (a quarter); block "
+          "shuffle, %.1f s each, load %.1f" % (codec, samples, result["shards"], set_bytes, limit,
+                                              seconds, result["load"][0]))
     print("  samples/s     local %.1f, S3 %.1f: ratio %.3f (target >= 0.8)" %
           (result["local_samples_per_s"], result["remote_samples_per_s"], result["ratio"]))
     print("  server floor  curl GETs the shards at %.1f MB/s = %.1f samples/s; mmpack reaches "

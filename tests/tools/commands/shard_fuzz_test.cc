@@ -7,7 +7,8 @@
 // are re-sealed in index.json (size and XXH3) so that they reach libhdf5, the rest must be
 // refused by their checksum. Each command is the real `mmpack` binary, in its own process group
 // with a 120 s alarm: one killed by the alarm is a hang, one killed by any other signal a crash
-// (exit status 1 with a message is the expected refusal); the mutant is then saved. The suite runs
+// (exit status 1 with a message is the expected refusal); the mutant is then saved. A second seed
+// set stores JPEGs at their own aspect ratio (format 2). The suite runs
 // MM_FUZZ_MUTANTS (default 100) mutants from MM_FUZZ_SEED (default 1); the long run is the same
 // test by hand:
 //   MM_FUZZ_MUTANTS=10000 MM_FUZZ_KEEP=/tmp/fuzz bin/mm_pack_test --gtest_filter='ShardFuzz.*'
@@ -105,8 +106,11 @@ bool RunMmpack(const std::vector<std::string>& args, Figures* f) {
   return true;
 }
 
-TEST(ShardFuzz, MutantsOfRealShardsThroughVerifyShowAndBenchNeitherHangNorCrash) {
-  const int64_t mutants = EnvInt("MM_FUZZ_MUTANTS", 100);
+// The fuzz run over a seed set of raw pixels (format 1) or stored JPEGs at their own aspect ratio
+// (format 2: most of a mutant's random bytes then land in JPEG data, the rest in the offsets and
+// sizes the reader maps).
+void FuzzSeedSet(bool jpeg, int64_t default_mutants) {
+  const int64_t mutants = EnvInt("MM_FUZZ_MUTANTS", default_mutants);
   std::mt19937_64 rng(static_cast<uint64_t>(EnvInt("MM_FUZZ_SEED", 1)));
   TempDir tmp;
   const fs::path set = tmp / "set";
@@ -115,6 +119,12 @@ TEST(ShardFuzz, MutantsOfRealShardsThroughVerifyShowAndBenchNeitherHangNorCrash)
   o.output = set.string();
   o.tokenizer = AlbertModel();
   o.image_width = o.image_height = 24;
+  if (jpeg) {
+    o.image_codec = format::ImageCodec::kJpeg;
+    o.compression = format::Codec::kNone;
+    o.resize_mode = format::ResizeMode::kKeepRatioLargest;
+    o.max_size = o.image_width = o.image_height = 32;
+  }
   o.samples_per_shard = 8;
   o.keep_fields = o.fields.extra = {"license"};  // a metadata group of vlen strings too
   o.threads = 2;
@@ -174,6 +184,14 @@ TEST(ShardFuzz, MutantsOfRealShardsThroughVerifyShowAndBenchNeitherHangNorCrash)
   EXPECT_EQ(f.hangs, 0);
   EXPECT_EQ(f.crashes, 0);
   EXPECT_EQ(f.mutants, mutants);
+}
+
+TEST(ShardFuzz, MutantsOfRealShardsThroughVerifyShowAndBenchNeitherHangNorCrash) {
+  FuzzSeedSet(/*jpeg=*/false, 100);
+}
+
+TEST(ShardFuzz, MutantsOfJpegShardsThroughVerifyShowAndBenchNeitherHangNorCrash) {
+  FuzzSeedSet(/*jpeg=*/true, 60);
 }
 
 }  // namespace
