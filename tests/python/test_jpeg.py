@@ -350,3 +350,14 @@ def test_mmtrain_trains_on_a_keep_ratio_jpeg_set_with_random_resized_crops(sets,
     assert r.returncode == 0, r.stderr
     assert '"image_size":128' in r.stdout, r.stdout
     assert "done: 4 steps" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("extra", [[], ["--trusted", "--interpolation", "bilinear"]])
+def test_mmpack_bench_reads_a_jpeg_set_with_crops(sets, extra):
+    """`mmpack bench` on stored JPEGs: random-resized crops through the real loader, shards opened
+    in a forked child (default) or in process (--trusted, as mmtrain does)."""
+    r = run(MMPACK, "bench", sets["largest"], "--seconds", "0.3", "--crop", "rrc", "--size", "96",
+            "--json", *extra)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(r.stdout.strip().splitlines()[-1])
+    assert figures["samples"] > 0 and figures["samples_per_s"] > 0

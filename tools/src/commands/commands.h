@@ -105,6 +105,9 @@ struct BenchOptions {
   std::string crop = "none";  // the loader's crop: none | center | rrc
   int size = 0;               // the loader's output side (0: as stored)
   std::string interpolation = "lanczos";  // the crop's resize filter: lanczos | bilinear
+  // Open shards in this process, as mmtrain and mmpack.Loader do, instead of parsing each one's
+  // HDF5 metadata in a forked child (the default: safe on damaged shards).
+  bool trusted = false;
   bool json =
       false;  // one JSON object: samples_per_s, mb_per_s, cpu_ms_per_sample, peak_anon_rss_mb
 };

@@ -301,6 +301,9 @@ CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench, RemoteArgs* rem
       ->check(CLI::IsMember({"none", "center", "rrc"}));
   be->add_option("--size", bench->size, "The loader's output side in pixels (0: as stored)")
       ->check(CLI::Range(0, mm::reader::kMaxOutputSide));
+  be->add_flag("--trusted", bench->trusted,
+               "Open shards in this process, as mmtrain and mmpack.Loader do (default: each "
+               "shard's HDF5 metadata in a forked child, safe on damaged shards)");
   be->add_option("--interpolation", bench->interpolation,
                  "The crop's resize filter: lanczos | bilinear (both antialiased)")
       ->check(CLI::IsMember({"lanczos", "bilinear"}))
