@@ -175,9 +175,12 @@ struct SampleText::Impl {
       return Status::OutOfRange("sample " + std::to_string(i) + " outside [0, " +
                                 std::to_string(set->num_samples()) + ")");
     }
-    if (set->info().format_version != 1) {
-      return Status::Unsupported("SampleText reads the HDF5 strings of format version 1, not " +
-                                 std::to_string(set->info().format_version));
+    // Versions 1 and 2 store sources, captions and kept fields alike (format 2 changed only how
+    // images are stored).
+    const int version = set->info().format_version;
+    if (version < 1 || version > 2) {
+      return Status::Unsupported("SampleText reads the HDF5 strings of format versions 1 and 2, "
+                                 "not " + std::to_string(version));
     }
     h5::SilenceErrors();
     return Get(ShardOf(i, local));

@@ -361,3 +361,34 @@ def test_mmpack_bench_reads_a_jpeg_set_with_crops(sets, extra):
     assert r.returncode == 0, r.stderr
     figures = json.loads(r.stdout.strip().splitlines()[-1])
     assert figures["samples"] > 0 and figures["samples_per_s"] > 0
+
+
+def test_captions_sources_and_show_of_a_jpeg_set(sets, tmp_path):
+    """Format 2 changes how images are stored only: captions, sources and keys read as in
+    format 1 (ShardSet[i], mmpack show), checked against h5py."""
+    s = mmpack.ShardSet(sets["largest"])
+    first = index_of(sets["largest"])["shards"][1]["file"]
+    with h5py.File(os.path.join(sets["largest"], first), "r") as f:
+        offsets = f["caption_offsets"][()]
+        want = [c.decode() for c in f["captions"][offsets[2]:offsets[3]]]
+        source = f["sources"][2].decode()
+    sample = s[22]  # shard 1 holds samples 20..39
+    assert sample["captions"] == want and sample["source"] == source
+    assert sample["image"].shape == (s.image_size(22)[1], s.image_size(22)[0], 3)
+    r = run(MMPACK, "show", sets["largest"], "22", "-o", tmp_path / "s.png", "--crop", "rrc",
+            "--size", "64")
+    assert r.returncode == 0, r.stderr
+    assert want[0] in r.stdout
+    assert Image.open(tmp_path / "s.png").size == (64, 64)
+
+
+def test_a_text_only_jpeg_set_hands_out_caption_text(tmp_path):
+    out = str(tmp_path / "text_jpeg")
+    mmpack.build(CLIPART, out, tokenizer="none", codec="jpeg", resize_mode="keep-ratio",
+                 max_size=48, threads=2)
+    s = mmpack.ShardSet(out)
+    batch = next(iter(mmpack.Loader(s, batch_size=8, crop="rrc", output_size=(32, 32))))
+    assert batch["images"].shape == (8, 32, 32, 3)
+    assert batch["tokens"].shape == (8, 0)
+    for row, i in enumerate(batch["indices"]):
+        assert batch["texts"][row] in s.captions(int(i))
