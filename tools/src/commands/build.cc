@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -26,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "commands/build_append.h"
 #include "commands/build_pipeline.h"
 #include "commands/build_report.h"
 #include "commands/commands.h"
@@ -50,22 +52,6 @@ namespace mm::pack {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Writes `text` to `path` with write(2), so that a failure says why ("cannot write PATH: No
-// space left on device"); std::ofstream keeps only that something failed.
-Status WriteText(const fs::path& path, const std::string& text) {
-  const std::string what = "cannot write " + path.string();
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return ErrnoStatus(errno, what);
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, what);
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd.Release()) != 0) return ErrnoStatus(errno, what);
-  return Status::OK();
-}
 
 // Option values main.cc does not check, and the image stage's options.
 Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
@@ -101,6 +87,9 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
                                    " pixels a side");
   }
   if (o.max_tokens < 1) return Status::InvalidArgument("--max-tokens must be >= 1");
+  if (o.append && o.overwrite) {
+    return Status::InvalidArgument("--append adds to OUT and --overwrite replaces it; choose one");
+  }
   image_options.width = o.image_width;
   image_options.height = o.image_height;
   image_options.max_size = o.max_size;
@@ -272,8 +261,10 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawS
 }
 
 Result<std::unique_ptr<ShardWriter>> MakeWriter(const BuildOptions& o, const fs::path& staging,
-                                                const std::string& tokenizer_sha256) {
+                                                const std::string& tokenizer_sha256,
+                                                int64_t first_shard) {
   WriterOptions wo;
+  wo.first_shard_index = first_shard;
   wo.output_dir = staging.string();
   wo.image_width = o.image_width;
   wo.image_height = o.image_height;
@@ -367,13 +358,26 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
 
 }  // namespace
 
-Status RunBuild(const BuildOptions& o) {
+Status RunBuild(const BuildOptions& given) {
   Progress timer(0, true);
-  MM_ASSIGN_OR_RETURN(ImageOptions image_options, ValidateOptions(o));
-  const fs::path out = NormalOutput(o.output);
+  MM_ASSIGN_OR_RETURN(ImageOptions image_options, ValidateOptions(given));
+  const fs::path out = NormalOutput(given.output);
   MM_ASSIGN_OR_RETURN(SetLock lock, LockOutput(out));  // held until return (set_lock.h)
   MM_RETURN_NOT_OK(RecoverInterruptedPublish(out, std::cerr));
-  MM_RETURN_NOT_OK(CheckPaths(o, out));
+  MM_RETURN_NOT_OK(CheckPaths(given, out));
+  // --append: the existing set, and the tokenizer it fixes (build_append.h).
+  std::optional<AppendBase> base;
+  BuildOptions o = given;
+  if (given.append) {
+    MM_ASSIGN_OR_RETURN(AppendBase b, OpenAppendBase(out));
+    MM_ASSIGN_OR_RETURN(o, AppendOptions(given, out, b));
+    std::string sha;  // of the tokenizer this build would use ("" for none), before any work
+    if (o.tokenizer != kNoTokenizer) {
+      MM_ASSIGN_OR_RETURN(sha, Sha256HexOfFile(o.tokenizer));
+    }
+    MM_RETURN_NOT_OK(CheckAppendable(o, image_options, sha, b));
+    base = std::move(b);
+  }
   MM_RETURN_NOT_OK(InitVips());
   // The staging folder beside OUT proves OUT writable before any long work; a failure
   // anywhere below removes it, so OUT is never left half-built.
@@ -386,24 +390,37 @@ Status RunBuild(const BuildOptions& o) {
   CheckCaptions(&samples, o.max_caption_bytes, &report);
   MM_RETURN_NOT_OK(FilterScores(o, &samples, &report));
   CheckKeptFields(o, &samples, &report);
+  if (base) DropKeysOfBase(*base, &samples, &report);
   if (samples.empty()) {
     return Status::InvalidArgument(
         "no usable sample in '" + o.input + "' (format " + std::string(ToString(ingest.format)) +
         ")" + (report.dropped.empty() ? std::string() : "; dropped " + report.ReasonsText()));
   }
   MM_ASSIGN_OR_RETURN(SetTokenizer tok, MakeTokenizer(o, samples, staging));
-  MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, MakeWriter(o, staging, tok.sha256));
+  const int64_t first_shard = base ? static_cast<int64_t>(base->index.info.shards.size()) : 0;
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                      MakeWriter(o, staging, tok.sha256, first_shard));
   MM_RETURN_NOT_OK(RunPipeline(&samples, ingest.format == InputFormat::kWds, o, image_options,
                                tok.tokenizer.get(), writer.get(), &report));
   MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> shards, writer->Finish());
 
-  MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile),
-                             ReportJson(o, ingest.format, report)));
   if (report.written == 0) {
+    if (base) {
+      return Status::InvalidArgument("no sample of '" + o.input + "' could be appended; dropped " +
+                                     report.ReasonsText() + " (OUT is unchanged)");
+    }
+    MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile),
+                               ReportJson(o, ingest.format, report)));
     return Status::InvalidArgument("no sample of '" + o.input + "' could be used; dropped " +
                                    report.ReasonsText());
   }
-  MM_RETURN_NOT_OK(WriteIndex(o, ingest.format, image_options, tok, shards, report, staging));
+  if (base) {
+    MM_RETURN_NOT_OK(AssembleAppend(o, ingest.format, *base, shards, report, out, staging));
+  } else {
+    MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile),
+                               ReportJson(o, ingest.format, report)));
+    MM_RETURN_NOT_OK(WriteIndex(o, ingest.format, image_options, tok, shards, report, staging));
+  }
   MM_RETURN_NOT_OK(Publish(staging, out));
   guard.Disarm();
   WarnUnknown(o, tok, report);

@@ -25,6 +25,7 @@ struct BuildOptions {
   std::string output;  // OUT directory
   InputFormat input_format = InputFormat::kAuto;
   bool overwrite = false;
+  bool append = false;  // add RAW's samples to the existing set OUT (build_append.h)
   int image_width = 224;   // pixels
   int image_height = 224;  // pixels
   format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;

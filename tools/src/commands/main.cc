@@ -125,6 +125,9 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
       ->check(CLI::IsMember(Names(mm::pack::kInputFormats)))
       ->capture_default_str();
   b->add_flag("--overwrite", o.overwrite, "Replace an existing output directory");
+  b->add_flag("--append", o.append,
+              "Add RAW's samples to the existing set OUT as new shards (same image options, "
+              "tokenizer and caption options; keys already in OUT are dropped as duplicate_key)");
   a->image_size_option =
       b->add_option("--image-size", a->image_size, "Output size: N (NxN) or WxH, pixels")
           ->capture_default_str();

@@ -1,6 +1,13 @@
 // output_dir.cc: see output_dir.h.
 #include "commands/output_dir.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "mm/internal/file.h"
+
 #include "commands/set_publish.h"
 
 namespace mm::pack {
@@ -66,6 +73,13 @@ Status CheckPaths(const BuildOptions& o, const fs::path& out) {
                                    "'; choose another output directory");
   }
   const fs::file_status st = fs::symlink_status(out, ec);
+  if (o.append) {  // OUT must be a set to add to (build_append.h)
+    if (!fs::exists(st)) {
+      return Status::NotFound("--append: output '" + o.output +
+                              "' does not exist; build it without --append");
+    }
+    return CheckReplaceable(out);  // set_publish.h: an mmpack set and nothing else
+  }
   if (fs::exists(st)) {
     if (!o.overwrite) {
       return Status::AlreadyExists("output '" + o.output +
@@ -101,6 +115,22 @@ StagingGuard::~StagingGuard() {
     std::error_code ec;
     fs::remove_all(path_, ec);
   }
+}
+
+// Writes `text` to `path` with write(2), so that a failure says why ("cannot write PATH: No
+// space left on device"); std::ofstream keeps only that something failed.
+Status WriteText(const fs::path& path, const std::string& text) {
+  const std::string what = "cannot write " + path.string();
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, what);
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, what);
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd.Release()) != 0) return ErrnoStatus(errno, what);
+  return Status::OK();
 }
 
 }  // namespace mm::pack

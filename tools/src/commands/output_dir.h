@@ -32,6 +32,10 @@ std::filesystem::path NormalOutput(const std::string& given);
 /// staging folder is never inside OUT). Errors: IOError (OUT's parent not writable).
 [[nodiscard]] Result<std::filesystem::path> MakeStaging(const std::filesystem::path& out);
 
+/// Writes `text` to `path` (created or truncated) with write(2), so that a failure says why
+/// ("cannot write PATH: No space left on device"). Errors: IOError.
+[[nodiscard]] Status WriteText(const std::filesystem::path& path, const std::string& text);
+
 /// Removes the staging folder unless disarmed (every failure path after MakeStaging).
 class StagingGuard {
  public:

@@ -59,6 +59,7 @@ class ShardWriterImpl final : public ShardWriter {
  public:
   ShardWriterImpl(WriterOptions options, SchemaDatasets schema)
       : options_(std::move(options)), schema_(std::move(schema)) {
+    shard_index_ = options_.first_shard_index;
     image_bytes_ = static_cast<size_t>(options_.image_width) * options_.image_height * 3;
     jpeg_ = options_.image_codec == format::ImageCodec::kJpeg;
   }
@@ -460,6 +461,9 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const WriterOptions& op
     return Status::InvalidArgument("the keep-ratio modes need codec jpeg and image size = max_size");
   }
   MM_RETURN_NOT_OK(mm::reader::CheckMetadataFieldNames(options.metadata_fields));
+  if (options.first_shard_index < 0) {
+    return Status::InvalidArgument("first shard index must be >= 0");
+  }
   if (options.samples_per_shard < 0) {
     return Status::InvalidArgument("samples per shard must be >= 0");
   }

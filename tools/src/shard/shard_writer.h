@@ -60,6 +60,7 @@ struct WriterOptions {
   int max_size = 0;      // keep-ratio modes: the bound; recorded in max_size
   int64_t shard_size = int64_t{1} << 30;  // bytes
   int64_t samples_per_shard = 0;          // 0: no limit
+  int64_t first_shard_index = 0;          // --append: the number of the first shard written
   std::string tokenizer_sha256;
   // Kept manifest fields (--keep-fields), written as metadata/<name> (schemas/FORMAT.md).
   std::vector<std::string> metadata_fields;

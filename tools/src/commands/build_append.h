@@ -1,0 +1,67 @@
+// build_append.h: `mmpack build RAW -o OUT --append` (issue 13 item 4): the samples of RAW added
+// to the existing set OUT as new shards, numbered after OUT's.
+//
+// How it stays safe: the new set is assembled in the staging folder beside OUT like any build,
+// OUT's shards, tokenizer and report hard-linked into it (no copy, nothing of OUT changed), the
+// new shards written there, then a merged index.json and report.json; Publish (set_publish.h)
+// swaps the folders in one rename, so a reader sees the old set or the new one, never a mix,
+// and a failed or killed append leaves OUT as it was. Appending needs what the set fixes: the
+// same image options (size, resize mode, codec, quality, max size, compression, background),
+// tokenizer (by SHA-256; OUT's own tokenizer.model when --tokenizer is not given), caption
+// options and kept fields; anything else is refused with one line naming the difference. A
+// sample whose key OUT already holds is dropped as duplicate_key, so keys stay unique.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "commands/build_report.h"
+#include "commands/commands.h"
+#include "image/image_pipeline.h"
+#include "ingest/ingest.h"
+#include "mm/internal/index_json.h"
+#include "mm/status.h"
+
+namespace mm::pack {
+
+/// What an append starts from: OUT's index (the reader's strict decoder), its report.json and
+/// every key it holds (read through the reader, which checks the whole set as it opens it).
+struct AppendBase {
+  mm::reader::internal::IndexDocument index;
+  nlohmann::json report = nlohmann::json::object();
+  std::unordered_set<std::string> keys;
+};
+
+/// Opens OUT (`out`: NormalOutput) as an append base. Errors: NotFound (OUT is not a set:
+/// no index.json), those of ShardSet::Open (a damaged set is not appended to).
+[[nodiscard]] Result<AppendBase> OpenAppendBase(const std::filesystem::path& out);
+
+/// `o` with its tokenizer resolved against the base: OUT's tokenizer.model when none is given,
+/// "none" for a text-only set. Errors: InvalidArgument (a text-only set and a tokenizer given,
+/// or the reverse).
+[[nodiscard]] Result<BuildOptions> AppendOptions(const BuildOptions& o,
+                                                 const std::filesystem::path& out,
+                                                 const AppendBase& base);
+
+/// Checks that this build makes what OUT holds (image options, caption options, kept fields;
+/// the tokenizer by `tokenizer_sha256`). Errors: InvalidArgument, one line naming the first
+/// difference.
+[[nodiscard]] Status CheckAppendable(const BuildOptions& o, const ImageOptions& image,
+                                     const std::string& tokenizer_sha256, const AppendBase& base);
+
+/// Drops the samples whose key OUT holds (report.json: duplicate_key, "key already in OUT").
+void DropKeysOfBase(const AppendBase& base, std::vector<RawSample>* samples, BuildReport* report);
+
+/// Completes the staging folder as the appended set: OUT's shards and report hard-linked in,
+/// index.json listing OUT's shards then `added`, report.json merged (FORMAT.md "Appending").
+/// Errors: IOError (a link or write failed; a file system that cannot hard-link is named).
+[[nodiscard]] Status AssembleAppend(const BuildOptions& o, InputFormat format,
+                                    const AppendBase& base,
+                                    const std::vector<mm::reader::ShardEntry>& added,
+                                    const BuildReport& report, const std::filesystem::path& out,
+                                    const std::filesystem::path& staging);
+
+}  // namespace mm::pack
