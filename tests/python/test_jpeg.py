@@ -297,6 +297,44 @@ def test_a_damaged_jpeg_is_named_by_verify_and_the_loader(sets, tmp_path):
     assert s.image(22).shape == (224, 224, 3)  # its neighbours still read
 
 
+def test_data_past_the_last_row_fails_a_whole_image_read(sets, tmp_path):
+    """A JPEG whose header (and table) say half its height: decoding its rows succeeds, and
+    entropy data is left before the end marker. The whole-image read decodes on to the end
+    marker, so libjpeg's "extraneous bytes" warning is an error there too, not silently
+    half an image (verify says the same)."""
+    out = _copy(sets["largest"], tmp_path / "tail")
+    shard = os.path.join(out, index_of(out)["shards"][0]["file"])
+    with h5py.File(shard, "r+") as f:
+        begin, end = (int(v) for v in f["image_offsets"][0:2])
+        base = f["image_bytes"].id.get_offset()
+        w, h = (int(v) for v in f["image_size"][0])
+        f["image_size"][0] = [w, h // 2]
+        f["valid_box"][0] = [0, 0, w, h // 2]
+    with open(shard, "r+b") as f:
+        f.seek(base + begin)
+        jpeg = bytearray(f.read(end - begin))
+        sof = jpeg.index(b"\xff\xc0")  # baseline frame header: length, precision, height, width
+        assert int.from_bytes(jpeg[sof + 5:sof + 7], "big") == h
+        jpeg[sof + 5:sof + 7] = (h // 2).to_bytes(2, "big")
+        f.seek(base + begin)
+        f.write(jpeg)
+    _reseal(out)
+    r = run(MMPACK, "verify", out)
+    assert r.returncode == 1 and "extraneous bytes" in r.stderr, r.stderr
+    with pytest.raises(mmpack.CorruptionError, match="shard-000000.h5 sample 0.*extraneous"):
+        mmpack.ShardSet(out).image(0)
+
+
+def test_verify_compares_the_resize_mode_with_the_index(sets, tmp_path):
+    out = _copy(sets["largest"], tmp_path / "mode")
+    idx = index_of(out)
+    idx["image"]["resize_mode"] = "keep-ratio"  # the shards say keep-ratio-largest
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump(idx, f)
+    r = run(MMPACK, "verify", out)
+    assert r.returncode == 1 and "resize_mode" in r.stderr, r.stderr
+
+
 def test_a_table_that_disagrees_with_the_jpeg_is_refused(sets, tmp_path):
     out = _copy(sets["jpeg"], tmp_path / "sizes")
     shard = os.path.join(out, index_of(out)["shards"][0]["file"])
@@ -332,6 +370,7 @@ def test_damaged_offsets_are_refused_at_open(sets, tmp_path, edit, message):
     (["--codec", "jpeg", "--resize-mode", "keep-ratio", "--max-size", "64", "--image-size", "64"],
      "not --image-size"),
     (["--codec", "jpeg", "--max-size", "64"], "--max-size bounds the keep-ratio modes"),
+    (["--quality", "50"], "--quality is the JPEG quality of --codec jpeg"),
 ])
 def test_wrong_option_combinations_are_refused_in_one_line(tmp_path, args, message):
     r = run(MMPACK, "build", COCO, "-o", tmp_path / "out", "--tokenizer", ALBERT, *args)

@@ -73,6 +73,7 @@ struct Job {
   int x0, y0, x1, y1;
   JpegRegion* out;
   int expect_w = 0, expect_h = 0;  // > 0: the header must say this size (checked before decoding)
+  bool finish = false;  // the whole image: read on to the end (damage after the last row is found)
   int width = 0, height = 0;
   bool unsupported = false;
   bool mismatch = false;
@@ -138,7 +139,13 @@ bool Guarded(Decoder& d, Job& job) {
     if (jpeg_read_scanlines(&c, &row, 1) != 1) ERREXIT(&c, JERR_INPUT_EOF);
   }
   r.pixels = buffer.data();
-  jpeg_abort_decompress(&c);  // the rows below the region are never decoded
+  if (job.finish && c.output_scanline == c.output_height) {
+    // The whole image was decoded: read on to EOI, so that damaged entropy data the last rows
+    // did not reach ("extraneous bytes before marker") is a warning, hence an error.
+    jpeg_finish_decompress(&c);
+  } else {
+    jpeg_abort_decompress(&c);  // the rows below the region are never decoded
+  }
   return true;
 }
 
@@ -177,7 +184,11 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int scale_num, int x0,
 
 Status DecodeJpeg(const uint8_t* data, size_t size, int width, int height, uint8_t* dst) {
   JpegRegion r;
-  MM_RETURN_NOT_OK(DecodeJpegRegion(data, size, 8, 0, 0, width, height, &r, width, height));
+  Job job{data, size, 8, 0, 0, width, height, &r};
+  job.expect_w = width;
+  job.expect_h = height;
+  job.finish = true;
+  MM_RETURN_NOT_OK(Run(job));
   if (r.x0 != 0 || r.y0 != 0 || r.x1 != width || r.y1 != height) {
     return Status::Corruption("JPEG: decoded region is not the whole image");
   }

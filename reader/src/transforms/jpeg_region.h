@@ -46,7 +46,9 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int scale_num, int x0,
                         int y1, JpegRegion* out, int expect_width = 0, int expect_height = 0);
 
 /// The whole JPEG at full size into dst ([height, width, 3] uint8 RGB, rows packed); the header
-/// must state width x height. Errors: as DecodeJpegRegion.
+/// must state width x height. Reads on to the end of the data after the last row, so damage
+/// anywhere in the entropy-coded data is an error (a region decode sees only its rows').
+/// Errors: as DecodeJpegRegion.
 Status DecodeJpeg(const uint8_t* data, size_t size, int width, int height, uint8_t* dst);
 
 }  // namespace mm::reader::internal

@@ -72,6 +72,7 @@ struct BuildArgs {
   std::string codec{ToString(options.image_codec)};
   CLI::Option* compression_option = nullptr;  // given on the command line?
   CLI::Option* image_size_option = nullptr;
+  CLI::Option* quality_option = nullptr;
   std::string normalize{ToString(options.text.normalize)};
   std::string dedup{ToString(options.filters.dedup)};
   std::string min_score;
@@ -144,9 +145,10 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
                 "How images are stored: raw pixels (zero decode) or JPEG (format 2, 5-8x smaller)")
       ->check(CLI::IsMember(Names(mm::format::kImageCodecs)))
       ->capture_default_str();
-  b->add_option("--quality", o.jpeg_quality, "--codec jpeg: JPEG quality, 1..100 (4:2:0)")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
+  a->quality_option =
+      b->add_option("--quality", o.jpeg_quality, "--codec jpeg: JPEG quality, 1..100 (4:2:0)")
+          ->check(CLI::Range(1, 100))
+          ->capture_default_str();
   b->add_option("--background", o.background,
                 "Colour behind alpha and padding: white, black, gray, #rrggbb or r,g,b")
       ->capture_default_str();
@@ -208,6 +210,11 @@ bool FinishBuild(BuildArgs* a) {
   o.resize_mode = mm::format::ParseResizeMode(a->resize_mode).value();
   o.compression = mm::format::ParseCodec(a->compression).value();
   o.image_codec = mm::format::ParseImageCodec(a->codec).value();
+  if (o.image_codec != mm::format::ImageCodec::kJpeg && a->quality_option->count() > 0) {
+    std::cerr << "mmpack build: --quality is the JPEG quality of --codec jpeg; --codec "
+              << a->codec << " stores no JPEG" << std::endl;
+    return false;
+  }
   if (o.image_codec == mm::format::ImageCodec::kJpeg) {
     if (a->compression_option->count() > 0 && o.compression != mm::format::Codec::kNone) {
       std::cerr << "mmpack build: --compression " << a->compression

@@ -202,6 +202,9 @@ Status CheckJpeg(const std::vector<uint8_t>& jpeg, int width, int height) {
   if (tjDecompressHeader3(tj, jpeg.data(), size, &w, &h, &subsamp, &colourspace) != 0) {
     return Status::Corruption(std::string("JPEG header: ") + tjGetErrorStr2(tj));
   }
+  if (colourspace == TJCS_CMYK || colourspace == TJCS_YCCK) {  // the reader refuses them
+    return Status::Corruption("JPEG is CMYK/YCCK; stored JPEGs are YCbCr, RGB or grey");
+  }
   if (w != width || h != height) {
     return Status::Corruption("JPEG is " + std::to_string(w) + "x" + std::to_string(h) +
                               ", image_size says " + std::to_string(width) + "x" +
@@ -249,7 +252,7 @@ Status CheckGeometry(hid_t file, const ShardExpectation& e, int64_t* sample) {
     MM_ASSIGN_OR_RETURN(stored,
                         h5::ReadNumeric<int32_t>(file, format::kImageSize, H5T_NATIVE_INT32, n * 2));
     MM_RETURN_NOT_OK(
-        mm::reader::CheckImageSizes("image_size", stored.data(), e.samples, SizeRules(e)));
+        mm::reader::CheckImageSizes(e.file, stored.data(), e.samples, SizeRules(e)));
   }
   for (size_t i = 0; i < n; ++i) {
     const int32_t* b = &boxes[i * 4];
@@ -377,6 +380,10 @@ Status ShardVerifier::CheckAttributes(hid_t file, const ShardExpectation& e) {
       if (name == format::kAttrTokenizerSha256 && value != e.tokenizer_sha256) {
         return Status::Corruption("attribute 'tokenizer_sha256' is '" + value +
                                   "', the index says '" + e.tokenizer_sha256 + "'");
+      }
+      if (name == format::kAttrResizeMode && value != e.resize_mode) {
+        return Status::Corruption("attribute 'resize_mode' is '" + value + "', the index says '" +
+                                  e.resize_mode + "'");
       }
       if (name == format::kAttrCompression && value != ToString(e.compression)) {
         return Status::Corruption("attribute 'compression' is '" + value + "', the index says '" +
