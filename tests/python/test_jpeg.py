@@ -32,6 +32,7 @@ from PIL import Image
 
 import mmpack
 from conftest import ALBERT, BIN_DIR, DATA_DIR
+from h5ref import reseal
 
 COCO = os.path.join(DATA_DIR, "coco-cc", "captions.jsonl")
 CLIPART = os.path.join(DATA_DIR, "openclipart-pd", "captions.jsonl")
@@ -254,23 +255,6 @@ def test_verify_decodes_every_jpeg_and_info_describes_them(sets):
     assert "codec:        raw pixels (format 1)" in r.stdout
 
 
-def _reseal(out):
-    """index.json's bytes and xxh3_64 of every shard after a deliberate edit."""
-    import ctypes
-    lib = ctypes.CDLL("libxxhash.so.0")
-    lib.XXH3_64bits.restype = ctypes.c_uint64
-    lib.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    path = os.path.join(out, "index.json")
-    idx = index_of(out)
-    for s in idx["shards"]:
-        data = open(os.path.join(out, s["file"]), "rb").read()
-        s["bytes"] = len(data)
-        s["xxh3_64"] = "%016x" % lib.XXH3_64bits(data, len(data))
-    idx["totals"]["bytes"] = sum(s["bytes"] for s in idx["shards"])
-    with open(path, "w") as f:
-        json.dump(idx, f, indent=2)
-
-
 def _copy(src, dst):
     import shutil
     shutil.copytree(src, dst)
@@ -287,7 +271,7 @@ def test_a_damaged_jpeg_is_named_by_verify_and_the_loader(sets, tmp_path):
     with open(shard, "r+b") as f:  # cut the entropy-coded data of sample 3 short with EOI
         f.seek(base + start + length // 2)
         f.write(b"\xff\xd9" + b"\x00" * 64)
-    _reseal(out)
+    reseal(out)
     r = run(MMPACK, "verify", out)
     assert r.returncode == 1
     assert "shard-000001.h5" in r.stderr and "sample 3" in r.stderr, r.stderr
@@ -318,7 +302,7 @@ def test_data_past_the_last_row_fails_a_whole_image_read(sets, tmp_path):
         jpeg[sof + 5:sof + 7] = (h // 2).to_bytes(2, "big")
         f.seek(base + begin)
         f.write(jpeg)
-    _reseal(out)
+    reseal(out)
     r = run(MMPACK, "verify", out)
     assert r.returncode == 1 and "extraneous bytes" in r.stderr, r.stderr
     with pytest.raises(mmpack.CorruptionError, match="shard-000000.h5 sample 0.*extraneous"):
@@ -340,7 +324,7 @@ def test_a_table_that_disagrees_with_the_jpeg_is_refused(sets, tmp_path):
     shard = os.path.join(out, index_of(out)["shards"][0]["file"])
     with h5py.File(shard, "r+") as f:
         f["image_size"][5] = [223, 224]
-    _reseal(out)
+    reseal(out)
     r = run(MMPACK, "verify", out)
     assert r.returncode == 1 and "223x224" in r.stderr, r.stderr
     with pytest.raises(mmpack.CorruptionError, match="223x224"):
@@ -356,7 +340,7 @@ def test_damaged_offsets_are_refused_at_open(sets, tmp_path, edit, message):
     shard = os.path.join(out, index_of(out)["shards"][0]["file"])
     with h5py.File(shard, "r+") as f:
         edit(f)
-    _reseal(out)
+    reseal(out)
     with pytest.raises(mmpack.CorruptionError, match=message):
         mmpack.ShardSet(out)
     r = run(MMPACK, "verify", out)

@@ -20,6 +20,7 @@ import pytest
 
 import mmpack
 from conftest import ALBERT, BIN_DIR, DATA_DIR
+from h5ref import reseal
 
 COCO = os.path.join(DATA_DIR, "coco-cc")
 FIELDS = ["license", "similarity", "width", "sparse", "mixed", "absent"]
@@ -214,24 +215,6 @@ def test_threads_do_not_change_the_bytes(tmp_path):
     assert digests[0] == digests[1]
 
 
-def _reseal(out):
-    """index.json's bytes and xxh3_64 of every shard after a deliberate edit."""
-    import ctypes
-    lib = ctypes.CDLL("libxxhash.so.0")
-    lib.XXH3_64bits.restype = ctypes.c_uint64
-    lib.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    path = os.path.join(out, "index.json")
-    with open(path) as f:
-        idx = json.load(f)
-    for s in idx["shards"]:
-        data = open(os.path.join(out, s["file"]), "rb").read()
-        s["bytes"] = len(data)
-        s["xxh3_64"] = "%016x" % lib.XXH3_64bits(data, len(data))
-    idx["totals"]["bytes"] = sum(s["bytes"] for s in idx["shards"])
-    with open(path, "w") as f:
-        json.dump(idx, f, indent=2)
-
-
 @pytest.mark.parametrize("damage,message", [
     ("delete", "holds 5 links"),
     ("short", "metadata/width' is not [16]"),
@@ -257,7 +240,7 @@ def test_verify_refuses_a_damaged_metadata_group(kept, tmp_path, damage, message
         del idx["metadata"]
         with open(out / "index.json", "w") as f:
             json.dump(idx, f)
-    _reseal(str(out))
+    reseal(str(out))
     r = mmpack_cli("verify", out)
     assert r.returncode == 1, r.stdout
     assert message in r.stdout + r.stderr, r.stdout + r.stderr
