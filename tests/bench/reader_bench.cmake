@@ -28,10 +28,6 @@ set_tests_properties(reader_open_bench PROPERTIES LABELS bench ENVIRONMENT "${MM
 # The load-time transform benchmark (issue 10): the reader's JPEG crop path on JPEG files in
 # memory, for tests/bench/transforms_bench.py (FFCV 0.0.3 against mmpack in the same run):
 #   tests/bench/run_transforms_bench.sh [BUILD_DIR] [WORK_DIR] [N] [SECONDS]
-add_executable(mm_jpeg_crop_bench ${CMAKE_CURRENT_LIST_DIR}/jpeg_crop_bench.cc)
-target_link_libraries(mm_jpeg_crop_bench PRIVATE mm_reader mm_reader_internal Threads::Threads)
-target_include_directories(mm_jpeg_crop_bench PRIVATE ${PROJECT_SOURCE_DIR}/reader/src)
-mm_target_warnings(mm_jpeg_crop_bench)
 add_test(NAME transforms_bench CONFIGURATIONS Bench
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_transforms_bench.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(transforms_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"

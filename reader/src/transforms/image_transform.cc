@@ -45,7 +45,7 @@ Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t
   shard.ImageSize(local, &width, &height);
   const bool flip = SampleFlip(options, epoch, sample);
   const bool whole = options.crop == ImageCrop::kNone && !flip && out_w == width && out_h == height;
-  if (whole) return set.ReadImage(sample, dst);  // raw: the zero-decode path; jpeg: one decode
+  if (whole) return shard.ReadImage(local, dst);  // raw: the zero-decode path; jpeg: one decode
   const CropWindow window = SampleWindow(options, epoch, sample, width, height, out_w, out_h);
   const image::Filter filter = options.interpolation == Interpolation::kBilinear
                                    ? image::Filter::kBilinear
@@ -64,7 +64,7 @@ Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t
   }
   thread_local std::vector<uint8_t> pixels;  // reused: no page faults per sample
   pixels.resize(static_cast<size_t>(width) * height * 3);
-  MM_RETURN_NOT_OK(set.ReadImage(sample, pixels.data()));
+  MM_RETURN_NOT_OK(shard.ReadImage(local, pixels.data()));
   CropResizePixels(pixels.data(), width, height, window, out_w, out_h, flip, dst, filter);
   return Status::OK();
 }

@@ -423,13 +423,6 @@ void ResizeBox(const uint8_t* src, int src_x0, int src_y0, int src_stride, int f
   TwoPasses(src, src_x0, src_y0, src_stride, channels, cx, cy, 0, 0, out_w, out_h, dst, simd);
 }
 
-void ResizeBoxLanczos3(const uint8_t* src, int src_x0, int src_y0, int src_stride, int full_w,
-                       int full_h, int channels, const Box& box, int out_w, int out_h, uint8_t* dst,
-                       bool simd) {
-  ResizeBox(src, src_x0, src_y0, src_stride, full_w, full_h, channels, box, out_w, out_h, dst,
-            Filter::kLanczos3, simd);
-}
-
 bool ResampleHasAvx2() {
 #if MM_RESAMPLE_AVX2
   return HaveAvx2();

@@ -181,12 +181,7 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   lo.shuffle_window = options.shuffle_window;
   lo.drop_last = false;
   lo.seed = 1;
-  lo.crop = options.crop == "rrc"      ? mm::reader::ImageCrop::kRandomResized
-            : options.crop == "center" ? mm::reader::ImageCrop::kCenter
-                                       : mm::reader::ImageCrop::kNone;
-  lo.output_height = lo.output_width = options.size;
-  lo.interpolation = options.interpolation == "bilinear" ? mm::reader::Interpolation::kBilinear
-                                                         : mm::reader::Interpolation::kLanczos;
+  SetLoaderView(options.crop, options.size, options.interpolation, &lo);
   MM_ASSIGN_OR_RETURN(auto loader, mm::reader::Loader::Create(set, lo));
   if (!loader->notice().empty()) std::cerr << "mmpack bench: " << loader->notice() << "\n";
   RssWatcher watcher;

@@ -114,6 +114,12 @@ struct BenchOptions {
 };
 Status RunBench(const BenchOptions& options, std::ostream& out);
 
+/// The loader's view that `mmpack bench` and `mmpack show` take from their options: crop
+/// ("none" | "center" | "rrc", as CLI11 checked them), output side (0: as stored) and resize
+/// filter ("lanczos" | "bilinear") into `lo`.
+void SetLoaderView(const std::string& crop, int size, const std::string& interpolation,
+                   mm::reader::LoaderOptions* lo);
+
 /// `mmpack show OUT N -o sample.png`: sample N through the reader, as PNG, with key, captions
 /// and token ids printed.
 struct ShowOptions {

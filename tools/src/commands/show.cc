@@ -32,13 +32,8 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
   const auto& info = set->info();
   // The image as the loader hands it out under these options (its crop, size and flip).
   mm::reader::LoaderOptions lo;
-  lo.crop = options.crop == "rrc"      ? mm::reader::ImageCrop::kRandomResized
-            : options.crop == "center" ? mm::reader::ImageCrop::kCenter
-                                       : mm::reader::ImageCrop::kNone;
-  lo.output_height = lo.output_width = options.size;
+  SetLoaderView(options.crop, options.size, options.interpolation, &lo);
   lo.horizontal_flip = options.flip;
-  lo.interpolation = options.interpolation == "bilinear" ? mm::reader::Interpolation::kBilinear
-                                                         : mm::reader::Interpolation::kLanczos;
   lo.seed = options.seed;
   std::vector<uint8_t> pixels;
   int height = 0, width = 0;
@@ -81,6 +76,16 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
         << (text.ok() ? text.value().metadata[f] : unreadable) << "\n";
   }
   return Status::OK();
+}
+
+void SetLoaderView(const std::string& crop, int size, const std::string& interpolation,
+                   mm::reader::LoaderOptions* lo) {
+  lo->crop = crop == "rrc"      ? mm::reader::ImageCrop::kRandomResized
+             : crop == "center" ? mm::reader::ImageCrop::kCenter
+                                : mm::reader::ImageCrop::kNone;
+  lo->output_height = lo->output_width = size;
+  lo->interpolation = interpolation == "bilinear" ? mm::reader::Interpolation::kBilinear
+                                                  : mm::reader::Interpolation::kLanczos;
 }
 
 }  // namespace mm::pack

@@ -26,11 +26,8 @@ Status CheckShardRules(hid_t file, const std::string& name, int64_t samples, int
   if (info.image_codec == format::ToString(format::ImageCodec::kJpeg)) {  // format 2
     MM_RETURN_NOT_OK(CheckType(file, name, format::kImageBytes, TableType::kUint8));
     MM_RETURN_NOT_OK(CheckType(file, name, format::kImageOffsets, TableType::kInt64));
+    // Their values' rules (CheckImageSizes) the verifier applies, in the same bounded child.
     MM_RETURN_NOT_OK(CheckType(file, name, format::kImageSize, TableType::kInt32));
-    MM_ASSIGN_OR_RETURN(auto sizes, h5::ReadNumeric<int32_t>(file, format::kImageSize,
-                                                             H5T_NATIVE_INT32,
-                                                             static_cast<size_t>(samples) * 2));
-    MM_RETURN_NOT_OK(mm::reader::CheckImageSizes(name, sizes.data(), samples, info));
   } else {
     MM_RETURN_NOT_OK(CheckType(file, name, format::kImages, TableType::kUint8));
   }

@@ -275,10 +275,11 @@ Status ShardVerifier::Verify(const std::string& path, const ShardExpectation& e,
                                         "not a readable HDF5 file", StatusCode::kCorruption));
   MM_RETURN_NOT_OK(CheckAttributes(file.get(), e));
   ShardExpectation with_bytes = e;
+  std::vector<int64_t> offsets;  // codec jpeg: image_offsets, read once
   if (e.codec == format::ImageCodec::kJpeg) {  // "B", image_bytes' length, from image_offsets
-    MM_ASSIGN_OR_RETURN(auto offsets,
-                        h5::ReadNumeric<int64_t>(file.get(), format::kImageOffsets,
-                                                 H5T_NATIVE_INT64, static_cast<size_t>(e.samples) + 1));
+    MM_ASSIGN_OR_RETURN(offsets, h5::ReadNumeric<int64_t>(file.get(), format::kImageOffsets,
+                                                          H5T_NATIVE_INT64,
+                                                          static_cast<size_t>(e.samples) + 1));
     with_bytes.jpeg_bytes = offsets.back();
   }
   for (const auto& d : schema_["datasets"]) {
@@ -294,7 +295,7 @@ Status ShardVerifier::Verify(const std::string& path, const ShardExpectation& e,
   }
   MM_RETURN_NOT_OK(CheckTables(file.get(), e, sample));
   MM_RETURN_NOT_OK(CheckMetadata(file.get(), e, sample));
-  if (e.codec == format::ImageCodec::kJpeg) return CheckJpegs(file.get(), with_bytes, sample);
+  if (e.codec == format::ImageCodec::kJpeg) return CheckJpegs(file.get(), e, offsets, sample);
   return CheckChunks(file.get(), e, sample);
 }
 
@@ -473,10 +474,9 @@ Status ShardVerifier::CheckKeys(hid_t file, const ShardExpectation& e, int64_t* 
 // Codec jpeg: image_offsets from 0 strictly increasing to B, image_size within the set's rules,
 // and every JPEG decoded whole (TurboJPEG, stopping at the first warning) to the size its row
 // of image_size states.
-Status ShardVerifier::CheckJpegs(hid_t file, const ShardExpectation& e, int64_t* sample) {
+Status ShardVerifier::CheckJpegs(hid_t file, const ShardExpectation& e,
+                                 const std::vector<int64_t>& offsets, int64_t* sample) {
   const size_t n = static_cast<size_t>(e.samples);
-  MM_ASSIGN_OR_RETURN(auto offsets, h5::ReadNumeric<int64_t>(file, format::kImageOffsets,
-                                                             H5T_NATIVE_INT64, n + 1));
   MM_ASSIGN_OR_RETURN(auto sizes,
                       h5::ReadNumeric<int32_t>(file, format::kImageSize, H5T_NATIVE_INT32, n * 2));
   if (offsets[0] != 0) return Status::Corruption("image_offsets[0] is not 0");

@@ -63,7 +63,8 @@ class ShardVerifier {
   Status CheckTables(hid_t file, const ShardExpectation& e, int64_t* sample);
   Status CheckKeys(hid_t file, const ShardExpectation& e, int64_t* sample);
   Status CheckChunks(hid_t file, const ShardExpectation& e, int64_t* sample);
-  Status CheckJpegs(hid_t file, const ShardExpectation& e, int64_t* sample);
+  Status CheckJpegs(hid_t file, const ShardExpectation& e, const std::vector<int64_t>& offsets,
+                    int64_t* sample);
   Status CheckMetadata(hid_t file, const ShardExpectation& e, int64_t* sample);
 
   const nlohmann::json& schema_;

@@ -52,17 +52,12 @@ void ResampleSupport(int in_size, double box_lo, double box_hi, int out_size, in
 
 /// Resamples `box` of an image of [full_h, full_w] pixels to `dst` ([out_h, out_w, channels]
 /// uint8, rows packed; the caller allocates out_h * out_w * channels bytes), as Pillow's
-/// `img.resize((out_w, out_h), Image.LANCZOS, box=(x0, y0, x1, y1))`.
+/// `img.resize((out_w, out_h), Image.LANCZOS or Image.BILINEAR, box=(x0, y0, x1, y1))` with
+/// `filter`. The loader's crops use it.
 /// Only part of the image need be present: `src` points at pixel (src_x0, src_y0) of the full
 /// image, rows `src_stride` bytes apart, and must hold at least the columns and rows
 /// ResampleSupport names for the box. channels: 1..4; out sizes > 0; box non-empty inside
 /// [0, full_w] x [0, full_h]. Thread-safe.
-void ResizeBoxLanczos3(const uint8_t* src, int src_x0, int src_y0, int src_stride, int full_w,
-                       int full_h, int channels, const Box& box, int out_w, int out_h, uint8_t* dst,
-                       bool simd = true);
-
-/// ResizeBoxLanczos3 with either kernel: `img.resize((out_w, out_h), Image.LANCZOS or
-/// Image.BILINEAR, box=...)`. The loader's crops use it.
 void ResizeBox(const uint8_t* src, int src_x0, int src_y0, int src_stride, int full_w, int full_h,
                int channels, const Box& box, int out_w, int out_h, uint8_t* dst, Filter filter,
                bool simd = true);
