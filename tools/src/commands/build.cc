@@ -2,16 +2,20 @@
 //
 //   ValidateOptions   option values main.cc does not check, into ImageOptions
 //   CheckPaths        RAW and OUT: each refusal is one line, before anything is written
-//   MakeStaging       OUT.mmpack-partial beside OUT (output_dir.h), removed on any failure
+//   MakeStaging       OUT.mmpack-partial beside OUT (output_dir.h), removed on any failure;
+//                     with --resume, the one an interrupted build left (build_resume.h)
 //   IngestInput       the input's samples (ingest/ingest.h); its issues become report entries
 //   CheckCaptions     a sample keeps its good captions (text/caption.h); with none, dropped
 //   MakeTokenizer     the given model, or one trained on the good captions (text/tokenizer.h)
-//   RunPipeline       read, decode + fit, tokenize, compress; write in order (build_pipeline.h)
+//   StartResumeLog    the build's fingerprint, so that --resume can continue it
+//   RunPipeline       read, decode + fit, tokenize, compress; write in order (build_pipeline.h),
+//                     a checkpoint after each shard (build_resume.h)
 //   report.json       what was dropped and why (build_report.h)
 //   WriteIndex        index.json, last (mm/internal/index_json.h)
 //   Publish           the finished set renamed to OUT (output_dir.h)
 //   PrintSummary      one line on stderr (build_report.h)
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,8 +32,10 @@
 #include <vector>
 
 #include "commands/build_append.h"
+#include "commands/build_parts.h"
 #include "commands/build_pipeline.h"
 #include "commands/build_report.h"
+#include "commands/build_resume.h"
 #include "commands/commands.h"
 #include "commands/output_dir.h"
 #include "commands/progress.h"
@@ -87,6 +93,10 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
                                    " pixels a side");
   }
   if (o.max_tokens < 1) return Status::InvalidArgument("--max-tokens must be >= 1");
+  if (o.append && o.resume) {
+    return Status::InvalidArgument(
+        "--resume continues an interrupted build, not an --append; run the --append again");
+  }
   if (o.append && o.overwrite) {
     return Status::InvalidArgument("--append adds to OUT and --overwrite replaces it; choose one");
   }
@@ -260,6 +270,86 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawS
   return out;
 }
 
+// The tokenizer of the build `header` describes: the trained model it left in `staging` (not
+// trained again: training is not repeatable to the byte), or what MakeTokenizer makes of the
+// given --tokenizer, whose bytes the fingerprint already matched.
+Result<SetTokenizer> ResumeTokenizer(const BuildOptions& o, const ResumeHeader& header,
+                                     const std::vector<RawSample>& samples,
+                                     const fs::path& staging) {
+  if (!header.tokenizer_trained) return MakeTokenizer(o, samples, staging);
+  SetTokenizer out;
+  std::string model_bytes;
+  const fs::path model = staging / std::string(mm::format::kTokenizerFile);
+  MM_RETURN_NOT_OK(ReadRegularFile(model.string(), &model_bytes).WithContext("--resume"));
+  out.sha256 = Sha256Hex(model_bytes);
+  if (out.sha256 != header.tokenizer_sha256) {
+    return Status::Corruption("--resume: " + model.string() +
+                              " is not the tokenizer the interrupted build trained; run without "
+                              "--resume to start over");
+  }
+  out.trained = true;
+  MM_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::FromSerialized(std::move(model_bytes)));
+  return out;
+}
+
+// Ctrl-C, or SIGTERM from a scheduler's time limit: a line saying that --resume continues the
+// build, then the signal's default action. The staging folder is kept for --resume.
+const char* g_interrupt_note = nullptr;
+size_t g_interrupt_note_size = 0;
+
+void OnInterrupt(int sig) {
+  if (g_interrupt_note != nullptr) {
+    ssize_t ignored = ::write(STDERR_FILENO, g_interrupt_note, g_interrupt_note_size);
+    (void)ignored;
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void NoteResumeOnInterrupt(const fs::path& staging) {
+  static std::string note;
+  note = "\nmmpack build: interrupted; the shards finished so far are kept in " + staging.string() +
+         ": run the same command with --resume to continue\n";
+  g_interrupt_note = note.c_str();
+  g_interrupt_note_size = note.size();
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+void RestoreInterruptDefaults() {
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  g_interrupt_note = nullptr;
+}
+
+// The staging folder this build writes in: a new one, or with --resume the one an interrupted
+// build of the same command left. `resume` is set when there is one to continue.
+Result<fs::path> OpenStaging(const BuildOptions& o, const fs::path& out,
+                             std::optional<ResumeHeader>* resume) {
+  const fs::path staging = StagingPath(out);
+  auto header = ReadResumeHeader(staging);
+  if (o.resume) {
+    if (header.ok()) {
+      *resume = *header;
+      return staging;
+    }
+    if (!header.status().IsNotFound()) return header.status().WithContext("--resume");
+    if (!o.quiet) {
+      std::fprintf(stderr, "mmpack build: note: --resume: no interrupted build in %s; building "
+                   "from the start\n", staging.c_str());
+    }
+  } else if (header.ok() && !o.quiet) {
+    std::fprintf(stderr,
+                 "mmpack build: note: replacing %s, left by an interrupted build (%lld finished "
+                 "shards); --resume continues such a build instead\n",
+                 staging.c_str(), static_cast<long long>(CountCheckpoints(staging)));
+  }
+  return MakeStaging(out);
+}
+
 Result<std::unique_ptr<ShardWriter>> MakeWriter(const BuildOptions& o, const fs::path& staging,
                                                 const std::string& tokenizer_sha256,
                                                 int64_t first_shard) {
@@ -356,14 +446,236 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
                    mm::reader::internal::EncodeIndex(index));
 }
 
+
+// The end of every build: report.json and index.json (or, for --append, OUT's merged with
+// the new ones), the checkpoints and parts removed, the set published as OUT.
+Status FinishSet(const BuildOptions& o, InputFormat format, const ImageOptions& image_options,
+                 const SetTokenizer& tok, const std::optional<AppendBase>& base,
+                 const std::vector<mm::reader::ShardEntry>& shards, const BuildReport& report,
+                 const fs::path& out, const fs::path& staging) {
+  if (report.written == 0) {
+    if (base) {
+      return Status::InvalidArgument("no sample of '" + o.input + "' could be appended; dropped " +
+                                     report.ReasonsText() + " (OUT is unchanged)");
+    }
+    MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile),
+                               ReportJson(o, format, report)));
+    return Status::InvalidArgument("no sample of '" + o.input + "' could be used; dropped " +
+                                   report.ReasonsText());
+  }
+  if (base) {
+    MM_RETURN_NOT_OK(AssembleAppend(o, format, *base, shards, report, out, staging));
+  } else {
+    MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile),
+                               ReportJson(o, format, report)));
+    MM_RETURN_NOT_OK(WriteIndex(o, format, image_options, tok, shards, report, staging));
+  }
+  MM_RETURN_NOT_OK(RemoveResumeLog(staging));
+  return Publish(staging, out);
+}
+
+// The staging folder of a build in parts: made by whichever part comes first, never cleared
+// (the other parts may be writing in it).
+Result<fs::path> OpenPartStaging(const fs::path& out) {
+  const fs::path staging = StagingPath(out);
+  std::error_code ec;
+  fs::create_directories(staging, ec);
+  if (ec) {
+    return Status::IOError("cannot create output directory '" + out.string() + "' (" +
+                           staging.string() + "): " + ec.message());
+  }
+  return staging;
+}
+
+// Part 0 makes the tokenizer (trained or given) and writes it with .resume/build.json; the other
+// parts read the given one themselves, or wait for the trained one. A build.json of another
+// build is refused.
+Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
+                                   const std::vector<RawSample>& samples,
+                                   const std::string& fingerprint, const fs::path& staging) {
+  const auto other = [&]() {
+    return Status::InvalidArgument(
+        staging.string() + " holds a build with other options or input; remove it (rm -r " +
+        staging.string() + ") to start this one");
+  };
+  auto header = ReadResumeHeader(staging);
+  if (header.ok()) {
+    if (header->fingerprint != fingerprint) return other();
+    return ResumeTokenizer(o, *header, samples, staging);  // made once, before
+  }
+  if (!header.status().IsNotFound()) return header.status();
+  if (part.index == 0) {
+    MM_ASSIGN_OR_RETURN(SetTokenizer tok, MakeTokenizer(o, samples, staging));
+    MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
+    return tok;
+  }
+  if (!o.tokenizer.empty()) {  // given, or none: read here, written to OUT by part 0
+    SetTokenizer tok;
+    if (o.tokenizer == kNoTokenizer) return tok;
+    std::string model_bytes;
+    MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
+    tok.sha256 = Sha256Hex(model_bytes);
+    MM_ASSIGN_OR_RETURN(tok.tokenizer, Tokenizer::FromSerialized(std::move(model_bytes)));
+    return tok;
+  }
+  // Trained: by part 0 only, so every part tokenizes with the same model.
+  for (int waited = 0;; ++waited) {
+    header = ReadResumeHeader(staging);
+    if (header.ok()) break;
+    if (!header.status().IsNotFound()) return header.status();
+    const std::string failed = FailedPart(staging, part.count);
+    if (!failed.empty()) {
+      return Status::InvalidArgument("cannot train the tokenizer: " + failed);
+    }
+    if (waited % 600 == 0 && !o.quiet) {
+      std::fprintf(stderr,
+                   "mmpack build: part %lld of %lld: waiting for part 0 to train the tokenizer "
+                   "(%s/%s/build.json)\n",
+                   static_cast<long long>(part.index), static_cast<long long>(part.count),
+                   staging.c_str(), kResumeFolder);
+    }
+    ::usleep(100 * 1000);
+  }
+  if (header->fingerprint != fingerprint) return other();
+  return ResumeTokenizer(o, *header, samples, staging);
+}
+
+// One part of a build in parts (build_parts.h): its share of the samples processed into its
+// spool, then, if it is the last part to finish, the whole set merged from the spools and
+// published.
+Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOptions& image_options,
+                    InputFormat format, std::vector<RawSample>* samples, BuildReport* report,
+                    const std::string& fingerprint, const fs::path& out,
+                    const fs::path& staging, double* seconds) {
+  Progress timer(0, true);
+  const std::string who = "part " + std::to_string(part.index) + " of " +
+                          std::to_string(part.count);
+  RecordPartFailure(staging, part, Status::OK());
+  size_t begin = 0, end = 0;
+  PartRange(part.index, part.count, samples->size(), &begin, &end);
+  Status st = [&]() -> Status {
+    MM_ASSIGN_OR_RETURN(SetTokenizer tok,
+                        PartTokenizer(o, part, *samples, fingerprint, staging));
+    if (o.resume && FinishedPart(staging, part.index, part.count, fingerprint)) {
+      if (!o.quiet) {
+        std::fprintf(stderr, "mmpack build: %s: already done (--resume)\n", who.c_str());
+      }
+      return Status::OK();
+    }
+    if (!o.quiet) {
+      std::fprintf(stderr, "mmpack build: %s (%s): samples %zu..%zu of %zu\n", who.c_str(),
+                   part.origin.c_str(), begin, end, samples->size());
+    }
+    MM_ASSIGN_OR_RETURN(std::unique_ptr<SpoolWriter> spool,
+                        SpoolWriter::Create(staging, part, begin, end, fingerprint));
+    Progress progress(static_cast<int64_t>(end - begin), o.quiet);
+    int64_t done = 0, dropped = 0;
+    MM_RETURN_NOT_OK(ProcessSamples(samples, begin, end, format == InputFormat::kWds, o,
+                                    image_options, tok.tokenizer.get(),
+                                    [&](ProcessedSample&& s) {
+                                      ++done;
+                                      dropped += !s.ok;
+                                      progress.Update(done, dropped);
+                                      return spool->Add(s);
+                                    }));
+    progress.Finish();
+    return spool->Finish();
+  }();
+  if (!st.ok()) {
+    RecordPartFailure(staging, part, st);
+    return st.WithContext(who);
+  }
+
+  // The last part to finish merges the spools.
+  std::vector<SpoolSummary> parts;
+  std::string missing;
+  for (int64_t i = 0; i < part.count; ++i) {
+    auto done = FinishedPart(staging, i, part.count, fingerprint);
+    if (done) {
+      parts.push_back(*done);
+    } else {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+    }
+  }
+  if (!missing.empty()) {
+    const std::string failed = FailedPart(staging, part.count);
+    if (!failed.empty()) {
+      return Status::InvalidArgument("the set is not finished: " + failed +
+                                     "; run that part again with --resume");
+    }
+    if (!o.quiet) {
+      std::fprintf(stderr, "mmpack build: %s done; parts %s still to finish (the last one "
+                   "writes %s)\n", who.c_str(), missing.c_str(), out.c_str());
+    }
+    return Status::OK();
+  }
+  auto finish_lock = TryLockFinish(staging);
+  if (!finish_lock.ok() && finish_lock.status().IsNotFound()) return Status::OK();  // published
+  MM_RETURN_NOT_OK(finish_lock.status());
+  if (!finish_lock->valid()) {
+    if (!o.quiet) {
+      std::fprintf(stderr, "mmpack build: %s done; another part is writing %s\n", who.c_str(),
+                   out.c_str());
+    }
+    return Status::OK();
+  }
+  if (!fs::exists(PartsFolder(staging))) return Status::OK();  // finished by another part
+
+  if (!o.quiet) {
+    std::fprintf(stderr, "mmpack build: %s: the last part to finish; writing %s from the %lld "
+                 "parts\n", who.c_str(), out.c_str(), static_cast<long long>(part.count));
+  }
+  MM_ASSIGN_OR_RETURN(ResumeHeader header, ReadResumeHeader(staging));
+  MM_ASSIGN_OR_RETURN(SetTokenizer tok, ResumeTokenizer(o, header, *samples, staging));
+  SinkProgress progress;
+  if (o.resume) {
+    std::vector<std::string> notes;
+    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, report, &notes));
+    for (const std::string& note : notes) {
+      if (!o.quiet) std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
+    }
+  } else {
+    MM_RETURN_NOT_OK(ClearCheckpoints(staging));
+  }
+  const std::vector<mm::reader::ShardEntry> kept_shards = progress.shards;
+  MM_ASSIGN_OR_RETURN(
+      std::unique_ptr<ShardWriter> writer,
+      MakeWriter(o, staging, tok.sha256, static_cast<int64_t>(kept_shards.size())));
+  CheckpointWriter checkpoints(staging, *report, progress);
+  SampleSink sink(o, writer.get(), report, &progress, &checkpoints,
+                  static_cast<int64_t>(samples->size() - progress.next_sample));
+  SpoolReader reader(staging, part.count, std::move(parts));
+  for (ProcessedSample sample;;) {
+    MM_ASSIGN_OR_RETURN(bool more, reader.Next(&sample));
+    if (!more) break;
+    if (sample.index < progress.next_sample) continue;  // in a shard kept by --resume
+    MM_RETURN_NOT_OK(sink.Add(std::move(sample)));
+  }
+  sink.Finish();
+  MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> written, writer->Finish());
+  std::vector<mm::reader::ShardEntry> shards = kept_shards;
+  shards.insert(shards.end(), written.begin(), written.end());
+  MM_RETURN_NOT_OK(FinishSet(o, format, image_options, tok, std::nullopt, shards, *report, out,
+                             staging));
+  WarnUnknown(o, tok, *report);
+  *seconds = timer.ElapsedSeconds();
+  PrintSummary(o, *report, shards, *seconds);
+  return Status::OK();
+}
+
 }  // namespace
 
 Status RunBuild(const BuildOptions& given) {
   Progress timer(0, true);
   MM_ASSIGN_OR_RETURN(ImageOptions image_options, ValidateOptions(given));
+  MM_ASSIGN_OR_RETURN(PartSpec part, ResolvePart(given.part));
+  if (part.count > 0 && given.append) {
+    return Status::InvalidArgument("--append runs as one process; drop --part (or mpirun/srun)");
+  }
   const fs::path out = NormalOutput(given.output);
-  MM_ASSIGN_OR_RETURN(SetLock lock, LockOutput(out));  // held until return (set_lock.h)
-  MM_RETURN_NOT_OK(RecoverInterruptedPublish(out, std::cerr));
+  // Held until return (set_lock.h); the parts of a build in parts share it.
+  MM_ASSIGN_OR_RETURN(SetLock lock, LockOutput(out, /*shared=*/part.count > 0));
+  if (part.count == 0) MM_RETURN_NOT_OK(RecoverInterruptedPublish(out, std::cerr));
   MM_RETURN_NOT_OK(CheckPaths(given, out));
   // --append: the existing set, and the tokenizer it fixes (build_append.h).
   std::optional<AppendBase> base;
@@ -380,9 +692,18 @@ Status RunBuild(const BuildOptions& given) {
   }
   MM_RETURN_NOT_OK(InitVips());
   // The staging folder beside OUT proves OUT writable before any long work; a failure
-  // anywhere below removes it, so OUT is never left half-built.
-  MM_ASSIGN_OR_RETURN(fs::path staging, MakeStaging(out));
-  StagingGuard guard(staging);
+  // anywhere below removes it, so OUT is never left half-built. A build killed instead leaves
+  // it, with the checkpoints that --resume continues from (build_resume.h). A build in parts
+  // never removes it: the other parts write in it too.
+  std::optional<ResumeHeader> resume;
+  fs::path staging;
+  if (part.count > 0) {
+    MM_ASSIGN_OR_RETURN(staging, OpenPartStaging(out));
+  } else {
+    MM_ASSIGN_OR_RETURN(staging, OpenStaging(o, out, &resume));
+  }
+  StagingGuard guard(resume || part.count > 0 ? fs::path() : staging);  // armed once safe
+  NoteResumeOnInterrupt(staging);
 
   BuildReport report;
   MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o, &report));
@@ -396,33 +717,65 @@ Status RunBuild(const BuildOptions& given) {
         "no usable sample in '" + o.input + "' (format " + std::string(ToString(ingest.format)) +
         ")" + (report.dropped.empty() ? std::string() : "; dropped " + report.ReasonsText()));
   }
-  MM_ASSIGN_OR_RETURN(SetTokenizer tok, MakeTokenizer(o, samples, staging));
-  const int64_t first_shard = base ? static_cast<int64_t>(base->index.info.shards.size()) : 0;
+  std::string given_tokenizer_sha;
+  if (!o.tokenizer.empty() && o.tokenizer != kNoTokenizer) {
+    MM_ASSIGN_OR_RETURN(given_tokenizer_sha, Sha256HexOfFile(o.tokenizer));
+  }
+  const std::string fingerprint = BuildFingerprint(o, given_tokenizer_sha, samples);
+  if (part.count > 0) {
+    double seconds = 0;
+    Status st = RunPartBuild(o, part, image_options, ingest.format, &samples, &report,
+                             fingerprint, out, staging, &seconds);
+    RestoreInterruptDefaults();
+    return st;
+  }
+  SinkProgress progress;  // where the pipeline starts: the beginning, or the last checkpoint
+  SetTokenizer tok;
+  if (resume) {
+    if (resume->fingerprint != fingerprint) {
+      return Status::InvalidArgument(
+          "--resume: " + staging.string() +
+          " holds a build with other options or input (a different manifest, filter or image "
+          "option); run the command that started it, or drop --resume to start over");
+    }
+    guard.Arm(staging);
+    MM_ASSIGN_OR_RETURN(tok, ResumeTokenizer(o, *resume, samples, staging));
+    std::vector<std::string> notes;
+    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, &report, &notes));
+    if (!o.quiet) {
+      for (const std::string& note : notes) {
+        std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
+      }
+      std::fprintf(stderr,
+                   "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going on "
+                   "from sample %zu of %zu\n",
+                   progress.shards.size(), static_cast<long long>(report.written),
+                   progress.next_sample, samples.size());
+    }
+  } else {
+    MM_ASSIGN_OR_RETURN(tok, MakeTokenizer(o, samples, staging));
+    if (!base) {
+      MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
+    }
+  }
+  const std::vector<mm::reader::ShardEntry> kept_shards = progress.shards;
+  const int64_t first_shard = base ? static_cast<int64_t>(base->index.info.shards.size())
+                                   : static_cast<int64_t>(kept_shards.size());
   MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
                       MakeWriter(o, staging, tok.sha256, first_shard));
+  // --append publishes OUT's shards with the new ones (AssembleAppend): no checkpoints.
+  std::optional<CheckpointWriter> checkpoints;
+  if (!base) checkpoints.emplace(staging, report, progress);
   MM_RETURN_NOT_OK(RunPipeline(&samples, ingest.format == InputFormat::kWds, o, image_options,
-                               tok.tokenizer.get(), writer.get(), &report));
-  MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> shards, writer->Finish());
-
-  if (report.written == 0) {
-    if (base) {
-      return Status::InvalidArgument("no sample of '" + o.input + "' could be appended; dropped " +
-                                     report.ReasonsText() + " (OUT is unchanged)");
-    }
-    MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile),
-                               ReportJson(o, ingest.format, report)));
-    return Status::InvalidArgument("no sample of '" + o.input + "' could be used; dropped " +
-                                   report.ReasonsText());
-  }
-  if (base) {
-    MM_RETURN_NOT_OK(AssembleAppend(o, ingest.format, *base, shards, report, out, staging));
-  } else {
-    MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kReportFile),
-                               ReportJson(o, ingest.format, report)));
-    MM_RETURN_NOT_OK(WriteIndex(o, ingest.format, image_options, tok, shards, report, staging));
-  }
-  MM_RETURN_NOT_OK(Publish(staging, out));
+                               tok.tokenizer.get(), writer.get(), &report, &progress,
+                               checkpoints ? &*checkpoints : nullptr));
+  MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> written, writer->Finish());
+  std::vector<mm::reader::ShardEntry> shards = kept_shards;
+  shards.insert(shards.end(), written.begin(), written.end());
+  MM_RETURN_NOT_OK(
+      FinishSet(o, ingest.format, image_options, tok, base, shards, report, out, staging));
   guard.Disarm();
+  RestoreInterruptDefaults();
   WarnUnknown(o, tok, report);
   PrintSummary(o, report, shards, timer.ElapsedSeconds());
   return Status::OK();

@@ -23,20 +23,13 @@
 namespace mm::pack {
 namespace {
 
-// One sample travelling through the pipeline.
-struct Item {
+// One sample travelling through the pipeline: its input, and what the stages make of it
+// (ProcessedSample's fields, which the consumer takes).
+struct Item : ProcessedSample {
   RawSample* raw = nullptr;
   bool have_bytes = false;  // read by the source stage (tar members)
   Status read_status;
   std::string bytes;
-  // results
-  bool ok = false;
-  EncodedSample encoded;
-  DropEntry drop;
-  int64_t truncated = 0;
-  std::vector<int> unk;                          // per kept caption: its <unk> ids
-  std::vector<DroppedCaption> dropped_captions;  // by --min-tokens / --drop-long-captions
-  uint64_t pixel_hash = 0, perceptual_hash = 0;  // --dedup
   Status fatal;  // a failure that stops the build (compression, tokenizer internals)
 };
 
@@ -173,22 +166,17 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
 
 class Pipeline {
  public:
-  Pipeline(std::vector<RawSample>* samples, bool from_tar, const BuildOptions& o,
-           const ImageOptions& image_options, const Tokenizer* tokenizer, ShardWriter* writer,
-           BuildReport* report)
+  Pipeline(std::vector<RawSample>* samples, size_t begin, size_t end, bool from_tar,
+           const BuildOptions& o, const ImageOptions& image_options, const Tokenizer* tokenizer,
+           const std::function<Status(ProcessedSample&&)>& consume)
       : samples_(*samples),
+        end_(std::min(end, samples->size())),
         from_tar_(from_tar),
         o_(o),
         image_options_(image_options),
         tokenizer_(tokenizer),
-        writer_(writer),
-        report_(report),
-        progress_(static_cast<int64_t>(samples->size()), o.quiet) {
-    if (o.filters.dedup != DedupMode::kOff) {
-      duplicates_ = std::make_unique<DuplicateIndex>(
-          o.filters.dedup == DedupMode::kNear ? o.filters.near_threshold : -1);
-    }
-  }
+        consume_(consume),
+        next_(begin) {}
 
   Status Run() {
     const int threads =
@@ -201,19 +189,19 @@ class Pipeline {
             tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
                                            [this](Item* item) { return Process(item); }) &
             tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order,
-                                          [this](Item* item) { Sink(item); }));
-    progress_.Finish();
+                                          [this](Item* item) { Consume(item); }));
     return fatal_;
   }
 
  private:
-  // The next sample, or nullptr (fc.stop()) at the end or once the sink has failed.
+  // The next sample, or nullptr (fc.stop()) at the end or once the consumer has failed.
   Item* Source(tbb::flow_control& fc) {
-    if (next_ >= samples_.size() || stop_.load(std::memory_order_acquire)) {
+    if (next_ >= end_ || stop_.load(std::memory_order_acquire)) {
       fc.stop();
       return nullptr;
     }
     auto* item = new Item;
+    item->index = next_;
     item->raw = &samples_[next_++];
     if (from_tar_) {
       item->read_status =
@@ -236,86 +224,158 @@ class Pipeline {
     return item;
   }
 
-  // Writes or reports one sample, in input order; a fatal failure stops the pipeline.
-  void Sink(Item* item) {
+  // Hands one sample to the consumer, in input order; a fatal failure stops the pipeline.
+  void Consume(Item* item) {
     std::unique_ptr<Item> owner(item);
     if (!fatal_.ok()) return;
     if (!item->fatal.ok()) return Stop(item->fatal);
-    for (DroppedCaption& d : item->dropped_captions) {
-      report_->dropped_captions.push_back(std::move(d));
+    RawSample* raw = item->raw;
+    if (Status st = consume_(std::move(*static_cast<ProcessedSample*>(item))); !st.ok()) {
+      return Stop(st);
     }
-    if (item->ok && duplicates_ != nullptr) CheckDuplicate(item);
-    if (item->ok) {
-      const EncodedSample& e = item->encoded;
-      report_->written_captions += static_cast<int64_t>(e.captions.size());
-      report_->truncated += item->truncated;
-      for (size_t c = 0; c < e.captions.size(); ++c) {
-        report_->stats.AddCaption(e.tokens[c].size(), item->unk[c], e.captions[c]);
-      }
-      report_->stats.AddSample(e.captions.size(), e.original_width, e.original_height);
-      report_->stats.AddStoredImage(e.stored_width, e.stored_height, e.image_chunk.size());
-      Status st = writer_->Add(std::move(item->encoded));
-      if (!st.ok()) return Stop(st);
-      ++report_->written;
-    } else {
-      report_->dropped.push_back(std::move(item->drop));
-      ++dropped_;
-    }
-    progress_.Update(report_->written + dropped_, dropped_);
-    // Free the sample's text as soon as it is written.
-    RawSample().captions.swap(item->raw->captions);
+    // Free the sample's text as soon as it is consumed.
+    RawSample().captions.swap(raw->captions);
   }
 
-  // --dedup: the item becomes a drop when an earlier written sample has its pixels (or, for
-  // near, its perceptual hash within the threshold); else its hashes are recorded.
-  void CheckDuplicate(Item* item) {
-    bool exact = false;
-    const int64_t earlier = duplicates_->Find(item->pixel_hash, item->perceptual_hash, &exact);
-    if (earlier < 0) {
-      duplicates_->Add(item->pixel_hash, item->perceptual_hash);
-      kept_keys_.push_back(item->encoded.key);
-      return;
-    }
-    const std::string& first = kept_keys_[static_cast<size_t>(earlier)];
-    item->ok = false;
-    item->drop = {std::move(item->encoded.source), std::move(item->encoded.key),
-                  exact ? "duplicate_exact" : "duplicate_near",
-                  exact ? "same pixels as sample " + first
-                        : "perceptual hash within " + std::to_string(o_.filters.near_threshold) +
-                              " bits of sample " + first};
-  }
-
-  // `fatal_` is written only by the sink; the source runs on another TBB thread, so it reads
-  // only `stop_`, which is set (release) after `fatal_` is written.
+  // `fatal_` is written only by the consumer stage; the source runs on another TBB thread, so
+  // it reads only `stop_`, which is set (release) after `fatal_` is written.
   void Stop(Status st) {
     fatal_ = std::move(st);
     stop_.store(true, std::memory_order_release);
   }
 
   std::vector<RawSample>& samples_;
+  const size_t end_;
   const bool from_tar_;
   const BuildOptions& o_;
   const ImageOptions& image_options_;
   const Tokenizer* tokenizer_;
-  ShardWriter* writer_;
-  BuildReport* report_;
-  Progress progress_;
-  size_t next_ = 0;                             // source: the next sample
-  ImageReader tar_reader_;                      // source: reads tar members in one pass
-  int64_t dropped_ = 0;                         // sink: samples the pipeline dropped
-  std::unique_ptr<DuplicateIndex> duplicates_;  // sink, --dedup only
-  std::vector<std::string> kept_keys_;          // sink, --dedup only: keys in Add order
-  Status fatal_;                                // sink
+  const std::function<Status(ProcessedSample&&)>& consume_;
+  size_t next_ = 0;         // source: the next sample
+  ImageReader tar_reader_;  // source: reads tar members in one pass
+  Status fatal_;            // consumer
   std::atomic<bool> stop_{false};
 };
 
 }  // namespace
 
+struct SampleSink::State {
+  State(const BuildOptions& o, ShardWriter* writer, BuildReport* report, SinkProgress* sink,
+        CheckpointWriter* checkpoints, int64_t total)
+      : o(o),
+        writer(writer),
+        report(report),
+        sink(*sink),
+        checkpoints(checkpoints),
+        first_written(report->written),
+        first_dropped(sink->pipeline_dropped),
+        progress(total, o.quiet) {
+    if (o.filters.dedup != DedupMode::kOff) {
+      duplicates = std::make_unique<DuplicateIndex>(
+          o.filters.dedup == DedupMode::kNear ? o.filters.near_threshold : -1);
+      for (const KeptSample& k : sink->kept) duplicates->Add(k.pixel_hash, k.perceptual_hash);
+    }
+  }
+
+  Status Add(ProcessedSample&& item) {
+    if (item.ok && duplicates != nullptr) CheckDuplicate(&item);
+    if (item.ok) {
+      MM_RETURN_NOT_OK(writer->CloseIfNoRoom(item.encoded));
+      MM_RETURN_NOT_OK(Checkpoint(item.index));
+    }
+    for (DroppedCaption& d : item.dropped_captions) {
+      report->dropped_captions.push_back(std::move(d));
+    }
+    if (item.ok) {
+      const EncodedSample& e = item.encoded;
+      if (duplicates != nullptr) {
+        duplicates->Add(item.pixel_hash, item.perceptual_hash);
+        sink.kept.push_back({e.key, item.pixel_hash, item.perceptual_hash});
+      }
+      report->written_captions += static_cast<int64_t>(e.captions.size());
+      report->truncated += item.truncated;
+      for (size_t c = 0; c < e.captions.size(); ++c) {
+        report->stats.AddCaption(e.tokens[c].size(), item.unk[c], e.captions[c]);
+      }
+      report->stats.AddSample(e.captions.size(), e.original_width, e.original_height);
+      report->stats.AddStoredImage(e.stored_width, e.stored_height, e.image_chunk.size());
+      MM_RETURN_NOT_OK(writer->Add(std::move(item.encoded)));
+      ++report->written;
+      MM_RETURN_NOT_OK(Checkpoint(item.index + 1));
+    } else {
+      report->dropped.push_back(std::move(item.drop));
+      ++sink.pipeline_dropped;
+    }
+    const int64_t dropped = sink.pipeline_dropped - first_dropped;
+    progress.Update(report->written - first_written + dropped, dropped);
+    return Status::OK();
+  }
+
+  // When the writer has closed a shard since the last call: the sink's progress, with
+  // `next` the first sample not in it, saved as a checkpoint.
+  Status Checkpoint(size_t next) {
+    const std::vector<mm::reader::ShardEntry>& closed = writer->Closed();
+    if (closed.size() == closed_seen) return Status::OK();
+    for (; closed_seen < closed.size(); ++closed_seen) sink.shards.push_back(closed[closed_seen]);
+    sink.next_sample = next;
+    return checkpoints != nullptr ? checkpoints->Save(*report, sink) : Status::OK();
+  }
+
+  // --dedup: the item becomes a drop when an earlier written sample has its pixels (or, for
+  // near, its perceptual hash within the threshold); Add records its hashes when written.
+  void CheckDuplicate(ProcessedSample* item) {
+    bool exact = false;
+    const int64_t earlier = duplicates->Find(item->pixel_hash, item->perceptual_hash, &exact);
+    if (earlier < 0) return;
+    const std::string& first = sink.kept[static_cast<size_t>(earlier)].key;
+    item->ok = false;
+    item->drop = {std::move(item->encoded.source), std::move(item->encoded.key),
+                  exact ? "duplicate_exact" : "duplicate_near",
+                  exact ? "same pixels as sample " + first
+                        : "perceptual hash within " + std::to_string(o.filters.near_threshold) +
+                              " bits of sample " + first};
+  }
+
+  const BuildOptions& o;
+  ShardWriter* writer;
+  BuildReport* report;
+  SinkProgress& sink;  // kept: --dedup only
+  CheckpointWriter* checkpoints;
+  const int64_t first_written, first_dropped;  // the counts at the start
+  Progress progress;
+  size_t closed_seen = 0;  // writer->Closed() already in sink.shards
+  std::unique_ptr<DuplicateIndex> duplicates;  // --dedup only
+};
+
+SampleSink::SampleSink(const BuildOptions& o, ShardWriter* writer, BuildReport* report,
+                       SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total)
+    : state_(std::make_unique<State>(o, writer, report, progress, checkpoints, total)) {}
+
+SampleSink::~SampleSink() = default;
+
+Status SampleSink::Add(ProcessedSample&& sample) { return state_->Add(std::move(sample)); }
+
+void SampleSink::Finish() { state_->progress.Finish(); }
+
+Status ProcessSamples(std::vector<RawSample>* samples, size_t begin, size_t end, bool from_tar,
+                      const BuildOptions& o, const ImageOptions& image_options,
+                      const Tokenizer* tokenizer,
+                      const std::function<Status(ProcessedSample&&)>& consume) {
+  Pipeline pipeline(samples, begin, end, from_tar, o, image_options, tokenizer, consume);
+  return pipeline.Run();
+}
+
 Status RunPipeline(std::vector<RawSample>* samples, bool from_tar, const BuildOptions& o,
                    const ImageOptions& image_options, const Tokenizer* tokenizer,
-                   ShardWriter* writer, BuildReport* report) {
-  Pipeline pipeline(samples, from_tar, o, image_options, tokenizer, writer, report);
-  return pipeline.Run();
+                   ShardWriter* writer, BuildReport* report, SinkProgress* progress,
+                   CheckpointWriter* checkpoints) {
+  const size_t begin = std::min(progress->next_sample, samples->size());
+  SampleSink sink(o, writer, report, progress, checkpoints,
+                  static_cast<int64_t>(samples->size() - begin));
+  Status st = ProcessSamples(samples, begin, samples->size(), from_tar, o, image_options,
+                             tokenizer, [&sink](ProcessedSample&& s) { return sink.Add(std::move(s)); });
+  sink.Finish();
+  return st;
 }
 
 }  // namespace mm::pack

@@ -3,14 +3,20 @@
 //   source     serial in order : the next sample (tar members read here, sequentially)
 //   processor  parallel        : read the file, decode + fit (image/image_pipeline.h),
 //                                tokenize (text/tokenizer.h), compress the chunk
-//   sink       serial in order : ShardWriter::Add, or a report entry for a dropped sample
-// The sink sees samples in input order whatever --threads is, so the shards are the same at
-// any thread count.
+//   consumer   serial in order : a SampleSink (ShardWriter::Add, or a report entry for a
+//                                dropped sample), or a part's spool (build_parts.h)
+// The sink sees samples in input order whatever --threads is, and whether they come straight
+// from the processor or from the spools of several processes, so the shards are the same at
+// any thread count and any number of parts.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "commands/build_report.h"
+#include "commands/build_resume.h"
 #include "commands/commands.h"
 #include "image/image_pipeline.h"
 #include "ingest/ingest.h"
@@ -19,17 +25,61 @@
 
 namespace mm::pack {
 
-/// Runs every sample of `samples` through the pipeline on `o.threads` threads (0: all cores),
-/// adding the good ones to `writer` and the dropped ones (missing_file, file_too_large,
-/// unreadable, and ProcessImage's reasons) to `report`, with its counts; progress on stderr
-/// unless o.quiet. `from_tar`: the samples are members of tars, read in the source stage.
-/// A sample's captions are freed once it is written. `tokenizer` null (--tokenizer none):
+/// One sample after the processor stage: ready to write, or a drop.
+struct ProcessedSample {
+  size_t index = 0;  // its position in the sample list
+  bool ok = false;   // encoded is to be written; else drop says why not
+  EncodedSample encoded;
+  DropEntry drop;
+  int64_t truncated = 0;                         // captions cut to --max-tokens
+  std::vector<int> unk;                          // per kept caption: its <unk> ids
+  std::vector<DroppedCaption> dropped_captions;  // by --min-tokens / --drop-long-captions
+  uint64_t pixel_hash = 0, perceptual_hash = 0;  // --dedup
+};
+
+/// Runs samples [begin, end) of `samples` through the source and processor stages on
+/// `o.threads` threads (0: all cores) and hands each, in input order, to `consume` (called on
+/// one thread at a time). `from_tar`: the samples are members of tars, read in the source
+/// stage. A sample's captions are freed once consumed. `tokenizer` null (--tokenizer none):
 /// captions are stored without token ids.
-/// Errors: the first failure that stops the build (the writer's, the tokenizer's internals,
-/// compression); the pipeline then stops taking samples.
+/// Errors: the first failure that stops the build (the tokenizer's internals, compression, or
+/// what `consume` returns); the pipeline then stops taking samples.
+[[nodiscard]] Status ProcessSamples(std::vector<RawSample>* samples, size_t begin, size_t end,
+                                    bool from_tar, const BuildOptions& o,
+                                    const ImageOptions& image_options, const Tokenizer* tokenizer,
+                                    const std::function<Status(ProcessedSample&&)>& consume);
+
+/// The serial end of a build: takes processed samples in input order, drops --dedup's
+/// duplicates, adds the others to `writer` and the drops to `report` (with its counts and
+/// stats), and saves a checkpoint (`checkpoints`, may be null) after each shard the writer
+/// closes: before a sample that does not fit in the open shard, after one that fills it.
+/// `progress`: where the sink starts (a resumed build: LoadCheckpoints; else all zero),
+/// updated as it goes. Progress on stderr unless o.quiet, over `total` samples.
+/// Not thread-safe: one thread calls Add.
+class SampleSink {
+ public:
+  SampleSink(const BuildOptions& o, ShardWriter* writer, BuildReport* report,
+             SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total);
+  ~SampleSink();
+  SampleSink(const SampleSink&) = delete;
+  SampleSink& operator=(const SampleSink&) = delete;
+
+  /// Errors: the writer's and the checkpoints'.
+  [[nodiscard]] Status Add(ProcessedSample&& sample);
+  /// Ends the progress line.
+  void Finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// ProcessSamples from `progress->next_sample` to the end into a SampleSink: the whole middle
+/// of a one-process build.
 [[nodiscard]] Status RunPipeline(std::vector<RawSample>* samples, bool from_tar,
                                  const BuildOptions& o, const ImageOptions& image_options,
                                  const Tokenizer* tokenizer, ShardWriter* writer,
-                                 BuildReport* report);
+                                 BuildReport* report, SinkProgress* progress,
+                                 CheckpointWriter* checkpoints);
 
 }  // namespace mm::pack

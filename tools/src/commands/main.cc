@@ -129,6 +129,13 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
   b->add_flag("--append", o.append,
               "Add RAW's samples to the existing set OUT as new shards (same image options, "
               "tokenizer and caption options; keys already in OUT are dropped as duplicate_key)");
+  b->add_flag("--resume", o.resume,
+              "Continue the interrupted build of OUT (same command): keep its finished shards, "
+              "build the rest; with nothing to continue, build from the start");
+  b->add_option("--part", o.part,
+                "I/N: build part I (0-based) of N into OUT's shared staging folder; the last part "
+                "to finish writes the set (the same bytes as one process). Under mpirun or srun "
+                "the rank and size are read from the environment");
   a->image_size_option =
       b->add_option("--image-size", a->image_size, "Output size: N (NxN) or WxH, pixels")
           ->capture_default_str();

@@ -90,6 +90,10 @@ Status CheckPaths(const BuildOptions& o, const fs::path& out) {
   return Status::OK();
 }
 
+fs::path StagingPath(const fs::path& out) {
+  return out.parent_path() / (out.filename().string() + ".mmpack-partial");
+}
+
 Result<fs::path> MakeStaging(const fs::path& out) {
   std::error_code ec;
   fs::path parent = out.parent_path();
@@ -100,7 +104,7 @@ Result<fs::path> MakeStaging(const fs::path& out) {
                              "': " + ec.message());
     }
   }
-  fs::path staging = parent / (out.filename().string() + ".mmpack-partial");
+  fs::path staging = StagingPath(out);
   fs::remove_all(staging, ec);
   if (!fs::create_directory(staging, ec) || ec) {
     return Status::IOError("cannot create output directory '" + out.string() + "' (" +

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "commands/commands.h"
 #include "mm/status.h"
@@ -28,6 +29,9 @@ std::filesystem::path NormalOutput(const std::string& given);
 /// AlreadyExists, each one line.
 [[nodiscard]] Status CheckPaths(const BuildOptions& o, const std::filesystem::path& out);
 
+/// The staging folder of `out` (NormalOutput): "OUT.mmpack-partial" beside it.
+std::filesystem::path StagingPath(const std::filesystem::path& out);
+
 /// Creates the (empty) staging folder "OUT.mmpack-partial" beside `out` (NormalOutput, so the
 /// staging folder is never inside OUT). Errors: IOError (OUT's parent not writable).
 [[nodiscard]] Result<std::filesystem::path> MakeStaging(const std::filesystem::path& out);
@@ -44,6 +48,7 @@ class StagingGuard {
   StagingGuard(const StagingGuard&) = delete;
   StagingGuard& operator=(const StagingGuard&) = delete;
   void Disarm() { path_.clear(); }
+  void Arm(std::filesystem::path p) { path_ = std::move(p); }
 
  private:
   std::filesystem::path path_;

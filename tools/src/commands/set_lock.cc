@@ -27,12 +27,12 @@ std::string HolderPid(int fd) {
 }  // namespace
 
 SetLock::~SetLock() {
-  if (fd_.valid()) {
+  if (fd_.valid() && !shared_) {
     ::unlink(path_.c_str());  // while still held: a waiter re-checks the inode (LockOutput)
   }
 }
 
-Result<SetLock> LockOutput(const fs::path& out) {
+Result<SetLock> LockOutput(const fs::path& out, bool shared) {
   if (!out.has_relative_path()) {
     return Status::InvalidArgument("output '" + out.string() + "' is the root folder");
   }
@@ -50,7 +50,7 @@ Result<SetLock> LockOutput(const fs::path& out) {
     UniqueFd fd(::open(lock.path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
     if (!fd.valid())
       return ErrnoStatus(errno, "cannot create the build lock " + lock.path_.string());
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (::flock(fd.get(), (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK) return ErrnoStatus(errno, "cannot lock " + lock.path_.string());
       const std::string pid = HolderPid(fd.get());
       return Status::AlreadyExists("another mmpack build" +
@@ -65,6 +65,11 @@ Result<SetLock> LockOutput(const fs::path& out) {
     if (::fstat(fd.get(), &held) != 0 || ::stat(lock.path_.c_str(), &named) != 0 ||
         held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
       continue;
+    }
+    lock.shared_ = shared;
+    if (shared) {  // the file names the pid of the first holder; the others leave it
+      lock.fd_ = std::move(fd);
+      return lock;
     }
     const std::string pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(fd.get(), 0) != 0 || ::pwrite(fd.get(), pid.data(), pid.size(), 0) < 0) {

@@ -25,14 +25,17 @@ class SetLock {
   const std::filesystem::path& path() const { return path_; }
 
  private:
-  friend Result<SetLock> LockOutput(const std::filesystem::path& out);
+  friend Result<SetLock> LockOutput(const std::filesystem::path& out, bool shared);
   std::filesystem::path path_;
   UniqueFd fd_;
+  bool shared_ = false;
 };
 
 /// Takes the build lock of `out` (a NormalOutput path) without waiting, creating OUT's parent
-/// if missing. Errors: AlreadyExists ("another mmpack build (pid 123) is writing OUT; lock
+/// if missing. `shared`: the lock that the processes of a build in parts (build_parts.h) hold
+/// together (flock LOCK_SH); it keeps a one-process build out, and its file is left in place
+/// for the next build to remove. Errors: AlreadyExists ("another mmpack build (pid 123) is writing OUT; lock
 /// OUT.mmpack-lock"), IOError (the lock file cannot be created).
-[[nodiscard]] Result<SetLock> LockOutput(const std::filesystem::path& out);
+[[nodiscard]] Result<SetLock> LockOutput(const std::filesystem::path& out, bool shared = false);
 
 }  // namespace mm::pack

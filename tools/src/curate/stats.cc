@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <type_traits>
 
 namespace mm::pack {
 namespace {
@@ -78,6 +80,63 @@ void SetStats::AddStoredImage(int width, int height, size_t bytes) {
   stored_width_.push_back(width);
   stored_height_.push_back(height);
   stored_bytes_.push_back(static_cast<int64_t>(bytes));
+}
+
+SetStats::Mark SetStats::Position() const {
+  return {tokens_, unk_, caption_tokens_.size(), captions_per_image_.size()};
+}
+
+nlohmann::json SetStats::Tail(const Mark& from) const {
+  auto after = [](const auto& v, size_t at) {
+    return nlohmann::json(std::vector<typename std::decay_t<decltype(v)>::value_type>(
+        v.begin() + static_cast<std::ptrdiff_t>(at), v.end()));
+  };
+  return {{"tokens", tokens_ - from.tokens},
+          {"unk_tokens", unk_ - from.unk},
+          {"caption_tokens", after(caption_tokens_, from.captions)},
+          {"caption_chars", after(caption_chars_, from.captions)},
+          {"captions_per_image", after(captions_per_image_, from.samples)},
+          {"shorter_side", after(shorter_side_, from.samples)},
+          {"aspect", after(aspect_, from.samples)},
+          {"stored_width", after(stored_width_, from.samples)},
+          {"stored_height", after(stored_height_, from.samples)},
+          {"stored_bytes", after(stored_bytes_, from.samples)}};
+}
+
+bool SetStats::AppendTail(const nlohmann::json& tail) {
+  try {
+    SetStats t;
+    t.tokens_ = tail.at("tokens").get<int64_t>();
+    t.unk_ = tail.at("unk_tokens").get<int64_t>();
+    tail.at("caption_tokens").get_to(t.caption_tokens_);
+    tail.at("caption_chars").get_to(t.caption_chars_);
+    tail.at("captions_per_image").get_to(t.captions_per_image_);
+    tail.at("shorter_side").get_to(t.shorter_side_);
+    tail.at("aspect").get_to(t.aspect_);
+    tail.at("stored_width").get_to(t.stored_width_);
+    tail.at("stored_height").get_to(t.stored_height_);
+    tail.at("stored_bytes").get_to(t.stored_bytes_);
+    const size_t n = t.captions_per_image_.size();
+    if (t.caption_chars_.size() != t.caption_tokens_.size() || t.shorter_side_.size() != n ||
+        t.aspect_.size() != n || t.stored_width_.size() != n || t.stored_height_.size() != n ||
+        t.stored_bytes_.size() != n) {
+      return false;
+    }
+    auto append = [](auto* to, const auto& from) { to->insert(to->end(), from.begin(), from.end()); };
+    tokens_ += t.tokens_;
+    unk_ += t.unk_;
+    append(&caption_tokens_, t.caption_tokens_);
+    append(&caption_chars_, t.caption_chars_);
+    append(&captions_per_image_, t.captions_per_image_);
+    append(&shorter_side_, t.shorter_side_);
+    append(&aspect_, t.aspect_);
+    append(&stored_width_, t.stored_width_);
+    append(&stored_height_, t.stored_height_);
+    append(&stored_bytes_, t.stored_bytes_);
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
 }
 
 ojson SetStats::ToJson() const {

@@ -38,6 +38,19 @@ class SetStats {
   /// "from" inclusive, "to" exclusive; the bins are fixed per figure (at most 16).
   nlohmann::ordered_json ToJson() const;
 
+  /// How far the figures have come: a position to take the later ones from (Tail).
+  struct Mark {
+    int64_t tokens = 0, unk = 0;
+    size_t captions = 0, samples = 0;
+  };
+  Mark Position() const;
+  /// The figures added since `from` (a Position of this SetStats), exactly, as JSON; a SetStats
+  /// at `from` that appends them with AppendTail holds the same figures as this one. The
+  /// checkpoints of `mmpack build --resume` (commands/build_resume.h) keep them per shard.
+  nlohmann::json Tail(const Mark& from) const;
+  /// Appends a Tail. False (and nothing appended) when `tail` is not one.
+  bool AppendTail(const nlohmann::json& tail);
+
  private:
   int64_t tokens_ = 0, unk_ = 0;
   std::vector<int32_t> caption_tokens_, caption_chars_, captions_per_image_, shorter_side_;

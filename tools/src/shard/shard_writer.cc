@@ -137,6 +137,15 @@ class ShardWriterImpl final : public ShardWriter {
     return Status::OK();
   }
 
+  Status CloseIfNoRoom(const EncodedSample& next) override {
+    if (finished_ || !open_ || num_samples_ == 0) return Status::OK();
+    SilenceErrorsOnThisThread();
+    if (shard_bytes_ + SampleBytes(next) <= options_.shard_size) return Status::OK();
+    return CloseShard();
+  }
+
+  const std::vector<mm::reader::ShardEntry>& Closed() const override { return entries_; }
+
   Result<std::vector<mm::reader::ShardEntry>> Finish() override {
     if (finished_) return Status::InvalidArgument("ShardWriter::Finish called twice");
     SilenceErrorsOnThisThread();

@@ -81,6 +81,15 @@ class ShardWriter {
   /// Errors: IOError, Internal (HDF5 failures, with HDF5's message).
   virtual Status Add(EncodedSample&& sample) = 0;
 
+  /// Closes the open shard when `next` would not fit in it (Add would close it before adding
+  /// `next`), so that the caller can act between two shards (the build's checkpoints,
+  /// commands/build_resume.h). Nothing happens when it fits or no shard is open.
+  /// Errors: as Add's.
+  virtual Status CloseIfNoRoom(const EncodedSample& next) = 0;
+
+  /// The shards closed so far, in order, as Finish lists them.
+  virtual const std::vector<mm::reader::ShardEntry>& Closed() const = 0;
+
   /// Closes the last shard. Returns every shard written, as index.json lists them (file,
   /// samples, captions, tokens, bytes, xxh3_64).
   virtual Result<std::vector<mm::reader::ShardEntry>> Finish() = 0;

@@ -1,0 +1,169 @@
+"""`mmpack build --resume` (issue 13 item 2): a build killed at any moment, SIGKILL included, and
+started again with --resume keeps its finished shards, redoes only the rest, and ends with the same
+bytes (every shard, index.json, report.json, tokenizer.model) as a build never interrupted.
+The input (build_inputs.py): real photos with duplicates and bad samples mixed in, a trained
+tokenizer, 3 samples a shard, so the kills land between and inside dozens of shards."""
+
+import os
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+from build_inputs import VARIANTS, command, digest, make_manifest, reference_build, run
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    return make_manifest(tmp_path_factory.mktemp("resume_input"))
+
+
+@pytest.fixture(scope="module")
+def reference(manifest, tmp_path_factory):
+    """The uninterrupted build of each variant: its files' digests."""
+    return {v: reference_build(manifest, tmp_path_factory.mktemp("reference") / v, v)
+            for v in VARIANTS}
+
+
+def checkpoints(out):
+    folder = str(out) + ".mmpack-partial/.resume"
+    try:
+        return sum(n.startswith("checkpoint-") and n.endswith(".json") for n in os.listdir(folder))
+    except FileNotFoundError:
+        return 0
+
+
+def start_and_kill(args, when, sig=signal.SIGKILL):
+    """Starts the build and kills it with `sig` once when() is true; the build must still be
+    running then (else the kill proves nothing). Returns the process's stderr."""
+    p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not when() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert p.poll() is None, "the build ended before the kill point: " + p.stderr.read()
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == -sig
+    return err
+
+
+def resume(args, out):
+    r = run(list(args) + ["--resume"])
+    assert r.returncode == 0, r.stderr
+    assert not os.path.exists(str(out) + ".mmpack-partial")
+    assert not os.path.exists(os.path.join(str(out), ".resume"))
+    return r
+
+
+def kept_shards(stderr):
+    for line in stderr.splitlines():
+        if "finished shard(s) kept" in line:
+            return int(line.split("--resume: ")[1].split()[0])
+    raise AssertionError("no resume line in: " + stderr)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("kill_after", [1, 6, 14])
+def test_sigkill_after_n_checkpoints_then_resume_gives_the_same_bytes(
+        manifest, reference, tmp_path, variant, kill_after):
+    out = tmp_path / "out"
+    args = command(manifest, out, variant)
+    start_and_kill(args, lambda: checkpoints(out) >= kill_after)
+    assert os.path.isdir(str(out) + ".mmpack-partial")
+    r = resume(args, out)
+    assert kept_shards(r.stderr) >= kill_after
+    assert digest(out) == reference[variant]
+
+
+def test_sigkill_at_random_moments_then_resume_gives_the_same_bytes(manifest, reference,
+                                                                    tmp_path):
+    """Kills at random moments (before the tokenizer, inside a shard, while a checkpoint is
+    written), and a resumed build killed again, then resumed to the end."""
+    rng = random.Random(13)
+    variant = "raw_dedup"
+    for trial in range(4):
+        out = tmp_path / ("out%d" % trial)
+        args = command(manifest, out, variant)
+        for _ in range(3):  # killed, resumed and killed, resumed and killed
+            if os.path.exists(out):
+                break
+            delay = rng.uniform(0.05, 0.8)
+            t0 = time.monotonic()
+            p = subprocess.Popen([str(a) for a in args + ["--resume"]],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while p.poll() is None and time.monotonic() - t0 < delay:
+                time.sleep(0.002)
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=60)
+        if not os.path.exists(out):
+            resume(args, out)
+        assert digest(out) == reference[variant]
+
+
+def test_a_damaged_finished_shard_is_built_again(manifest, reference, tmp_path):
+    out = tmp_path / "out"
+    args = command(manifest, out, "raw_dedup")
+    start_and_kill(args, lambda: checkpoints(out) >= 5)
+    shard = os.path.join(str(out) + ".mmpack-partial", "shard-000002.h5")
+    data = bytearray(open(shard, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(shard, "wb").write(data)
+    r = resume(args, out)
+    assert "not kept: shard-000002.h5 does not match its checksum" in r.stderr
+    assert kept_shards(r.stderr) == 2
+    assert digest(out) == reference["raw_dedup"]
+
+
+def test_resume_with_other_options_is_refused_and_keeps_the_partial_build(manifest, reference,
+                                                                         tmp_path):
+    out = tmp_path / "out"
+    args = command(manifest, out, "raw_dedup")
+    start_and_kill(args, lambda: checkpoints(out) >= 3)
+    before = digest(str(out) + ".mmpack-partial")
+    r = run(command(manifest, out, "raw_dedup", "--min-size", "10") + ["--resume"])
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--resume" in lines[0] and "other options or input" in lines[0]
+    assert digest(str(out) + ".mmpack-partial") == before
+    assert not os.path.exists(out)
+    resume(args, out)
+    assert digest(out) == reference["raw_dedup"]
+
+
+def test_a_build_without_resume_replaces_the_partial_build_and_says_resume_exists(
+        manifest, reference, tmp_path):
+    out = tmp_path / "out"
+    args = command(manifest, out, "jpeg")
+    start_and_kill(args, lambda: checkpoints(out) >= 2)
+    r = run(args)
+    assert r.returncode == 0, r.stderr
+    assert "left by an interrupted build" in r.stderr and "--resume" in r.stderr
+    assert "finished shard(s) kept" not in r.stderr
+    assert digest(out) == reference["jpeg"]
+
+
+def test_resume_with_nothing_to_resume_builds_from_the_start(manifest, reference, tmp_path):
+    out = tmp_path / "out"
+    r = resume(command(manifest, out, "jpeg"), out)
+    assert "no interrupted build" in r.stderr
+    assert digest(out) == reference["jpeg"]
+
+
+def test_ctrl_c_says_that_resume_continues_the_build(manifest, reference, tmp_path):
+    out = tmp_path / "out"
+    args = command(manifest, out, "jpeg")
+    err = start_and_kill(args, lambda: checkpoints(out) >= 2, sig=signal.SIGINT)
+    assert "interrupted" in err and "--resume" in err, err
+    assert os.path.isdir(str(out) + ".mmpack-partial")
+    resume(args, out)
+    assert digest(out) == reference["jpeg"]
+
+
+def test_resume_refuses_append(manifest, tmp_path):
+    r = run(command(manifest, tmp_path / "out", "jpeg", "--append", "--resume"))
+    assert r.returncode != 0
+    assert "--resume" in r.stderr and "--append" in r.stderr

@@ -1,0 +1,578 @@
+// build_parts.cc: see build_parts.h.
+#include "commands/build_parts.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "commands/build_resume.h"
+#include "mm/internal/file.h"
+
+namespace mm::pack {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr char kSpoolMagic[8] = {'M', 'M', 'S', 'P', 'O', 'O', 'L', '1'};
+constexpr size_t kBuffer = size_t{1} << 20;
+
+Result<int64_t> ParseCount(const char* text, const std::string& what) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < 0) {
+    return Status::InvalidArgument(what + " is '" + text + "', not a count");
+  }
+  return static_cast<int64_t>(v);
+}
+
+// XXH3-64 as 16 lowercase hex digits.
+std::string Hex64(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+Status WriteSmallFile(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid()) return ErrnoStatus(errno, "cannot write " + tmp.string());
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::fsync(fd.get()) != 0) {
+      return ErrnoStatus(errno, "cannot write " + tmp.string());
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return ErrnoStatus(errno, "rename " + tmp.string() + " -> " + path.string());
+  }
+  UniqueFd dir(::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.valid()) ::fsync(dir.get());
+  return Status::OK();
+}
+
+// Little-endian fixed-width fields and length-prefixed strings into a byte buffer.
+class Out {
+ public:
+  void U8(uint8_t v) { buf_.push_back(static_cast<char>(v)); }
+  void U64(uint64_t v) { Raw(&v, sizeof v); }
+  void I64(int64_t v) { Raw(&v, sizeof v); }
+  void I32(int32_t v) { Raw(&v, sizeof v); }
+  void F64(double v) { Raw(&v, sizeof v); }
+  void Str(std::string_view s) {
+    U64(s.size());
+    buf_.append(s.data(), s.size());
+  }
+  void Raw(const void* p, size_t n) { buf_.append(static_cast<const char*>(p), n); }
+  std::string& buf() { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+// Reads what Out wrote; any overrun sets failed() (and returns zeros).
+class In {
+ public:
+  In(const char* p, size_t n) : p_(p), end_(p + n) {}
+  uint8_t U8() {
+    uint8_t v = 0;
+    Raw(&v, 1);
+    return v;
+  }
+  uint64_t U64() {
+    uint64_t v = 0;
+    Raw(&v, sizeof v);
+    return v;
+  }
+  int64_t I64() {
+    int64_t v = 0;
+    Raw(&v, sizeof v);
+    return v;
+  }
+  int32_t I32() {
+    int32_t v = 0;
+    Raw(&v, sizeof v);
+    return v;
+  }
+  double F64() {
+    double v = 0;
+    Raw(&v, sizeof v);
+    return v;
+  }
+  std::string Str() {
+    const uint64_t n = U64();
+    if (n > static_cast<uint64_t>(end_ - p_)) {
+      failed_ = true;
+      return {};
+    }
+    std::string s(p_, n);
+    p_ += n;
+    return s;
+  }
+  // A count of items of at least `min_bytes` each that the rest can hold.
+  uint64_t Count(size_t min_bytes) {
+    const uint64_t n = U64();
+    if (n > static_cast<uint64_t>(end_ - p_) / std::max<size_t>(1, min_bytes)) {
+      failed_ = true;
+      return 0;
+    }
+    return n;
+  }
+  void Raw(void* out, size_t n) {
+    if (n > static_cast<size_t>(end_ - p_)) {
+      failed_ = true;
+      std::memset(out, 0, n);
+      return;
+    }
+    std::memcpy(out, p_, n);
+    p_ += n;
+  }
+  bool failed() const { return failed_; }
+  bool done() const { return p_ == end_; }
+
+ private:
+  const char* p_;
+  const char* end_;
+  bool failed_ = false;
+};
+
+void Encode(const ProcessedSample& s, Out* o) {
+  o->U64(s.index);
+  o->U8(s.ok ? 1 : 0);
+  if (s.ok) {
+    const EncodedSample& e = s.encoded;
+    o->Str(e.key);
+    o->Str(e.source);
+    o->Str(std::string_view(reinterpret_cast<const char*>(e.image_chunk.data()),
+                            e.image_chunk.size()));
+    for (int32_t v : {e.stored_width, e.stored_height, e.original_width, e.original_height,
+                      e.valid_box[0], e.valid_box[1], e.valid_box[2], e.valid_box[3]}) {
+      o->I32(v);
+    }
+    o->U64(e.captions.size());
+    for (size_t c = 0; c < e.captions.size(); ++c) {
+      o->Str(e.captions[c]);
+      o->U64(e.tokens[c].size());
+      o->Raw(e.tokens[c].data(), e.tokens[c].size() * sizeof(int32_t));
+    }
+    o->U64(e.metadata.size());
+    for (const auto& m : e.metadata) {
+      o->U8(static_cast<uint8_t>(m.type));
+      o->I64(m.i);
+      o->F64(m.f);
+      o->Str(m.s);
+    }
+    o->I64(s.truncated);
+    o->U64(s.unk.size());
+    for (int u : s.unk) o->I32(u);
+    o->U64(s.pixel_hash);
+    o->U64(s.perceptual_hash);
+  } else {
+    o->Str(s.drop.source);
+    o->Str(s.drop.key);
+    o->Str(s.drop.reason);
+    o->Str(s.drop.detail);
+  }
+  o->U64(s.dropped_captions.size());
+  for (const DroppedCaption& d : s.dropped_captions) {
+    o->Str(d.source);
+    o->Str(d.key);
+    o->I64(d.caption_index);
+    o->Str(d.reason);
+  }
+}
+
+bool Decode(In* in, ProcessedSample* s) {
+  *s = ProcessedSample();
+  s->index = in->U64();
+  s->ok = in->U8() == 1;
+  if (s->ok) {
+    EncodedSample& e = s->encoded;
+    e.key = in->Str();
+    e.source = in->Str();
+    const std::string chunk = in->Str();
+    e.image_chunk.assign(chunk.begin(), chunk.end());
+    e.stored_width = in->I32();
+    e.stored_height = in->I32();
+    e.original_width = in->I32();
+    e.original_height = in->I32();
+    for (int32_t& v : e.valid_box) v = in->I32();
+    const uint64_t captions = in->Count(16);
+    for (uint64_t c = 0; c < captions && !in->failed(); ++c) {
+      e.captions.push_back(in->Str());
+      const uint64_t n = in->Count(sizeof(int32_t));
+      std::vector<int32_t> ids(n);
+      in->Raw(ids.data(), n * sizeof(int32_t));
+      e.tokens.push_back(std::move(ids));
+    }
+    const uint64_t fields = in->Count(25);
+    for (uint64_t f = 0; f < fields && !in->failed(); ++f) {
+      mm::reader::MetadataValue m;
+      m.type = static_cast<mm::reader::MetadataValue::Type>(in->U8());
+      m.i = in->I64();
+      m.f = in->F64();
+      m.s = in->Str();
+      e.metadata.push_back(std::move(m));
+    }
+    s->truncated = in->I64();
+    const uint64_t unk = in->Count(sizeof(int32_t));
+    for (uint64_t u = 0; u < unk; ++u) s->unk.push_back(in->I32());
+    s->pixel_hash = in->U64();
+    s->perceptual_hash = in->U64();
+    if (s->unk.size() != e.captions.size()) return false;
+  } else {
+    s->drop.source = in->Str();
+    s->drop.key = in->Str();
+    s->drop.reason = in->Str();
+    s->drop.detail = in->Str();
+  }
+  const uint64_t dropped = in->Count(32);
+  for (uint64_t d = 0; d < dropped && !in->failed(); ++d) {
+    DroppedCaption c;
+    c.source = in->Str();
+    c.key = in->Str();
+    c.caption_index = in->I64();
+    c.reason = in->Str();
+    s->dropped_captions.push_back(std::move(c));
+  }
+  return !in->failed() && in->done();
+}
+
+json SummaryJson(const SpoolSummary& s) {
+  return {{"fingerprint", s.fingerprint}, {"begin", s.begin},     {"end", s.end},
+          {"records", s.records},         {"bytes", s.bytes},     {"xxh3_64", s.xxh3_64}};
+}
+
+}  // namespace
+
+Result<PartSpec> ResolvePart(const std::string& flag) {
+  PartSpec part;
+  if (!flag.empty()) {
+    const size_t slash = flag.find('/');
+    auto index = slash == std::string::npos
+                     ? Result<int64_t>(Status::InvalidArgument(""))
+                     : ParseCount(flag.substr(0, slash).c_str(), "--part's I");
+    auto count = slash == std::string::npos
+                     ? Result<int64_t>(Status::InvalidArgument(""))
+                     : ParseCount(flag.substr(slash + 1).c_str(), "--part's N");
+    if (!index.ok() || !count.ok() || *count < 1 || *index >= *count) {
+      return Status::InvalidArgument("--part is '" + flag +
+                                     "'; it takes I/N: part I (0-based) of N, 0 <= I < N");
+    }
+    part.index = *index;
+    part.count = *count;
+    part.origin = "--part";
+    return part;
+  }
+  // (rank, size) variables of the launchers, in order of preference.
+  static const char* const kLaunchers[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                              {"PMI_RANK", "PMI_SIZE"},
+                                              {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+  for (const auto& launcher : kLaunchers) {
+    const char* rank = std::getenv(launcher[0]);
+    const char* size = std::getenv(launcher[1]);
+    if (rank == nullptr || size == nullptr) continue;
+    MM_ASSIGN_OR_RETURN(int64_t r, ParseCount(rank, launcher[0]));
+    MM_ASSIGN_OR_RETURN(int64_t n, ParseCount(size, launcher[1]));
+    if (n <= 1) return part;  // one process: not split
+    if (r >= n) {
+      return Status::InvalidArgument(std::string(launcher[0]) + " " + rank + " is not below " +
+                                     launcher[1] + " " + size);
+    }
+    part.index = r;
+    part.count = n;
+    part.origin = std::string(launcher[0]) + "/" + launcher[1];
+    return part;
+  }
+  return part;
+}
+
+void PartRange(int64_t index, int64_t count, size_t total, size_t* begin, size_t* end) {
+  const auto at = [&](int64_t i) {
+    return static_cast<size_t>((static_cast<unsigned __int128>(total) * static_cast<uint64_t>(i)) /
+                               static_cast<uint64_t>(count));
+  };
+  *begin = at(index);
+  *end = at(index + 1);
+}
+
+fs::path PartsFolder(const fs::path& staging) { return staging / ".parts"; }
+
+std::string PartName(int64_t index, int64_t count) {
+  char name[64];
+  std::snprintf(name, sizeof name, "part-%06lld-of-%06lld", static_cast<long long>(index),
+                static_cast<long long>(count));
+  return name;
+}
+
+struct SpoolWriter::Impl {
+  fs::path folder;
+  std::string name;
+  SpoolSummary summary;
+  UniqueFd fd;
+  std::string buffer;
+  XXH3_state_t* hash = nullptr;
+  int64_t added = 0;
+
+  ~Impl() {
+    if (hash != nullptr) XXH3_freeState(hash);
+  }
+  fs::path tmp() const { return folder / (name + ".spool.tmp"); }
+
+  Status Flush() {
+    XXH3_64bits_update(hash, buffer.data(), buffer.size());
+    for (size_t done = 0; done < buffer.size();) {
+      const ssize_t n = ::write(fd.get(), buffer.data() + done, buffer.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoStatus(errno, "cannot write " + tmp().string());
+      done += static_cast<size_t>(n);
+    }
+    summary.bytes += static_cast<int64_t>(buffer.size());
+    buffer.clear();
+    return Status::OK();
+  }
+};
+
+Result<std::unique_ptr<SpoolWriter>> SpoolWriter::Create(const fs::path& staging,
+                                                         const PartSpec& part, size_t begin,
+                                                         size_t end, std::string fingerprint) {
+  std::unique_ptr<SpoolWriter> w(new SpoolWriter);
+  w->impl_ = std::make_unique<Impl>();
+  Impl& m = *w->impl_;
+  m.folder = PartsFolder(staging);
+  m.name = PartName(part.index, part.count);
+  m.summary.fingerprint = std::move(fingerprint);
+  m.summary.begin = static_cast<int64_t>(begin);
+  m.summary.end = static_cast<int64_t>(end);
+  std::error_code ec;
+  fs::create_directories(m.folder, ec);
+  if (ec) return Status::IOError("cannot create " + m.folder.string() + ": " + ec.message());
+  fs::remove(m.folder / (m.name + ".done"), ec);
+  m.fd = UniqueFd(::open(m.tmp().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!m.fd.valid()) return ErrnoStatus(errno, "cannot write " + m.tmp().string());
+  m.hash = XXH3_createState();
+  XXH3_64bits_reset(m.hash);
+  m.buffer.append(kSpoolMagic, sizeof kSpoolMagic);
+  return w;
+}
+
+SpoolWriter::~SpoolWriter() = default;
+
+Status SpoolWriter::Add(const ProcessedSample& sample) {
+  Impl& m = *impl_;
+  Out record;
+  Encode(sample, &record);
+  const uint64_t size = record.buf().size();
+  m.buffer.append(reinterpret_cast<const char*>(&size), sizeof size);
+  m.buffer.append(record.buf());
+  ++m.added;
+  if (m.buffer.size() >= kBuffer) return m.Flush();
+  return Status::OK();
+}
+
+Status SpoolWriter::Finish() {
+  Impl& m = *impl_;
+  if (m.added != m.summary.end - m.summary.begin) {
+    return Status::InvalidArgument("part spool " + m.name + " holds " + std::to_string(m.added) +
+                                   " samples of " +
+                                   std::to_string(m.summary.end - m.summary.begin));
+  }
+  MM_RETURN_NOT_OK(m.Flush());
+  if (::fsync(m.fd.get()) != 0) return ErrnoStatus(errno, "fsync " + m.tmp().string());
+  m.fd.Reset();
+  const fs::path spool = m.folder / (m.name + ".spool");
+  if (::rename(m.tmp().c_str(), spool.c_str()) != 0) {
+    return ErrnoStatus(errno, "rename " + m.tmp().string() + " -> " + spool.string());
+  }
+  m.summary.records = m.added;
+  m.summary.xxh3_64 = Hex64(XXH3_64bits_digest(m.hash));
+  return WriteSmallFile(m.folder / (m.name + ".done"), SummaryJson(m.summary).dump() + "\n");
+}
+
+std::optional<SpoolSummary> FinishedPart(const fs::path& staging, int64_t index, int64_t count,
+                                         const std::string& fingerprint) {
+  const fs::path folder = PartsFolder(staging);
+  const std::string name = PartName(index, count);
+  std::string text;
+  if (!ReadRegularFile((folder / (name + ".done")).string(), &text).ok()) return std::nullopt;
+  try {
+    const json j = json::parse(text);
+    SpoolSummary s;
+    s.fingerprint = j.at("fingerprint").get<std::string>();
+    s.begin = j.at("begin").get<int64_t>();
+    s.end = j.at("end").get<int64_t>();
+    s.records = j.at("records").get<int64_t>();
+    s.bytes = j.at("bytes").get<int64_t>();
+    s.xxh3_64 = j.at("xxh3_64").get<std::string>();
+    std::error_code ec;
+    const auto size = fs::file_size(folder / (name + ".spool"), ec);
+    if (s.fingerprint != fingerprint || ec || static_cast<int64_t>(size) != s.bytes) {
+      return std::nullopt;
+    }
+    return s;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+void RecordPartFailure(const fs::path& staging, const PartSpec& part, const Status& status) {
+  const fs::path path = PartsFolder(staging) / (PartName(part.index, part.count) + ".failed");
+  std::error_code ec;
+  if (status.ok()) {
+    fs::remove(path, ec);
+    return;
+  }
+  fs::create_directories(path.parent_path(), ec);
+  (void)WriteSmallFile(path, status.ToString() + "\n");
+}
+
+std::string FailedPart(const fs::path& staging, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    std::string text;
+    const fs::path path = PartsFolder(staging) / (PartName(i, count) + ".failed");
+    if (ReadRegularFile(path.string(), &text).ok()) {
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      return "part " + std::to_string(i) + " of " + std::to_string(count) + " failed: " + text;
+    }
+  }
+  return "";
+}
+
+struct SpoolReader::Impl {
+  fs::path staging;
+  int64_t count = 0;
+  std::vector<SpoolSummary> parts;
+  size_t part = 0;  // the spool being read
+  std::string name;
+  UniqueFd fd;
+  XXH3_state_t* hash = nullptr;
+  int64_t records = 0, bytes = 0;
+  std::string buffer;
+  size_t at = 0;  // next unread byte of buffer
+  bool eof = false;
+
+  ~Impl() {
+    if (hash != nullptr) XXH3_freeState(hash);
+  }
+
+  Status Corrupt(const std::string& why) const {
+    return Status::Corruption("part spool " + name + ".spool: " + why +
+                              "; run that part again (--resume redoes only parts not whole)");
+  }
+
+  // At least `n` unread bytes in buffer, unless the file ends first.
+  Status Fill(size_t n) {
+    if (buffer.size() - at >= n || eof) return Status::OK();
+    buffer.erase(0, at);
+    at = 0;
+    while (buffer.size() < n && !eof) {
+      const size_t old = buffer.size();
+      buffer.resize(old + std::max(kBuffer, n - old));
+      const ssize_t got = ::read(fd.get(), buffer.data() + old, buffer.size() - old);
+      if (got < 0 && errno == EINTR) {
+        buffer.resize(old);
+        continue;
+      }
+      if (got < 0) return ErrnoStatus(errno, "read " + name + ".spool");
+      buffer.resize(old + static_cast<size_t>(got));
+      XXH3_64bits_update(hash, buffer.data() + old, static_cast<size_t>(got));
+      bytes += got;
+      eof = got == 0;
+    }
+    return Status::OK();
+  }
+
+  Status Open() {
+    name = PartName(static_cast<int64_t>(part), count);
+    const fs::path path = PartsFolder(staging) / (name + ".spool");
+    fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return ErrnoStatus(errno, "open " + path.string());
+    if (hash == nullptr) hash = XXH3_createState();
+    XXH3_64bits_reset(hash);
+    records = bytes = 0;
+    buffer.clear();
+    at = 0;
+    eof = false;
+    MM_RETURN_NOT_OK(Fill(sizeof kSpoolMagic));
+    if (buffer.size() < sizeof kSpoolMagic ||
+        std::memcmp(buffer.data(), kSpoolMagic, sizeof kSpoolMagic) != 0) {
+      return Corrupt("not a spool");
+    }
+    at = sizeof kSpoolMagic;
+    return Status::OK();
+  }
+
+  // The end of the current spool: everything its .done file says, checked.
+  Status Close() {
+    const SpoolSummary& s = parts[part];
+    if (records != s.records || bytes != s.bytes ||
+        Hex64(XXH3_64bits_digest(hash)) != s.xxh3_64) {
+      return Corrupt("its records, size or XXH3-64 are not those of its .done file");
+    }
+    fd.Reset();
+    return Status::OK();
+  }
+};
+
+SpoolReader::SpoolReader(fs::path staging, int64_t count, std::vector<SpoolSummary> parts)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->staging = std::move(staging);
+  impl_->count = count;
+  impl_->parts = std::move(parts);
+}
+
+SpoolReader::~SpoolReader() = default;
+
+Result<bool> SpoolReader::Next(ProcessedSample* out) {
+  Impl& m = *impl_;
+  while (m.part < m.parts.size()) {
+    if (!m.fd.valid()) MM_RETURN_NOT_OK(m.Open());
+    MM_RETURN_NOT_OK(m.Fill(sizeof(uint64_t)));
+    if (m.buffer.size() - m.at == 0 && m.eof) {
+      MM_RETURN_NOT_OK(m.Close());
+      ++m.part;
+      continue;
+    }
+    uint64_t size = 0;
+    if (m.buffer.size() - m.at < sizeof size) return m.Corrupt("it ends inside a record");
+    std::memcpy(&size, m.buffer.data() + m.at, sizeof size);
+    m.at += sizeof size;
+    if (size > (uint64_t{1} << 40)) return m.Corrupt("a record's size is " + std::to_string(size));
+    MM_RETURN_NOT_OK(m.Fill(size));
+    if (m.buffer.size() - m.at < size) return m.Corrupt("it ends inside a record");
+    In in(m.buffer.data() + m.at, size);
+    m.at += size;
+    const SpoolSummary& s = m.parts[m.part];
+    if (!Decode(&in, out) || out->index != static_cast<size_t>(s.begin + m.records)) {
+      return m.Corrupt("record " + std::to_string(m.records) + " cannot be read");
+    }
+    ++m.records;
+    return true;
+  }
+  return false;
+}
+
+Result<UniqueFd> TryLockFinish(const fs::path& staging) {
+  const fs::path path = PartsFolder(staging) / "finish.lock";
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, "cannot create " + path.string());
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return UniqueFd();
+    return ErrnoStatus(errno, "cannot lock " + path.string());
+  }
+  return fd;
+}
+
+}  // namespace mm::pack
