@@ -38,7 +38,7 @@ def make_manifest(root):
     out = [{"image": str(root / ("copy%d" % copy) / os.path.basename(l["image"])),
             "caption": "%s (copy %d)" % (l["text"].lower(), copy)}
            for l in lines for copy in range(COPIES)]
-    # Bad samples, spread through the input.
+    # Bad samples, spread through the input (at 1/5 .. 4/5: in every part of 3).
     truncated = root / "truncated.jpg"
     first = open(os.path.join(COCO, images[0]), "rb").read()
     truncated.write_bytes(first[: len(first) // 3])
@@ -50,7 +50,7 @@ def make_manifest(root):
            {"image": str(root / "copy0" / os.path.basename(images[1])), "caption": ""}]
     text_lines = [json.dumps(l) for l in out]
     for k, b in enumerate(bad):
-        text_lines.insert((k + 1) * len(text_lines) // 6, json.dumps(b))
+        text_lines.insert((k + 1) * len(text_lines) // 5, json.dumps(b))
     text_lines.insert(len(text_lines) // 2, "{not json")
     path = root / "captions.jsonl"
     path.write_text("\n".join(text_lines) + "\n")

@@ -173,6 +173,28 @@ def test_a_killed_merge_resumes_from_its_checkpoints(manifest, reference, tmp_pa
     assert digest(out) == reference["jpeg"]
 
 
+def test_a_damaged_spool_is_found_before_use_and_made_again(manifest, reference, tmp_path):
+    """A byte of part 0's spool changed after it was finished (its .done still matches in
+    size): the finisher stops at that record, before it reaches a shard, and --resume makes
+    part 0 again."""
+    out = tmp_path / "out"
+    parts = str(out) + ".mmpack-partial/.parts"
+    assert run(part_args(manifest, out, "raw_dedup", 0, 2)).returncode == 0
+    spool = os.path.join(parts, "part-000000-of-000002.spool")
+    data = bytearray(open(spool, "rb").read())
+    data[len(data) // 2] ^= 0x01
+    open(spool, "wb").write(data)
+    r = run(part_args(manifest, out, "raw_dedup", 1, 2))
+    assert r.returncode != 0
+    assert "part-000000-of-000002.spool" in r.stderr and "checksum" in r.stderr
+    assert "run part 0 again with --resume" in r.stderr
+    assert not os.path.exists(out)
+    r = run(part_args(manifest, out, "raw_dedup", 0, 2, "--resume"))
+    assert r.returncode == 0, r.stderr
+    assert "already done" not in r.stderr
+    assert digest(out) == reference["raw_dedup"]
+
+
 def test_parts_refuse_the_staging_folder_of_another_build(manifest, tmp_path):
     out = tmp_path / "out"
     assert run(part_args(manifest, out, "jpeg", 0, 2)).returncode == 0

@@ -121,6 +121,17 @@ class In {
     p_ += n;
     return s;
   }
+  // A length-prefixed string's bytes, straight into `out`.
+  void Bytes(std::vector<uint8_t>* out) {
+    const uint64_t n = U64();
+    if (n > static_cast<uint64_t>(end_ - p_)) {
+      failed_ = true;
+      out->clear();
+      return;
+    }
+    out->assign(reinterpret_cast<const uint8_t*>(p_), reinterpret_cast<const uint8_t*>(p_) + n);
+    p_ += n;
+  }
   // A count of items of at least `min_bytes` each that the rest can hold.
   uint64_t Count(size_t min_bytes) {
     const uint64_t n = U64();
@@ -202,8 +213,7 @@ bool Decode(In* in, ProcessedSample* s) {
     EncodedSample& e = s->encoded;
     e.key = in->Str();
     e.source = in->Str();
-    const std::string chunk = in->Str();
-    e.image_chunk.assign(chunk.begin(), chunk.end());
+    in->Bytes(&e.image_chunk);
     e.stored_width = in->I32();
     e.stored_height = in->I32();
     e.original_width = in->I32();
@@ -374,9 +384,12 @@ Status SpoolWriter::Add(const ProcessedSample& sample) {
   Impl& m = *impl_;
   Out record;
   Encode(sample, &record);
+  // [size][record][XXH3-64 of record]: a damaged record is found before it is used.
   const uint64_t size = record.buf().size();
+  const uint64_t check = XXH3_64bits(record.buf().data(), record.buf().size());
   m.buffer.append(reinterpret_cast<const char*>(&size), sizeof size);
   m.buffer.append(record.buf());
+  m.buffer.append(reinterpret_cast<const char*>(&check), sizeof check);
   ++m.added;
   if (m.buffer.size() >= kBuffer) return m.Flush();
   return Status::OK();
@@ -467,9 +480,12 @@ struct SpoolReader::Impl {
     if (hash != nullptr) XXH3_freeState(hash);
   }
 
+  // The spool is damaged: its .done is removed, so that --resume makes the part again.
   Status Corrupt(const std::string& why) const {
-    return Status::Corruption("part spool " + name + ".spool: " + why +
-                              "; run that part again (--resume redoes only parts not whole)");
+    std::error_code ec;
+    fs::remove(PartsFolder(staging) / (name + ".done"), ec);
+    return Status::Corruption("part spool " + name + ".spool: " + why + "; run part " +
+                              std::to_string(part) + " again with --resume");
   }
 
   // At least `n` unread bytes in buffer, unless the file ends first.
@@ -550,10 +566,17 @@ Result<bool> SpoolReader::Next(ProcessedSample* out) {
     std::memcpy(&size, m.buffer.data() + m.at, sizeof size);
     m.at += sizeof size;
     if (size > (uint64_t{1} << 40)) return m.Corrupt("a record's size is " + std::to_string(size));
-    MM_RETURN_NOT_OK(m.Fill(size));
-    if (m.buffer.size() - m.at < size) return m.Corrupt("it ends inside a record");
+    MM_RETURN_NOT_OK(m.Fill(size + sizeof(uint64_t)));
+    if (m.buffer.size() - m.at < size + sizeof(uint64_t)) {
+      return m.Corrupt("it ends inside a record");
+    }
+    uint64_t check = 0;
+    std::memcpy(&check, m.buffer.data() + m.at + size, sizeof check);
+    if (XXH3_64bits(m.buffer.data() + m.at, size) != check) {
+      return m.Corrupt("record " + std::to_string(m.records) + " does not match its checksum");
+    }
     In in(m.buffer.data() + m.at, size);
-    m.at += size;
+    m.at += size + sizeof check;
     const SpoolSummary& s = m.parts[m.part];
     if (!Decode(&in, out) || out->index != static_cast<size_t>(s.begin + m.records)) {
       return m.Corrupt("record " + std::to_string(m.records) + " cannot be read");

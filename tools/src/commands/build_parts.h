@@ -10,7 +10,8 @@
 // stages (read, decode + fit, tokenize, encode; build_pipeline.h) and writes what they made,
 // in input order, to a spool in the staging folder:
 //   OUT.mmpack-partial/.parts/part-III-of-NNN.spool   the processed samples (encoded images,
-//                                                    token ids, drops), in order
+//                                                    token ids, drops), in order, each record
+//                                                    with its XXH3-64
 //   OUT.mmpack-partial/.parts/part-III-of-NNN.done    written once the spool is fsynced: the
 //                                                    build's fingerprint, the spool's sample
 //                                                    range, records, bytes and XXH3-64
@@ -106,8 +107,9 @@ class SpoolReader {
   SpoolReader(std::filesystem::path staging, int64_t count, std::vector<SpoolSummary> parts);
   ~SpoolReader();
   /// The next processed sample into `out`; false at the end of the last spool.
-  /// Errors: Corruption (a spool that is not whole: its records, bytes or XXH3-64 not those of
-  /// its .done file), IOError.
+  /// Errors: Corruption (a record that does not match its XXH3-64, or a spool whose records,
+  /// bytes or XXH3-64 are not those of its .done file; that .done is removed, so --resume makes
+  /// the part again), IOError.
   [[nodiscard]] Result<bool> Next(ProcessedSample* out);
 
  private:
