@@ -10,7 +10,9 @@ and reused. One shard holds 3 samples, so the build writes dozens of shards."""
 import hashlib
 import json
 import os
+import signal
 import subprocess
+import time
 
 from conftest import BIN_DIR, DATA_DIR
 
@@ -18,10 +20,14 @@ MMPACK = os.path.join(BIN_DIR, "mmpack")
 COCO = os.path.join(DATA_DIR, "coco-cc")
 COPIES = 6
 
-# (name, build options): a raw zstd set with --dedup exact, and a keep-ratio jpeg set.
+# (name, build options): a raw zstd set with --dedup exact and 3 samples a shard, a keep-ratio
+# jpeg set with 3 samples a shard, and a raw set whose shards close by bytes (about 3 samples of
+# 150 KB each in 450 KB), so that a shard ends before a sample that does not fit.
 VARIANTS = {
-    "raw_dedup": ["--dedup", "exact", "--image-size", "224"],
-    "jpeg": ["--codec", "jpeg", "--resize-mode", "keep-ratio-largest", "--max-size", "256"],
+    "raw_dedup": ["--dedup", "exact", "--image-size", "224", "--samples-per-shard", "3"],
+    "jpeg": ["--codec", "jpeg", "--resize-mode", "keep-ratio-largest", "--max-size", "256",
+             "--samples-per-shard", "3"],
+    "raw_bytes": ["--image-size", "224", "--shard-size", "450000"],
 }
 
 
@@ -58,8 +64,8 @@ def make_manifest(root):
 
 
 def command(manifest, out, variant, *extra, threads=2):
-    return [MMPACK, "build", manifest, "-o", str(out), "--samples-per-shard", "3",
-            "--vocab-size", "300", "--threads", str(threads), *VARIANTS[variant], *extra]
+    return [MMPACK, "build", manifest, "-o", str(out), "--vocab-size", "300",
+            "--threads", str(threads), *VARIANTS[variant], *extra]
 
 
 def run(args, **kwargs):
@@ -92,4 +98,22 @@ def reference_build(manifest, folder, variant):
         assert reasons["duplicate_exact"] == 51 * (COPIES - 1)
     index = json.load(open(os.path.join(str(folder), "index.json")))
     assert len(index["shards"]) >= 17
+    if variant == "raw_bytes":  # shards closed by bytes, not all of one sample count
+        assert len({s["samples"] for s in index["shards"][:-1]}) > 1 or \
+            all(s["bytes"] <= 450000 + 300000 for s in index["shards"])
     return digest(folder)
+
+
+def start_and_kill(args, when, sig=signal.SIGKILL):
+    """Starts `args` and sends it `sig` once when() is true; it must still be running then
+    (else the kill proves nothing). Returns its stderr."""
+    p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not when() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert p.poll() is None, "it ended before the kill point: " + p.stderr.read()
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == -sig
+    return err

@@ -85,3 +85,19 @@ def require_data():
 
 
 require_data()
+
+
+@pytest.fixture(scope="module")
+def build_manifest(tmp_path_factory):
+    """The input of the interrupted and split builds (build_inputs.py): real photos with
+    duplicates and bad samples mixed in."""
+    from build_inputs import make_manifest
+    return make_manifest(tmp_path_factory.mktemp("build_input"))
+
+
+@pytest.fixture(scope="module")
+def build_reference(build_manifest, tmp_path_factory):
+    """{variant: digest of the uninterrupted one-process build} (build_inputs.VARIANTS)."""
+    from build_inputs import VARIANTS, reference_build
+    return {v: reference_build(build_manifest, tmp_path_factory.mktemp("reference") / v, v)
+            for v in VARIANTS}

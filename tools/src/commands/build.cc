@@ -16,11 +16,14 @@
 //   PrintSummary      one line on stderr (build_report.h)
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <optional>
 #include <fstream>
@@ -270,14 +273,20 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawS
   return out;
 }
 
-// The tokenizer of the build `header` describes: the trained model it left in `staging` (not
-// trained again: training is not repeatable to the byte), or what MakeTokenizer makes of the
-// given --tokenizer, whose bytes the fingerprint already matched.
-Result<SetTokenizer> ResumeTokenizer(const BuildOptions& o, const ResumeHeader& header,
-                                     const std::vector<RawSample>& samples,
-                                     const fs::path& staging) {
-  if (!header.tokenizer_trained) return MakeTokenizer(o, samples, staging);
+// The tokenizer of the build `header` describes, written nowhere: the trained model it left in
+// `staging` (not trained again: training is not repeatable to the byte), or the given
+// --tokenizer, whose bytes the fingerprint already matched (or none).
+Result<SetTokenizer> OpenMadeTokenizer(const BuildOptions& o, const ResumeHeader& header,
+                                       const fs::path& staging) {
   SetTokenizer out;
+  if (!header.tokenizer_trained) {
+    if (o.tokenizer == kNoTokenizer) return out;
+    std::string model_bytes;
+    MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
+    out.sha256 = Sha256Hex(model_bytes);
+    MM_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::FromSerialized(std::move(model_bytes)));
+    return out;
+  }
   std::string model_bytes;
   const fs::path model = staging / std::string(mm::format::kTokenizerFile);
   MM_RETURN_NOT_OK(ReadRegularFile(model.string(), &model_bytes).WithContext("--resume"));
@@ -292,10 +301,22 @@ Result<SetTokenizer> ResumeTokenizer(const BuildOptions& o, const ResumeHeader& 
   return out;
 }
 
+// A resumed one-process build's tokenizer: OpenMadeTokenizer's, with a given model copied into
+// `staging` again (as MakeTokenizer does).
+Result<SetTokenizer> ResumeTokenizer(const BuildOptions& o, const ResumeHeader& header,
+                                     const std::vector<RawSample>& samples,
+                                     const fs::path& staging) {
+  if (!header.tokenizer_trained) return MakeTokenizer(o, samples, staging);
+  return OpenMadeTokenizer(o, header, staging);
+}
+
 // Ctrl-C, or SIGTERM from a scheduler's time limit: a line saying that --resume continues the
 // build, then the signal's default action. The staging folder is kept for --resume.
 const char* g_interrupt_note = nullptr;
 size_t g_interrupt_note_size = 0;
+
+struct sigaction g_old_int {}, g_old_term {};
+bool g_installed = false;
 
 void OnInterrupt(int sig) {
   if (g_interrupt_note != nullptr) {
@@ -306,6 +327,8 @@ void OnInterrupt(int sig) {
   ::raise(sig);
 }
 
+// Installs the note for SIGINT and SIGTERM, except where the signal is ignored (a build started
+// in the background by a script stays immune to Ctrl-C, as before).
 void NoteResumeOnInterrupt(const fs::path& staging) {
   static std::string note;
   note = "\nmmpack build: interrupted; the shards finished so far are kept in " + staging.string() +
@@ -315,14 +338,20 @@ void NoteResumeOnInterrupt(const fs::path& staging) {
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;
   sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  for (auto [sig, old] : {std::pair{SIGINT, &g_old_int}, std::pair{SIGTERM, &g_old_term}}) {
+    ::sigaction(sig, nullptr, old);
+    if (old->sa_handler != SIG_IGN) ::sigaction(sig, &sa, nullptr);
+  }
+  g_installed = true;
 }
 
+// The dispositions from before NoteResumeOnInterrupt.
 void RestoreInterruptDefaults() {
-  ::signal(SIGINT, SIG_DFL);
-  ::signal(SIGTERM, SIG_DFL);
+  if (!g_installed) return;
+  ::sigaction(SIGINT, &g_old_int, nullptr);
+  ::sigaction(SIGTERM, &g_old_term, nullptr);
   g_interrupt_note = nullptr;
+  g_installed = false;
 }
 
 // The staging folder this build writes in: a new one, or with --resume the one an interrupted
@@ -487,45 +516,60 @@ Result<fs::path> OpenPartStaging(const fs::path& out) {
   return staging;
 }
 
-// Part 0 makes the tokenizer (trained or given) and writes it with .resume/build.json; the other
-// parts read the given one themselves, or wait for the trained one. A build.json of another
-// build is refused.
+// The refusal of a staging folder that holds another build.
+Status OtherBuild(const fs::path& staging) {
+  return Status::InvalidArgument(staging.string() +
+                                 " holds a build with other options or input; remove it (rm -r " +
+                                 staging.string() + ") to start this one");
+}
+
+// Part 0 makes the tokenizer (trained or given) and writes it with .resume/build.json, holding
+// .parts/tokenizer.lock meanwhile; the other parts read a given one themselves, or wait for the
+// trained one. A waiting part gives up when part 0 has started in this run (the lock file is
+// newer than `start`) and no longer holds the lock without having written build.json: it died.
 Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
                                    const std::vector<RawSample>& samples,
-                                   const std::string& fingerprint, const fs::path& staging) {
-  const auto other = [&]() {
-    return Status::InvalidArgument(
-        staging.string() + " holds a build with other options or input; remove it (rm -r " +
-        staging.string() + ") to start this one");
-  };
+                                   const std::string& fingerprint, const fs::path& staging,
+                                   std::time_t start) {
   auto header = ReadResumeHeader(staging);
   if (header.ok()) {
-    if (header->fingerprint != fingerprint) return other();
-    return ResumeTokenizer(o, *header, samples, staging);  // made once, before
+    if (header->fingerprint != fingerprint) return OtherBuild(staging);
+    return OpenMadeTokenizer(o, *header, staging);  // made once, before
   }
   if (!header.status().IsNotFound()) return header.status();
+  const fs::path lock_path = PartsFolder(staging) / "tokenizer.lock";
   if (part.index == 0) {
+    std::error_code ec;
+    fs::create_directories(lock_path.parent_path(), ec);
+    UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!lock.valid() || ::flock(lock.get(), LOCK_EX) != 0) {
+      return ErrnoStatus(errno, "cannot lock " + lock_path.string());
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";  // and a fresh mtime
+    if (::write(lock.get(), pid.data(), pid.size()) < 0) {
+      return ErrnoStatus(errno, "cannot write " + lock_path.string());
+    }
     MM_ASSIGN_OR_RETURN(SetTokenizer tok, MakeTokenizer(o, samples, staging));
     MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
     return tok;
   }
-  if (!o.tokenizer.empty()) {  // given, or none: read here, written to OUT by part 0
-    SetTokenizer tok;
-    if (o.tokenizer == kNoTokenizer) return tok;
-    std::string model_bytes;
-    MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
-    tok.sha256 = Sha256Hex(model_bytes);
-    MM_ASSIGN_OR_RETURN(tok.tokenizer, Tokenizer::FromSerialized(std::move(model_bytes)));
-    return tok;
+  if (!o.tokenizer.empty()) {  // given, or none: read here; part 0 copies it into OUT
+    return OpenMadeTokenizer(o, {fingerprint, "", false}, staging);
   }
   // Trained: by part 0 only, so every part tokenizes with the same model.
   for (int waited = 0;; ++waited) {
     header = ReadResumeHeader(staging);
     if (header.ok()) break;
     if (!header.status().IsNotFound()) return header.status();
-    const std::string failed = FailedPart(staging, part.count);
-    if (!failed.empty()) {
-      return Status::InvalidArgument("cannot train the tokenizer: " + failed);
+    struct stat st {};
+    if (::stat(lock_path.c_str(), &st) == 0 && st.st_mtime + 5 >= start) {
+      UniqueFd lock(::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (lock.valid() && ::flock(lock.get(), LOCK_SH | LOCK_NB) == 0 &&
+          ReadResumeHeader(staging).status().IsNotFound()) {
+        return Status::InvalidArgument(
+            "part 0 stopped before it made the tokenizer (no " + staging.string() + "/" +
+            kResumeFolder + "/build.json); run part 0 again, then this part");
+      }
     }
     if (waited % 600 == 0 && !o.quiet) {
       std::fprintf(stderr,
@@ -536,8 +580,8 @@ Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
     }
     ::usleep(100 * 1000);
   }
-  if (header->fingerprint != fingerprint) return other();
-  return ResumeTokenizer(o, *header, samples, staging);
+  if (header->fingerprint != fingerprint) return OtherBuild(staging);
+  return OpenMadeTokenizer(o, *header, staging);
 }
 
 // One part of a build in parts (build_parts.h): its share of the samples processed into its
@@ -548,20 +592,25 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
                     const std::string& fingerprint, const fs::path& out,
                     const fs::path& staging, double* seconds) {
   Progress timer(0, true);
+  const std::time_t start = std::time(nullptr);
   const std::string who = "part " + std::to_string(part.index) + " of " +
                           std::to_string(part.count);
+  // Another build's folder is refused before anything is written in it.
+  if (auto header = ReadResumeHeader(staging); header.ok() && header->fingerprint != fingerprint) {
+    return OtherBuild(staging);
+  }
   RecordPartFailure(staging, part, Status::OK());
   size_t begin = 0, end = 0;
   PartRange(part.index, part.count, samples->size(), &begin, &end);
   Status st = [&]() -> Status {
-    MM_ASSIGN_OR_RETURN(SetTokenizer tok,
-                        PartTokenizer(o, part, *samples, fingerprint, staging));
     if (o.resume && FinishedPart(staging, part.index, part.count, fingerprint)) {
       if (!o.quiet) {
         std::fprintf(stderr, "mmpack build: %s: already done (--resume)\n", who.c_str());
       }
       return Status::OK();
     }
+    MM_ASSIGN_OR_RETURN(SetTokenizer tok,
+                        PartTokenizer(o, part, *samples, fingerprint, staging, start));
     if (!o.quiet) {
       std::fprintf(stderr, "mmpack build: %s (%s): samples %zu..%zu of %zu\n", who.c_str(),
                    part.origin.c_str(), begin, end, samples->size());
@@ -598,7 +647,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
     }
   }
   if (!missing.empty()) {
-    const std::string failed = FailedPart(staging, part.count);
+    const std::string failed = FailedPart(staging, part.count, start);
     if (!failed.empty()) {
       return Status::InvalidArgument("the set is not finished: " + failed +
                                      "; run that part again with --resume");
@@ -626,7 +675,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
                  "parts\n", who.c_str(), out.c_str(), static_cast<long long>(part.count));
   }
   MM_ASSIGN_OR_RETURN(ResumeHeader header, ReadResumeHeader(staging));
-  MM_ASSIGN_OR_RETURN(SetTokenizer tok, ResumeTokenizer(o, header, *samples, staging));
+  MM_ASSIGN_OR_RETURN(SetTokenizer tok, OpenMadeTokenizer(o, header, staging));
   SinkProgress progress;
   if (o.resume) {
     std::vector<std::string> notes;
@@ -703,7 +752,7 @@ Status RunBuild(const BuildOptions& given) {
     MM_ASSIGN_OR_RETURN(staging, OpenStaging(o, out, &resume));
   }
   StagingGuard guard(resume || part.count > 0 ? fs::path() : staging);  // armed once safe
-  NoteResumeOnInterrupt(staging);
+  if (!base) NoteResumeOnInterrupt(staging);  // an --append is run again, not resumed
 
   BuildReport report;
   MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o, &report));
@@ -731,49 +780,60 @@ Status RunBuild(const BuildOptions& given) {
   }
   SinkProgress progress;  // where the pipeline starts: the beginning, or the last checkpoint
   SetTokenizer tok;
-  if (resume) {
-    if (resume->fingerprint != fingerprint) {
-      return Status::InvalidArgument(
-          "--resume: " + staging.string() +
-          " holds a build with other options or input (a different manifest, filter or image "
-          "option); run the command that started it, or drop --resume to start over");
-    }
-    guard.Arm(staging);
-    MM_ASSIGN_OR_RETURN(tok, ResumeTokenizer(o, *resume, samples, staging));
-    std::vector<std::string> notes;
-    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, &report, &notes));
-    if (!o.quiet) {
-      for (const std::string& note : notes) {
-        std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
-      }
-      std::fprintf(stderr,
-                   "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going on "
-                   "from sample %zu of %zu\n",
-                   progress.shards.size(), static_cast<long long>(report.written),
-                   progress.next_sample, samples.size());
-    }
-  } else {
-    MM_ASSIGN_OR_RETURN(tok, MakeTokenizer(o, samples, staging));
-    if (!base) {
-      MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
-    }
+  std::vector<mm::reader::ShardEntry> shards;
+  if (resume && resume->fingerprint != fingerprint) {
+    return Status::InvalidArgument(
+        "--resume: " + staging.string() +
+        " holds a build with other options or input (a different manifest, filter or image "
+        "option); run the command that started it, or drop --resume to start over");
   }
-  const std::vector<mm::reader::ShardEntry> kept_shards = progress.shards;
-  const int64_t first_shard = base ? static_cast<int64_t>(base->index.info.shards.size())
-                                   : static_cast<int64_t>(kept_shards.size());
-  MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
-                      MakeWriter(o, staging, tok.sha256, first_shard));
-  // --append publishes OUT's shards with the new ones (AssembleAppend): no checkpoints.
-  std::optional<CheckpointWriter> checkpoints;
-  if (!base) checkpoints.emplace(staging, report, progress);
-  MM_RETURN_NOT_OK(RunPipeline(&samples, ingest.format == InputFormat::kWds, o, image_options,
-                               tok.tokenizer.get(), writer.get(), &report, &progress,
-                               checkpoints ? &*checkpoints : nullptr));
-  MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> written, writer->Finish());
-  std::vector<mm::reader::ShardEntry> shards = kept_shards;
-  shards.insert(shards.end(), written.begin(), written.end());
-  MM_RETURN_NOT_OK(
-      FinishSet(o, ingest.format, image_options, tok, base, shards, report, out, staging));
+  Status built = [&]() -> Status {
+    if (resume) {
+      guard.Arm(staging);
+      MM_ASSIGN_OR_RETURN(tok, ResumeTokenizer(o, *resume, samples, staging));
+      std::vector<std::string> notes;
+      MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, &report, &notes));
+      if (!o.quiet) {
+        for (const std::string& note : notes) {
+          std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
+        }
+        std::fprintf(stderr,
+                     "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going on "
+                     "from sample %zu of %zu\n",
+                     progress.shards.size(), static_cast<long long>(report.written),
+                     progress.next_sample, samples.size());
+      }
+    } else {
+      MM_ASSIGN_OR_RETURN(tok, MakeTokenizer(o, samples, staging));
+      if (!base) {
+        MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
+      }
+    }
+    const std::vector<mm::reader::ShardEntry> kept_shards = progress.shards;
+    const int64_t first_shard = base ? static_cast<int64_t>(base->index.info.shards.size())
+                                     : static_cast<int64_t>(kept_shards.size());
+    MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                        MakeWriter(o, staging, tok.sha256, first_shard));
+    // --append publishes OUT's shards with the new ones (AssembleAppend): no checkpoints.
+    std::optional<CheckpointWriter> checkpoints;
+    if (!base) checkpoints.emplace(staging, report, progress);
+    MM_RETURN_NOT_OK(RunPipeline(&samples, ingest.format == InputFormat::kWds, o, image_options,
+                                 tok.tokenizer.get(), writer.get(), &report, &progress,
+                                 checkpoints ? &*checkpoints : nullptr));
+    MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> written, writer->Finish());
+    shards = kept_shards;
+    shards.insert(shards.end(), written.begin(), written.end());
+    MM_RETURN_NOT_OK(
+        FinishSet(o, ingest.format, image_options, tok, base, shards, report, out, staging));
+    return Status::OK();
+  }();
+  if (!built.ok()) {
+    // A failure removes the staging folder (the guard), finished shards included: a full disk
+    // must be left as it was found (tests/e2e/build_full_disk_test.py). Only a build that is
+    // killed leaves its folder to --resume.
+    RestoreInterruptDefaults();
+    return built;
+  }
   guard.Disarm();
   RestoreInterruptDefaults();
   WarnUnknown(o, tok, report);

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "commands/build_resume.h"
+#include "commands/output_dir.h"
 #include "mm/internal/file.h"
 
 namespace mm::pack {
@@ -45,32 +47,18 @@ std::string Hex64(uint64_t h) {
   return hex;
 }
 
-Status WriteSmallFile(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd.valid()) return ErrnoStatus(errno, "cannot write " + tmp.string());
-    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-        ::fsync(fd.get()) != 0) {
-      return ErrnoStatus(errno, "cannot write " + tmp.string());
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return ErrnoStatus(errno, "rename " + tmp.string() + " -> " + path.string());
-  }
-  UniqueFd dir(::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.valid()) ::fsync(dir.get());
-  return Status::OK();
-}
-
 // Little-endian fixed-width fields and length-prefixed strings into a byte buffer.
 class Out {
  public:
-  void U8(uint8_t v) { buf_.push_back(static_cast<char>(v)); }
-  void U64(uint64_t v) { Raw(&v, sizeof v); }
-  void I64(int64_t v) { Raw(&v, sizeof v); }
-  void I32(int32_t v) { Raw(&v, sizeof v); }
-  void F64(double v) { Raw(&v, sizeof v); }
+  template <typename T>
+  void Put(T v) {
+    Raw(&v, sizeof v);
+  }
+  void U8(uint8_t v) { Put(v); }
+  void U64(uint64_t v) { Put(v); }
+  void I64(int64_t v) { Put(v); }
+  void I32(int32_t v) { Put(v); }
+  void F64(double v) { Put(v); }
   void Str(std::string_view s) {
     U64(s.size());
     buf_.append(s.data(), s.size());
@@ -86,31 +74,17 @@ class Out {
 class In {
  public:
   In(const char* p, size_t n) : p_(p), end_(p + n) {}
-  uint8_t U8() {
-    uint8_t v = 0;
-    Raw(&v, 1);
-    return v;
-  }
-  uint64_t U64() {
-    uint64_t v = 0;
+  template <typename T>
+  T Get() {
+    T v{};
     Raw(&v, sizeof v);
     return v;
   }
-  int64_t I64() {
-    int64_t v = 0;
-    Raw(&v, sizeof v);
-    return v;
-  }
-  int32_t I32() {
-    int32_t v = 0;
-    Raw(&v, sizeof v);
-    return v;
-  }
-  double F64() {
-    double v = 0;
-    Raw(&v, sizeof v);
-    return v;
-  }
+  uint8_t U8() { return Get<uint8_t>(); }
+  uint64_t U64() { return Get<uint64_t>(); }
+  int64_t I64() { return Get<int64_t>(); }
+  int32_t I32() { return Get<int32_t>(); }
+  double F64() { return Get<double>(); }
   std::string Str() {
     const uint64_t n = U64();
     if (n > static_cast<uint64_t>(end_ - p_)) {
@@ -411,7 +385,7 @@ Status SpoolWriter::Finish() {
   }
   m.summary.records = m.added;
   m.summary.xxh3_64 = Hex64(XXH3_64bits_digest(m.hash));
-  return WriteSmallFile(m.folder / (m.name + ".done"), SummaryJson(m.summary).dump() + "\n");
+  return WriteTextDurably(m.folder / (m.name + ".done"), SummaryJson(m.summary).dump() + "\n");
 }
 
 std::optional<SpoolSummary> FinishedPart(const fs::path& staging, int64_t index, int64_t count,
@@ -447,14 +421,17 @@ void RecordPartFailure(const fs::path& staging, const PartSpec& part, const Stat
     fs::remove(path, ec);
     return;
   }
-  fs::create_directories(path.parent_path(), ec);
-  (void)WriteSmallFile(path, status.ToString() + "\n");
+  if (!fs::is_directory(staging, ec)) return;  // published meanwhile: nothing to tell
+  fs::create_directory(path.parent_path(), ec);
+  (void)WriteTextDurably(path, status.ToString() + "\n");
 }
 
-std::string FailedPart(const fs::path& staging, int64_t count) {
+std::string FailedPart(const fs::path& staging, int64_t count, std::time_t since) {
   for (int64_t i = 0; i < count; ++i) {
     std::string text;
     const fs::path path = PartsFolder(staging) / (PartName(i, count) + ".failed");
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || st.st_mtime + 5 < since) continue;  // none, or stale
     if (ReadRegularFile(path.string(), &text).ok()) {
       while (!text.empty() && text.back() == '\n') text.pop_back();
       return "part " + std::to_string(i) + " of " + std::to_string(count) + " failed: " + text;
@@ -565,7 +542,13 @@ Result<bool> SpoolReader::Next(ProcessedSample* out) {
     if (m.buffer.size() - m.at < sizeof size) return m.Corrupt("it ends inside a record");
     std::memcpy(&size, m.buffer.data() + m.at, sizeof size);
     m.at += sizeof size;
-    if (size > (uint64_t{1} << 40)) return m.Corrupt("a record's size is " + std::to_string(size));
+    // What the spool still holds past this size field, by its .done file.
+    const int64_t left = m.parts[m.part].bytes -
+                         (m.bytes - static_cast<int64_t>(m.buffer.size() - m.at));
+    if (left < 0 || size > static_cast<uint64_t>(left) ||
+        static_cast<uint64_t>(left) - size < sizeof(uint64_t)) {
+      return m.Corrupt("a record's size (" + std::to_string(size) + ") runs past its end");
+    }
     MM_RETURN_NOT_OK(m.Fill(size + sizeof(uint64_t)));
     if (m.buffer.size() - m.at < size + sizeof(uint64_t)) {
       return m.Corrupt("it ends inside a record");

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -48,7 +49,9 @@ struct PartSpec {
 /// OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (Open MPI's mpirun), PMI_RANK/PMI_SIZE (MPICH,
 /// Intel MPI), SLURM_PROCID/SLURM_STEP_NUM_TASKS (srun; not an sbatch script itself, which has
 /// no step). A job array gives no count to detect: pass
-/// --part ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT} (with --array=0-(N-1)).
+/// --part ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT} (with --array=0-(N-1)). A given
+/// --part wins over the environment: a program run under mpirun that runs mmpack for a
+/// build of its own passes --part 0/1 (one part, the whole input).
 /// Errors: InvalidArgument (a malformed --part or environment value).
 [[nodiscard]] Result<PartSpec> ResolvePart(const std::string& flag);
 
@@ -95,10 +98,12 @@ std::optional<SpoolSummary> FinishedPart(const std::filesystem::path& staging, i
                                          int64_t count, const std::string& fingerprint);
 
 /// Records a part's failure (.failed, the message) for the others; removes it with ok status.
+/// Nothing is written once the staging folder is gone (the set was published).
 void RecordPartFailure(const std::filesystem::path& staging, const PartSpec& part,
                        const Status& status);
-/// "part 1 of 3 failed: MESSAGE", of the first part of `count` with a .failed file; "" if none.
-std::string FailedPart(const std::filesystem::path& staging, int64_t count);
+/// "part 1 of 3 failed: MESSAGE", of the first part of `count` with a .failed file written
+/// since `since` (less 5 s of clock skew; older ones are of an earlier run); "" if none.
+std::string FailedPart(const std::filesystem::path& staging, int64_t count, std::time_t since);
 
 /// Reads the spools of a build in parts, in part order, checking each against its .done file.
 class SpoolReader {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "commands/output_dir.h"
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
@@ -45,40 +46,18 @@ size_t CheckpointNumber(const std::string& name) {
   return number;
 }
 
-// The checkpoints in `folder`, by number.
-std::map<size_t, fs::path> ListCheckpoints(const fs::path& folder) {
+// The checkpoints in `folder`, by number (none when there is no folder).
+Result<std::map<size_t, fs::path>> ListCheckpoints(const fs::path& folder) {
   std::map<size_t, fs::path> out;
   std::error_code ec;
+  if (!fs::exists(folder, ec)) return out;
   for (auto it = fs::directory_iterator(folder, ec); !ec && it != fs::directory_iterator();
        it.increment(ec)) {
     const size_t number = CheckpointNumber(it->path().filename().string());
     if (number > 0) out[number] = it->path();
   }
+  if (ec) return Status::IOError("cannot list " + folder.string() + ": " + ec.message());
   return out;
-}
-
-// Writes `text` to `path` so that a kill leaves the old file or the whole new one: a temporary
-// file, fsynced, renamed over `path`, then the folder fsynced so the rename is durable.
-Status WriteDurably(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  const std::string what = "cannot write " + tmp.string();
-  {
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd.valid()) return ErrnoStatus(errno, what);
-    for (size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoStatus(errno, what);
-      done += static_cast<size_t>(n);
-    }
-    if (::fsync(fd.get()) != 0) return ErrnoStatus(errno, "fsync " + tmp.string());
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return ErrnoStatus(errno, "rename " + tmp.string() + " -> " + path.string());
-  }
-  UniqueFd dir(::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.valid()) ::fsync(dir.get());
-  return Status::OK();
 }
 
 std::string Dump(const json& j) {
@@ -256,7 +235,7 @@ Status StartResumeLog(const fs::path& staging, const ResumeHeader& header) {
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) return Status::IOError("cannot create " + folder.string() + ": " + ec.message());
-  return WriteDurably(folder / kHeaderFile,
+  return WriteTextDurably(folder / kHeaderFile,
                       Dump({{"fingerprint", header.fingerprint},
                             {"tokenizer_sha256", header.tokenizer_sha256},
                             {"tokenizer_trained", header.tokenizer_trained}}));
@@ -281,7 +260,8 @@ Result<ResumeHeader> ReadResumeHeader(const fs::path& staging) {
 }
 
 int64_t CountCheckpoints(const fs::path& staging) {
-  return static_cast<int64_t>(ListCheckpoints(staging / kResumeFolder).size());
+  auto list = ListCheckpoints(staging / kResumeFolder);
+  return list.ok() ? static_cast<int64_t>(list->size()) : 0;
 }
 
 Result<SinkProgress> LoadCheckpoints(const fs::path& staging, BuildReport* report,
@@ -289,7 +269,8 @@ Result<SinkProgress> LoadCheckpoints(const fs::path& staging, BuildReport* repor
   SinkProgress progress;
   const fs::path folder = staging / kResumeFolder;
   std::error_code ec;
-  for (const auto& [number, path] : ListCheckpoints(folder)) {
+  MM_ASSIGN_OR_RETURN(auto checkpoints, ListCheckpoints(folder));
+  for (const auto& [number, path] : checkpoints) {
     auto c = ReadCheckpoint(path);
     std::string why;
     if (!c.ok()) {
@@ -332,12 +313,12 @@ Result<SinkProgress> LoadCheckpoints(const fs::path& staging, BuildReport* repor
   // What follows the last good checkpoint is redone: later checkpoints, and shards not kept.
   std::set<std::string> kept;
   for (const auto& e : progress.shards) kept.insert(e.file);
-  for (const fs::path& dir : {staging, folder}) {
+  for (const fs::path& dir : {folder, staging}) {  // any listing error stops before a shard goes
     for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
          it.increment(ec)) {
       const std::string name = it->path().filename().string();
       bool stale = false;
-      if (dir == staging) {
+      if (dir != folder) {
         stale = IsShardFile(name) && kept.count(name) == 0;
       } else {
         const size_t number = CheckpointNumber(name);
@@ -392,7 +373,7 @@ Status CheckpointWriter::Save(const BuildReport& report, const SinkProgress& pro
                      {"kept", std::move(kept)},
                      {"stats", report.stats.Tail(stats_)}};
   MM_RETURN_NOT_OK(
-      WriteDurably(folder_ / CheckpointName(progress.shards.size()), Dump(checkpoint)));
+      WriteTextDurably(folder_ / CheckpointName(progress.shards.size()), Dump(checkpoint)));
   dropped_ = report.dropped.size();
   dropped_captions_ = report.dropped_captions.size();
   shards_ = progress.shards.size();
@@ -403,7 +384,8 @@ Status CheckpointWriter::Save(const BuildReport& report, const SinkProgress& pro
 
 Status ClearCheckpoints(const fs::path& staging) {
   std::vector<fs::path> stale;
-  for (const auto& [number, path] : ListCheckpoints(staging / kResumeFolder)) stale.push_back(path);
+  MM_ASSIGN_OR_RETURN(auto checkpoints, ListCheckpoints(staging / kResumeFolder));
+  for (const auto& [number, path] : checkpoints) stale.push_back(path);
   std::error_code ec;
   for (auto it = fs::directory_iterator(staging, ec); !ec && it != fs::directory_iterator();
        it.increment(ec)) {
