@@ -7,7 +7,10 @@ Two measurements, each against a baseline taken in the same run on the same core
            SIZES lines (default 10000,100000,1000000). Every line names its own image path, one
            caption each; the paths reach the 51 real coco-cc photos through symlinked folders
            (folder k -> coco-cc/images), so only the manifest grows. --compression none,
-           --image-size 32, the real ALBERT tokenizer (given: nothing is trained), --threads 2.
+           --image-size 32, the real ALBERT tokenizer (given: nothing is trained), --threads 2,
+           and --samples-per-shard 10000: the writer holds one shard's tables (keys, captions,
+           token ids) until the shard closes, and at 3 KB a 32-px sample a 1 GiB shard would
+           hold 350,000 samples, so without it the shard, not the manifest, would be measured.
            Prints RSS per size, the ratio to the smallest size, and the bytes a line costs.
            Target: the largest size within 1.2x the smallest.
   parts    N expanded coco-cc photos (build_expand.py): `mmpack build --threads 2` against
@@ -84,7 +87,8 @@ def memory(mmpack, work, coco, model, sizes):
         shutil.rmtree(out, ignore_errors=True)
         wall, cpu, rss, _ = run_measured(
             [mmpack, "build", manifest, "-o", out, "--compression", "none", "--image-size", "32",
-             "--tokenizer", model, "--lowercase", "--threads", "2", "-q"])
+             "--samples-per-shard", "10000", "--tokenizer", model, "--lowercase",
+             "--threads", "2", "-q"])
         figures.append({"lines": lines, "peak_rss_mb": rss, "wall_s": round(wall, 1),
                         "cpu_s": round(cpu, 1)})
         base = figures[0]
