@@ -24,12 +24,6 @@ std::string Hex(const unsigned char* bytes, size_t n) {
   return hex;
 }
 
-std::string Hex64(uint64_t v) {
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(v));
-  return hex;
-}
-
 // Calls `consume(data, size)` for each block `fd` reads until its end. Errors: IOError naming
 // `what` ("read PATH: ...").
 template <typename Consume>
@@ -46,7 +40,13 @@ Status ReadBlocks(int fd, size_t block, const std::string& what, Consume consume
 
 }  // namespace
 
-std::string Xxh3Hex(const void* data, size_t size) { return Hex64(XXH3_64bits(data, size)); }
+std::string Xxh3Hex64(uint64_t digest) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(digest));
+  return hex;
+}
+
+std::string Xxh3Hex(const void* data, size_t size) { return Xxh3Hex64(XXH3_64bits(data, size)); }
 
 Result<std::string> Xxh3HexOfFd(int fd, const std::string& path) {
   Xxh3StatePtr state(XXH3_createState());
@@ -55,7 +55,7 @@ Result<std::string> Xxh3HexOfFd(int fd, const std::string& path) {
   MM_RETURN_NOT_OK(ReadBlocks(fd, 1 << 20, "read " + path, [&](const char* data, size_t n) {
     XXH3_64bits_update(state.get(), data, n);
   }));
-  return Hex64(XXH3_64bits_digest(state.get()));
+  return Xxh3Hex64(XXH3_64bits_digest(state.get()));
 }
 
 Result<std::string> Xxh3HexOfFile(const std::string& path) {

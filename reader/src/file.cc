@@ -18,6 +18,17 @@ Status ErrnoStatus(int err, const std::string& what) {
 
 void FdTraits::Close(int fd) { ::close(fd); }
 
+Status WriteAll(int fd, const void* data, size_t size, const std::string& what) {
+  const char* p = static_cast<const char*>(data);
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = ::write(fd, p + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, what);
+    done += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
 Result<RegularFile> OpenRegularFile(const std::string& path) {
   RegularFile file;
   file.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));

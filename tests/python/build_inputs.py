@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 
-from conftest import BIN_DIR, DATA_DIR
+from conftest import BIN_DIR, DATA_DIR, run
 
 MMPACK = os.path.join(BIN_DIR, "mmpack")
 COCO = os.path.join(DATA_DIR, "coco-cc")
@@ -68,11 +68,6 @@ def command(manifest, out, variant, *extra, threads=2):
             "--threads", str(threads), *VARIANTS[variant], *extra]
 
 
-def run(args, **kwargs):
-    return subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=600, **kwargs)
-
-
 def digest(folder):
     """{relative path: sha256} of every file under `folder`."""
     out = {}
@@ -86,7 +81,7 @@ def digest(folder):
 def reference_build(manifest, folder, variant):
     """The uninterrupted one-process build of `variant` into `folder`, checked to hold the drops
     the input was made for; returns its digest."""
-    r = run(command(manifest, folder, variant))
+    r = run(*command(manifest, folder, variant))
     assert r.returncode == 0, r.stderr
     report = json.load(open(os.path.join(str(folder), "report.json")))
     reasons = report["dropped_by_reason"]

@@ -14,6 +14,7 @@ h5py read of a zstd shard here goes through the filter that `import mmpack` regi
 """
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -32,6 +33,12 @@ os.environ.pop("HDF5_PLUGIN_PATH", None)
 os.environ["MMPACK_BIN"] = os.path.join(BIN_DIR, "mmpack")
 
 import mmpack  # noqa: E402  (after sys.path)
+
+
+def run(*args, timeout=600):
+    """Runs a command (its arguments as str); returns the CompletedProcess, output as text."""
+    return subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=timeout)
 
 # Where each test session builds its sets: one build per set per session (a few seconds each).
 _SETS = {

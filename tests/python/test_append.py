@@ -7,21 +7,17 @@ refused append leaves OUT byte for byte as it was."""
 import hashlib
 import json
 import os
-import subprocess
 
 import numpy as np
 import pytest
 
 import mmpack
-from conftest import ALBERT, BIN_DIR, DATA_DIR
+from conftest import ALBERT, BIN_DIR, DATA_DIR, run
 
 MMPACK = os.path.join(BIN_DIR, "mmpack")
 COCO = os.path.join(DATA_DIR, "coco-cc")
 
 
-def run(*args):
-    return subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")

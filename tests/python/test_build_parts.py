@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from build_inputs import VARIANTS, command, digest, run, start_and_kill
+from build_inputs import VARIANTS, command, digest, start_and_kill
+from conftest import run
 
 MPIRUN = shutil.which("mpirun")
 
@@ -33,7 +34,7 @@ def test_parts_one_after_another_give_the_one_process_bytes(build_manifest, buil
                                                             variant, count):
     out = tmp_path / "out"
     for index in range(count):
-        r = run(part_args(build_manifest, out, variant, index, count))
+        r = run(*part_args(build_manifest, out, variant, index, count))
         assert r.returncode == 0, r.stderr
         if index + 1 < count:
             assert not os.path.exists(out)
@@ -69,8 +70,8 @@ def test_parts_at_once_in_reverse_order_give_the_one_process_bytes(build_manifes
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_mpirun_gives_the_one_process_bytes(build_manifest, build_reference, tmp_path, count):
     out = tmp_path / "out"
-    r = run([MPIRUN, "-n", count, "--allow-run-as-root", "--oversubscribe"] +
-            command(build_manifest, out, "jpeg", threads=1))
+    r = run(MPIRUN, "-n", count, "--allow-run-as-root", "--oversubscribe",
+            *command(build_manifest, out, "jpeg", threads=1))
     assert r.returncode == 0, r.stdout + r.stderr
     if count > 1:
         assert "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE" in r.stderr
@@ -97,23 +98,23 @@ def test_srun_environment_gives_the_one_process_bytes(build_manifest, build_refe
 def test_a_failed_part_fails_the_build_and_resume_redoes_only_it(build_manifest, build_reference, tmp_path):
     out = tmp_path / "out"
     parts = str(out) + ".mmpack-partial/.parts"
-    r0 = run(part_args(build_manifest, out, "jpeg", 0, 2))
+    r0 = run(*part_args(build_manifest, out, "jpeg", 0, 2))
     assert r0.returncode == 0, r0.stderr
     os.makedirs(os.path.join(parts, "part-000001-of-000002.spool.tmp"))  # part 1 cannot write
-    r1 = run(part_args(build_manifest, out, "jpeg", 1, 2))
+    r1 = run(*part_args(build_manifest, out, "jpeg", 1, 2))
     assert r1.returncode != 0
     assert "part 1 of 2" in r1.stderr and "spool.tmp" in r1.stderr
     assert not os.path.exists(out)
     spool0 = os.path.join(parts, "part-000000-of-000002.spool")
     before = os.stat(spool0).st_mtime_ns
-    r0 = run(part_args(build_manifest, out, "jpeg", 0, 2, "--resume"))
+    r0 = run(*part_args(build_manifest, out, "jpeg", 0, 2, "--resume"))
     assert r0.returncode != 0 and "already done" in r0.stderr
     assert os.stat(spool0).st_mtime_ns == before  # not made again
     lines = r0.stderr.strip().splitlines()
     assert "the set is not finished: part 1 of 2 failed" in lines[-1]
     assert "--resume" in lines[-1]
     os.rmdir(os.path.join(parts, "part-000001-of-000002.spool.tmp"))
-    r1 = run(part_args(build_manifest, out, "jpeg", 1, 2, "--resume"))
+    r1 = run(*part_args(build_manifest, out, "jpeg", 1, 2, "--resume"))
     assert r1.returncode == 0, r1.stderr
     assert_finished(out)
     assert digest(out) == build_reference["jpeg"]
@@ -121,26 +122,26 @@ def test_a_failed_part_fails_the_build_and_resume_redoes_only_it(build_manifest,
 
 def test_a_killed_part_is_redone_with_resume(build_manifest, build_reference, tmp_path):
     out = tmp_path / "out"
-    r0 = run(part_args(build_manifest, out, "raw_dedup", 0, 2))
+    r0 = run(*part_args(build_manifest, out, "raw_dedup", 0, 2))
     assert r0.returncode == 0, r0.stderr
     tmp = str(out) + ".mmpack-partial/.parts/part-000001-of-000002.spool.tmp"
     start_and_kill(part_args(build_manifest, out, "raw_dedup", 1, 2),
                    lambda: os.path.exists(tmp) and os.path.getsize(tmp) >= 100000)
     assert not os.path.exists(out)
-    r1 = run(part_args(build_manifest, out, "raw_dedup", 1, 2, "--resume"))
+    r1 = run(*part_args(build_manifest, out, "raw_dedup", 1, 2, "--resume"))
     assert r1.returncode == 0, r1.stderr
     assert digest(out) == build_reference["raw_dedup"]
 
 
 def test_a_killed_merge_resumes_from_its_checkpoints(build_manifest, build_reference, tmp_path):
     out = tmp_path / "out"
-    r0 = run(part_args(build_manifest, out, "jpeg", 0, 2))
+    r0 = run(*part_args(build_manifest, out, "jpeg", 0, 2))
     assert r0.returncode == 0, r0.stderr
     resume = str(out) + ".mmpack-partial/.resume"
     args = part_args(build_manifest, out, "jpeg", 1, 2)
     start_and_kill(args, lambda: os.path.isdir(resume) and
                    sum(n.startswith("checkpoint-") for n in os.listdir(resume)) >= 10)
-    r = run(args + ["--resume"])
+    r = run(*args, "--resume")
     assert r.returncode == 0, r.stderr
     assert "already done" in r.stderr and "the last part to finish" in r.stderr
     assert digest(out) == build_reference["jpeg"]
@@ -152,17 +153,17 @@ def test_a_damaged_spool_is_found_before_use_and_made_again(build_manifest, buil
     part 0 again."""
     out = tmp_path / "out"
     parts = str(out) + ".mmpack-partial/.parts"
-    assert run(part_args(build_manifest, out, "raw_dedup", 0, 2)).returncode == 0
+    assert run(*part_args(build_manifest, out, "raw_dedup", 0, 2)).returncode == 0
     spool = os.path.join(parts, "part-000000-of-000002.spool")
     data = bytearray(open(spool, "rb").read())
     data[len(data) // 2] ^= 0x01
     open(spool, "wb").write(data)
-    r = run(part_args(build_manifest, out, "raw_dedup", 1, 2))
+    r = run(*part_args(build_manifest, out, "raw_dedup", 1, 2))
     assert r.returncode != 0
     assert "part-000000-of-000002.spool" in r.stderr and "checksum" in r.stderr
     assert "run part 0 again with --resume" in r.stderr
     assert not os.path.exists(out)
-    r = run(part_args(build_manifest, out, "raw_dedup", 0, 2, "--resume"))
+    r = run(*part_args(build_manifest, out, "raw_dedup", 0, 2, "--resume"))
     assert r.returncode == 0, r.stderr
     assert "already done" not in r.stderr
     assert digest(out) == build_reference["raw_dedup"]
@@ -195,30 +196,30 @@ def test_a_stale_failure_of_an_earlier_run_is_ignored(build_manifest, build_refe
     stale = os.path.join(parts, "part-000001-of-000002.failed")
     open(stale, "w").write("an earlier run's failure\n")
     os.utime(stale, (time.time() - 3600, time.time() - 3600))
-    r0 = run(part_args(build_manifest, out, "jpeg", 0, 2))
+    r0 = run(*part_args(build_manifest, out, "jpeg", 0, 2))
     assert r0.returncode == 0, r0.stderr
     assert "still to finish" in r0.stderr
-    r1 = run(part_args(build_manifest, out, "jpeg", 1, 2))
+    r1 = run(*part_args(build_manifest, out, "jpeg", 1, 2))
     assert r1.returncode == 0, r1.stderr
     assert digest(out) == build_reference["jpeg"]
 
 
 def test_a_record_size_past_the_spool_end_is_refused_without_allocating(build_manifest, tmp_path):
     out = tmp_path / "out"
-    assert run(part_args(build_manifest, out, "jpeg", 0, 2)).returncode == 0
+    assert run(*part_args(build_manifest, out, "jpeg", 0, 2)).returncode == 0
     spool = str(out) + ".mmpack-partial/.parts/part-000000-of-000002.spool"
     data = bytearray(open(spool, "rb").read())
     data[8:16] = (1 << 38).to_bytes(8, "little")  # the first record's size field
     open(spool, "wb").write(data)
-    r = run(part_args(build_manifest, out, "jpeg", 1, 2))
+    r = run(*part_args(build_manifest, out, "jpeg", 1, 2))
     assert r.returncode != 0
     assert "runs past its end" in r.stderr and "run part 0 again" in r.stderr
 
 
 def test_parts_refuse_the_staging_folder_of_another_build(build_manifest, tmp_path):
     out = tmp_path / "out"
-    assert run(part_args(build_manifest, out, "jpeg", 0, 2)).returncode == 0
-    r = run(part_args(build_manifest, out, "jpeg", 1, 2, "--quality", "80"))
+    assert run(*part_args(build_manifest, out, "jpeg", 0, 2)).returncode == 0
+    r = run(*part_args(build_manifest, out, "jpeg", 1, 2, "--quality", "80"))
     assert r.returncode != 0
     assert "other options or input" in r.stderr and "rm -r" in r.stderr
     assert not os.path.exists(str(out) + ".mmpack-partial/.parts/part-000001-of-000002.failed")
@@ -226,12 +227,12 @@ def test_parts_refuse_the_staging_folder_of_another_build(build_manifest, tmp_pa
 
 @pytest.mark.parametrize("flag", ["2/2", "1", "a/2", "-1/2", "0/0"])
 def test_a_malformed_part_is_one_line(build_manifest, tmp_path, flag):
-    r = run(command(build_manifest, tmp_path / "out", "jpeg", "--part", flag))
+    r = run(*command(build_manifest, tmp_path / "out", "jpeg", "--part", flag))
     assert r.returncode != 0
     assert len(r.stderr.strip().splitlines()) == 1 and "I/N" in r.stderr
     assert not os.path.exists(str(tmp_path / "out") + ".mmpack-partial")
 
 
 def test_part_refuses_append(build_manifest, tmp_path):
-    r = run(command(build_manifest, tmp_path / "out", "jpeg", "--part", "0/2", "--append"))
+    r = run(*command(build_manifest, tmp_path / "out", "jpeg", "--part", "0/2", "--append"))
     assert r.returncode != 0 and "--append" in r.stderr

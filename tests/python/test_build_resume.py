@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from build_inputs import VARIANTS, command, digest, run, start_and_kill
+from build_inputs import VARIANTS, command, digest, start_and_kill
+from conftest import run
 
 
 def checkpoints(out):
@@ -24,7 +25,7 @@ def checkpoints(out):
 
 
 def resume(args, out):
-    r = run(list(args) + ["--resume"])
+    r = run(*args, "--resume")
     assert r.returncode == 0, r.stderr
     assert not os.path.exists(str(out) + ".mmpack-partial")
     assert not os.path.exists(os.path.join(str(out), ".resume"))
@@ -100,7 +101,7 @@ def test_resume_with_other_options_is_refused_and_keeps_the_partial_build(build_
     args = command(build_manifest, out, "raw_dedup")
     start_and_kill(args, lambda: checkpoints(out) >= 3)
     before = digest(str(out) + ".mmpack-partial")
-    r = run(command(build_manifest, out, "raw_dedup", "--min-size", "10") + ["--resume"])
+    r = run(*command(build_manifest, out, "raw_dedup", "--min-size", "10"), "--resume")
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "--resume" in lines[0] and "other options or input" in lines[0]
@@ -115,7 +116,7 @@ def test_a_build_without_resume_replaces_the_partial_build_and_says_resume_exist
     out = tmp_path / "out"
     args = command(build_manifest, out, "jpeg")
     start_and_kill(args, lambda: checkpoints(out) >= 2)
-    r = run(args)
+    r = run(*args)
     assert r.returncode == 0, r.stderr
     assert "left by an interrupted build" in r.stderr and "--resume" in r.stderr
     assert "finished shard(s) kept" not in r.stderr
@@ -155,6 +156,6 @@ def test_a_build_that_ignores_ctrl_c_keeps_ignoring_it(build_manifest, build_ref
 
 
 def test_resume_refuses_append(build_manifest, tmp_path):
-    r = run(command(build_manifest, tmp_path / "out", "jpeg", "--append", "--resume"))
+    r = run(*command(build_manifest, tmp_path / "out", "jpeg", "--append", "--resume"))
     assert r.returncode != 0
     assert "--resume" in r.stderr and "--append" in r.stderr

@@ -23,7 +23,6 @@ Tolerances, and why:
 import io
 import json
 import os
-import subprocess
 
 import h5py
 import numpy as np
@@ -31,7 +30,7 @@ import pytest
 from PIL import Image
 
 import mmpack
-from conftest import ALBERT, BIN_DIR, DATA_DIR
+from conftest import ALBERT, BIN_DIR, DATA_DIR, run
 from h5ref import reseal
 
 COCO = os.path.join(DATA_DIR, "coco-cc", "captions.jsonl")
@@ -39,9 +38,6 @@ CLIPART = os.path.join(DATA_DIR, "openclipart-pd", "captions.jsonl")
 MMPACK = os.path.join(BIN_DIR, "mmpack")
 
 
-def run(*args):
-    return subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -7,21 +7,19 @@ h5py's view of the same shards."""
 import json
 import os
 import shutil
-import subprocess
 
 import h5py
 import numpy as np
 import pytest
 
 import mmpack
-from conftest import ALBERT, BIN_DIR, DATA_DIR
+from conftest import ALBERT, BIN_DIR, DATA_DIR, run as conftest_run
 
 MANIFEST = os.path.join(DATA_DIR, "coco-cc", "captions.jsonl")
 
 
 def run(*args):
-    return subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=300)
+    return conftest_run(*args, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -109,23 +109,13 @@ class FileSink final : public DownloadSink {
                                 std::to_string(expected_) + " bytes");
     }
     XXH3_64bits_update(state_.get(), data, size);
-    for (size_t done = 0; done < size;) {
-      const ssize_t n = ::write(fd_, data + done, size - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoStatus(errno, "cache: writing " + display_);
-      done += static_cast<size_t>(n);
-    }
+    MM_RETURN_NOT_OK(WriteAll(fd_, data, size, "cache: writing " + display_));
     written_ += static_cast<int64_t>(size);
     return Status::OK();
   }
   int64_t written() const { return written_; }
   int64_t received() const { return received_; }
-  std::string Hex() const {
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx",
-                  static_cast<unsigned long long>(XXH3_64bits_digest(state_.get())));
-    return hex;
-  }
+  std::string Hex() const { return Xxh3Hex64(XXH3_64bits_digest(state_.get())); }
 
  private:
   int fd_;

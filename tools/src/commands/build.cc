@@ -8,8 +8,9 @@
 //   CheckCaptions     a sample keeps its good captions (text/caption.h); with none, dropped
 //   MakeTokenizer     the given model, or one trained on the good captions (text/tokenizer.h)
 //   StartResumeLog    the build's fingerprint, so that --resume can continue it
-//   RunPipeline       read, decode + fit, tokenize, compress; write in order (build_pipeline.h),
-//                     a checkpoint after each shard (build_resume.h)
+//   WriteShards       read, decode + fit, tokenize, compress (ProcessSamples); write in order
+//                     (SampleSink, build_pipeline.h), a checkpoint after each shard
+//                     (build_resume.h); or, for a build in parts, the parts' spools merged
 //   report.json       what was dropped and why (build_report.h)
 //   WriteIndex        index.json, last (mm/internal/index_json.h)
 //   Publish           the finished set renamed to OUT (output_dir.h)
@@ -27,6 +28,7 @@
 #include <filesystem>
 #include <optional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -233,6 +235,15 @@ struct SetTokenizer {
 
 // The given --tokenizer, or a unigram model trained on the good captions; either way written
 // to `staging`/tokenizer.model.
+// The tokenizer of the model `model_bytes`: its SHA-256, and the model loaded.
+Result<SetTokenizer> TokenizerOf(std::string model_bytes, bool trained) {
+  SetTokenizer out;
+  out.sha256 = Sha256Hex(model_bytes);
+  out.trained = trained;
+  MM_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::FromSerialized(std::move(model_bytes)));
+  return out;
+}
+
 Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawSample>& samples,
                                    const fs::path& staging) {
   SetTokenizer out;
@@ -267,10 +278,8 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawS
     if (!note.empty() && !o.quiet) std::fprintf(stderr, "mmpack build: %s\n", note.c_str());
     out.trained = true;
   }
-  out.sha256 = Sha256Hex(model_bytes);
   MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kTokenizerFile), model_bytes));
-  MM_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::FromSerialized(std::move(model_bytes)));
-  return out;
+  return TokenizerOf(std::move(model_bytes), out.trained);
 }
 
 // The tokenizer of the build `header` describes, written nowhere: the trained model it left in
@@ -278,27 +287,20 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawS
 // --tokenizer, whose bytes the fingerprint already matched (or none).
 Result<SetTokenizer> OpenMadeTokenizer(const BuildOptions& o, const ResumeHeader& header,
                                        const fs::path& staging) {
-  SetTokenizer out;
-  if (!header.tokenizer_trained) {
-    if (o.tokenizer == kNoTokenizer) return out;
-    std::string model_bytes;
-    MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
-    out.sha256 = Sha256Hex(model_bytes);
-    MM_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::FromSerialized(std::move(model_bytes)));
-    return out;
-  }
   std::string model_bytes;
+  if (!header.tokenizer_trained) {
+    if (o.tokenizer == kNoTokenizer) return SetTokenizer();
+    MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
+    return TokenizerOf(std::move(model_bytes), false);
+  }
   const fs::path model = staging / std::string(mm::format::kTokenizerFile);
   MM_RETURN_NOT_OK(ReadRegularFile(model.string(), &model_bytes).WithContext("--resume"));
-  out.sha256 = Sha256Hex(model_bytes);
-  if (out.sha256 != header.tokenizer_sha256) {
+  if (Sha256Hex(model_bytes) != header.tokenizer_sha256) {
     return Status::Corruption("--resume: " + model.string() +
                               " is not the tokenizer the interrupted build trained; run without "
                               "--resume to start over");
   }
-  out.trained = true;
-  MM_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::FromSerialized(std::move(model_bytes)));
-  return out;
+  return TokenizerOf(std::move(model_bytes), true);
 }
 
 // A resumed one-process build's tokenizer: OpenMadeTokenizer's, with a given model copied into
@@ -315,9 +317,6 @@ Result<SetTokenizer> ResumeTokenizer(const BuildOptions& o, const ResumeHeader& 
 const char* g_interrupt_note = nullptr;
 size_t g_interrupt_note_size = 0;
 
-struct sigaction g_old_int {}, g_old_term {};
-bool g_installed = false;
-
 void OnInterrupt(int sig) {
   if (g_interrupt_note != nullptr) {
     ssize_t ignored = ::write(STDERR_FILENO, g_interrupt_note, g_interrupt_note_size);
@@ -327,32 +326,36 @@ void OnInterrupt(int sig) {
   ::raise(sig);
 }
 
-// Installs the note for SIGINT and SIGTERM, except where the signal is ignored (a build started
-// in the background by a script stays immune to Ctrl-C, as before).
-void NoteResumeOnInterrupt(const fs::path& staging) {
-  static std::string note;
-  note = "\nmmpack build: interrupted; the shards finished so far are kept in " + staging.string() +
-         ": run the same command with --resume to continue\n";
-  g_interrupt_note = note.c_str();
-  g_interrupt_note_size = note.size();
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigemptyset(&sa.sa_mask);
-  for (auto [sig, old] : {std::pair{SIGINT, &g_old_int}, std::pair{SIGTERM, &g_old_term}}) {
-    ::sigaction(sig, nullptr, old);
-    if (old->sa_handler != SIG_IGN) ::sigaction(sig, &sa, nullptr);
+// While alive: the note on SIGINT and SIGTERM, except where the signal is ignored (a build
+// started in the background by a script stays immune to Ctrl-C, as before). The destructor
+// puts the dispositions from before back.
+class InterruptNote {
+ public:
+  explicit InterruptNote(const fs::path& staging) {
+    static std::string note;
+    note = "\nmmpack build: interrupted; the shards finished so far are kept in " +
+           staging.string() + ": run the same command with --resume to continue\n";
+    g_interrupt_note = note.c_str();
+    g_interrupt_note_size = note.size();
+    struct sigaction sa {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    for (auto [sig, old] : {std::pair{SIGINT, &old_int_}, std::pair{SIGTERM, &old_term_}}) {
+      ::sigaction(sig, nullptr, old);
+      if (old->sa_handler != SIG_IGN) ::sigaction(sig, &sa, nullptr);
+    }
   }
-  g_installed = true;
-}
+  ~InterruptNote() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+    g_interrupt_note = nullptr;
+  }
+  InterruptNote(const InterruptNote&) = delete;
+  InterruptNote& operator=(const InterruptNote&) = delete;
 
-// The dispositions from before NoteResumeOnInterrupt.
-void RestoreInterruptDefaults() {
-  if (!g_installed) return;
-  ::sigaction(SIGINT, &g_old_int, nullptr);
-  ::sigaction(SIGTERM, &g_old_term, nullptr);
-  g_interrupt_note = nullptr;
-  g_installed = false;
-}
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
 
 // The staging folder this build writes in: a new one, or with --resume the one an interrupted
 // build of the same command left. `resume` is set when there is one to continue.
@@ -503,6 +506,34 @@ Status FinishSet(const BuildOptions& o, InputFormat format, const ImageOptions& 
   return Publish(staging, out);
 }
 
+// The set's shards from where `progress` stands (the start, or the last checkpoint) on: `feed`
+// hands the samples to a SampleSink, which writes them (with a checkpoint after each shard, but
+// for --append); then the set is finished and published (FinishSet). `shards`: every shard of
+// the set, for the summary.
+Status WriteShards(const BuildOptions& o, InputFormat format, const ImageOptions& image_options,
+                   const SetTokenizer& tok, const std::optional<AppendBase>& base,
+                   BuildReport* report, SinkProgress* progress, size_t total_samples,
+                   const fs::path& out, const fs::path& staging,
+                   const std::function<Status(SampleSink*)>& feed,
+                   std::vector<mm::reader::ShardEntry>* shards) {
+  *shards = progress->shards;  // kept by --resume
+  const int64_t first_shard = base ? static_cast<int64_t>(base->index.info.shards.size())
+                                   : static_cast<int64_t>(shards->size());
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                      MakeWriter(o, staging, tok.sha256, first_shard));
+  // --append publishes OUT's shards with the new ones (AssembleAppend): no checkpoints.
+  std::optional<CheckpointWriter> checkpoints;
+  if (!base) checkpoints.emplace(staging, *report, *progress);
+  SampleSink sink(o, writer.get(), report, progress, checkpoints ? &*checkpoints : nullptr,
+                  static_cast<int64_t>(total_samples - progress->next_sample));
+  Status fed = feed(&sink);
+  sink.Finish();
+  MM_RETURN_NOT_OK(fed);
+  MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> written, writer->Finish());
+  shards->insert(shards->end(), written.begin(), written.end());
+  return FinishSet(o, format, image_options, tok, base, *shards, *report, out, staging);
+}
+
 // The staging folder of a build in parts: made by whichever part comes first, never cleared
 // (the other parts may be writing in it).
 Result<fs::path> OpenPartStaging(const fs::path& out) {
@@ -590,7 +621,7 @@ Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
 Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOptions& image_options,
                     InputFormat format, std::vector<RawSample>* samples, BuildReport* report,
                     const std::string& fingerprint, const fs::path& out,
-                    const fs::path& staging, double* seconds) {
+                    const fs::path& staging) {
   Progress timer(0, true);
   const std::time_t start = std::time(nullptr);
   const std::string who = "part " + std::to_string(part.index) + " of " +
@@ -686,29 +717,22 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   } else {
     MM_RETURN_NOT_OK(ClearCheckpoints(staging));
   }
-  const std::vector<mm::reader::ShardEntry> kept_shards = progress.shards;
-  MM_ASSIGN_OR_RETURN(
-      std::unique_ptr<ShardWriter> writer,
-      MakeWriter(o, staging, tok.sha256, static_cast<int64_t>(kept_shards.size())));
-  CheckpointWriter checkpoints(staging, *report, progress);
-  SampleSink sink(o, writer.get(), report, &progress, &checkpoints,
-                  static_cast<int64_t>(samples->size() - progress.next_sample));
+  const size_t first = progress.next_sample;  // samples before it are in shards kept by --resume
   SpoolReader reader(staging, part.count, std::move(parts));
-  for (ProcessedSample sample;;) {
-    MM_ASSIGN_OR_RETURN(bool more, reader.Next(&sample));
-    if (!more) break;
-    if (sample.index < progress.next_sample) continue;  // in a shard kept by --resume
-    MM_RETURN_NOT_OK(sink.Add(std::move(sample)));
-  }
-  sink.Finish();
-  MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> written, writer->Finish());
-  std::vector<mm::reader::ShardEntry> shards = kept_shards;
-  shards.insert(shards.end(), written.begin(), written.end());
-  MM_RETURN_NOT_OK(FinishSet(o, format, image_options, tok, std::nullopt, shards, *report, out,
-                             staging));
+  std::vector<mm::reader::ShardEntry> shards;
+  MM_RETURN_NOT_OK(WriteShards(
+      o, format, image_options, tok, std::nullopt, report, &progress, samples->size(), out,
+      staging,
+      [&](SampleSink* sink) -> Status {
+        for (ProcessedSample sample;;) {
+          MM_ASSIGN_OR_RETURN(bool more, reader.Next(&sample));
+          if (!more) return Status::OK();
+          if (sample.index >= first) MM_RETURN_NOT_OK(sink->Add(std::move(sample)));
+        }
+      },
+      &shards));
   WarnUnknown(o, tok, *report);
-  *seconds = timer.ElapsedSeconds();
-  PrintSummary(o, *report, shards, *seconds);
+  PrintSummary(o, *report, shards, timer.ElapsedSeconds());
   return Status::OK();
 }
 
@@ -752,7 +776,8 @@ Status RunBuild(const BuildOptions& given) {
     MM_ASSIGN_OR_RETURN(staging, OpenStaging(o, out, &resume));
   }
   StagingGuard guard(resume || part.count > 0 ? fs::path() : staging);  // armed once safe
-  if (!base) NoteResumeOnInterrupt(staging);  // an --append is run again, not resumed
+  std::optional<InterruptNote> interrupt_note;  // until the set is published
+  if (!base) interrupt_note.emplace(staging);   // an --append is run again, not resumed
 
   BuildReport report;
   MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o, &report));
@@ -772,70 +797,55 @@ Status RunBuild(const BuildOptions& given) {
   }
   const std::string fingerprint = BuildFingerprint(o, given_tokenizer_sha, samples);
   if (part.count > 0) {
-    double seconds = 0;
-    Status st = RunPartBuild(o, part, image_options, ingest.format, &samples, &report,
-                             fingerprint, out, staging, &seconds);
-    RestoreInterruptDefaults();
-    return st;
+    return RunPartBuild(o, part, image_options, ingest.format, &samples, &report, fingerprint,
+                        out, staging);
   }
+  // A failure from here on removes the staging folder (the guard), finished shards included: a
+  // full disk must be left as it was found (tests/e2e/build_full_disk_test.py). Only a build
+  // that is killed leaves its folder to --resume.
   SinkProgress progress;  // where the pipeline starts: the beginning, or the last checkpoint
   SetTokenizer tok;
-  std::vector<mm::reader::ShardEntry> shards;
-  if (resume && resume->fingerprint != fingerprint) {
-    return Status::InvalidArgument(
-        "--resume: " + staging.string() +
-        " holds a build with other options or input (a different manifest, filter or image "
-        "option); run the command that started it, or drop --resume to start over");
-  }
-  Status built = [&]() -> Status {
-    if (resume) {
-      guard.Arm(staging);
-      MM_ASSIGN_OR_RETURN(tok, ResumeTokenizer(o, *resume, samples, staging));
-      std::vector<std::string> notes;
-      MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, &report, &notes));
-      if (!o.quiet) {
-        for (const std::string& note : notes) {
-          std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
-        }
-        std::fprintf(stderr,
-                     "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going on "
-                     "from sample %zu of %zu\n",
-                     progress.shards.size(), static_cast<long long>(report.written),
-                     progress.next_sample, samples.size());
-      }
-    } else {
-      MM_ASSIGN_OR_RETURN(tok, MakeTokenizer(o, samples, staging));
-      if (!base) {
-        MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
-      }
+  if (resume) {
+    if (resume->fingerprint != fingerprint) {
+      return Status::InvalidArgument(
+          "--resume: " + staging.string() +
+          " holds a build with other options or input (a different manifest, filter or image "
+          "option); run the command that started it, or drop --resume to start over");
     }
-    const std::vector<mm::reader::ShardEntry> kept_shards = progress.shards;
-    const int64_t first_shard = base ? static_cast<int64_t>(base->index.info.shards.size())
-                                     : static_cast<int64_t>(kept_shards.size());
-    MM_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
-                        MakeWriter(o, staging, tok.sha256, first_shard));
-    // --append publishes OUT's shards with the new ones (AssembleAppend): no checkpoints.
-    std::optional<CheckpointWriter> checkpoints;
-    if (!base) checkpoints.emplace(staging, report, progress);
-    MM_RETURN_NOT_OK(RunPipeline(&samples, ingest.format == InputFormat::kWds, o, image_options,
-                                 tok.tokenizer.get(), writer.get(), &report, &progress,
-                                 checkpoints ? &*checkpoints : nullptr));
-    MM_ASSIGN_OR_RETURN(std::vector<mm::reader::ShardEntry> written, writer->Finish());
-    shards = kept_shards;
-    shards.insert(shards.end(), written.begin(), written.end());
-    MM_RETURN_NOT_OK(
-        FinishSet(o, ingest.format, image_options, tok, base, shards, report, out, staging));
-    return Status::OK();
-  }();
-  if (!built.ok()) {
-    // A failure removes the staging folder (the guard), finished shards included: a full disk
-    // must be left as it was found (tests/e2e/build_full_disk_test.py). Only a build that is
-    // killed leaves its folder to --resume.
-    RestoreInterruptDefaults();
-    return built;
+    guard.Arm(staging);
+    MM_ASSIGN_OR_RETURN(tok, ResumeTokenizer(o, *resume, samples, staging));
+    std::vector<std::string> notes;
+    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, &report, &notes));
+    if (!o.quiet) {
+      for (const std::string& note : notes) {
+        std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
+      }
+      std::fprintf(stderr,
+                   "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going on "
+                   "from sample %zu of %zu\n",
+                   progress.shards.size(), static_cast<long long>(report.written),
+                   progress.next_sample, samples.size());
+    }
+  } else {
+    MM_ASSIGN_OR_RETURN(tok, MakeTokenizer(o, samples, staging));
+    if (!base) {
+      MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
+    }
   }
+  const size_t first = progress.next_sample;
+  std::vector<mm::reader::ShardEntry> shards;
+  MM_RETURN_NOT_OK(WriteShards(
+      o, ingest.format, image_options, tok, base, &report, &progress, samples.size(), out,
+      staging,
+      [&](SampleSink* sink) {
+        return ProcessSamples(&samples, first, samples.size(),
+                              ingest.format == InputFormat::kWds, o, image_options,
+                              tok.tokenizer.get(),
+                              [sink](ProcessedSample&& s) { return sink->Add(std::move(s)); });
+      },
+      &shards));
   guard.Disarm();
-  RestoreInterruptDefaults();
+  interrupt_note.reset();  // published: there is nothing left to resume
   WarnUnknown(o, tok, report);
   PrintSummary(o, report, shards, timer.ElapsedSeconds());
   return Status::OK();

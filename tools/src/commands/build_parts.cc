@@ -19,6 +19,8 @@
 
 #include "commands/build_resume.h"
 #include "commands/output_dir.h"
+#include "mm/internal/c_handles.h"
+#include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
 
 namespace mm::pack {
@@ -38,13 +40,6 @@ Result<int64_t> ParseCount(const char* text, const std::string& what) {
     return Status::InvalidArgument(what + " is '" + text + "', not a count");
   }
   return static_cast<int64_t>(v);
-}
-
-// XXH3-64 as 16 lowercase hex digits.
-std::string Hex64(uint64_t h) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
 }
 
 // Little-endian fixed-width fields and length-prefixed strings into a byte buffer.
@@ -307,22 +302,15 @@ struct SpoolWriter::Impl {
   SpoolSummary summary;
   UniqueFd fd;
   std::string buffer;
-  XXH3_state_t* hash = nullptr;
+  Xxh3StatePtr hash{XXH3_createState()};
   int64_t added = 0;
 
-  ~Impl() {
-    if (hash != nullptr) XXH3_freeState(hash);
-  }
   fs::path tmp() const { return folder / (name + ".spool.tmp"); }
 
   Status Flush() {
-    XXH3_64bits_update(hash, buffer.data(), buffer.size());
-    for (size_t done = 0; done < buffer.size();) {
-      const ssize_t n = ::write(fd.get(), buffer.data() + done, buffer.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoStatus(errno, "cannot write " + tmp().string());
-      done += static_cast<size_t>(n);
-    }
+    XXH3_64bits_update(hash.get(), buffer.data(), buffer.size());
+    MM_RETURN_NOT_OK(WriteAll(fd.get(), buffer.data(), buffer.size(),
+                              "cannot write " + tmp().string()));
     summary.bytes += static_cast<int64_t>(buffer.size());
     buffer.clear();
     return Status::OK();
@@ -346,8 +334,7 @@ Result<std::unique_ptr<SpoolWriter>> SpoolWriter::Create(const fs::path& staging
   fs::remove(m.folder / (m.name + ".done"), ec);
   m.fd = UniqueFd(::open(m.tmp().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!m.fd.valid()) return ErrnoStatus(errno, "cannot write " + m.tmp().string());
-  m.hash = XXH3_createState();
-  XXH3_64bits_reset(m.hash);
+  XXH3_64bits_reset(m.hash.get());
   m.buffer.append(kSpoolMagic, sizeof kSpoolMagic);
   return w;
 }
@@ -384,7 +371,7 @@ Status SpoolWriter::Finish() {
     return ErrnoStatus(errno, "rename " + m.tmp().string() + " -> " + spool.string());
   }
   m.summary.records = m.added;
-  m.summary.xxh3_64 = Hex64(XXH3_64bits_digest(m.hash));
+  m.summary.xxh3_64 = Xxh3Hex64(XXH3_64bits_digest(m.hash.get()));
   return WriteTextDurably(m.folder / (m.name + ".done"), SummaryJson(m.summary).dump() + "\n");
 }
 
@@ -447,15 +434,11 @@ struct SpoolReader::Impl {
   size_t part = 0;  // the spool being read
   std::string name;
   UniqueFd fd;
-  XXH3_state_t* hash = nullptr;
+  Xxh3StatePtr hash{XXH3_createState()};
   int64_t records = 0, bytes = 0;
   std::string buffer;
   size_t at = 0;  // next unread byte of buffer
   bool eof = false;
-
-  ~Impl() {
-    if (hash != nullptr) XXH3_freeState(hash);
-  }
 
   // The spool is damaged: its .done is removed, so that --resume makes the part again.
   Status Corrupt(const std::string& why) const {
@@ -480,7 +463,7 @@ struct SpoolReader::Impl {
       }
       if (got < 0) return ErrnoStatus(errno, "read " + name + ".spool");
       buffer.resize(old + static_cast<size_t>(got));
-      XXH3_64bits_update(hash, buffer.data() + old, static_cast<size_t>(got));
+      XXH3_64bits_update(hash.get(), buffer.data() + old, static_cast<size_t>(got));
       bytes += got;
       eof = got == 0;
     }
@@ -492,8 +475,7 @@ struct SpoolReader::Impl {
     const fs::path path = PartsFolder(staging) / (name + ".spool");
     fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return ErrnoStatus(errno, "open " + path.string());
-    if (hash == nullptr) hash = XXH3_createState();
-    XXH3_64bits_reset(hash);
+    XXH3_64bits_reset(hash.get());
     records = bytes = 0;
     buffer.clear();
     at = 0;
@@ -511,7 +493,7 @@ struct SpoolReader::Impl {
   Status Close() {
     const SpoolSummary& s = parts[part];
     if (records != s.records || bytes != s.bytes ||
-        Hex64(XXH3_64bits_digest(hash)) != s.xxh3_64) {
+        Xxh3Hex64(XXH3_64bits_digest(hash.get())) != s.xxh3_64) {
       return Corrupt("its records, size or XXH3-64 are not those of its .done file");
     }
     fd.Reset();

@@ -365,17 +365,4 @@ Status ProcessSamples(std::vector<RawSample>* samples, size_t begin, size_t end,
   return pipeline.Run();
 }
 
-Status RunPipeline(std::vector<RawSample>* samples, bool from_tar, const BuildOptions& o,
-                   const ImageOptions& image_options, const Tokenizer* tokenizer,
-                   ShardWriter* writer, BuildReport* report, SinkProgress* progress,
-                   CheckpointWriter* checkpoints) {
-  const size_t begin = std::min(progress->next_sample, samples->size());
-  SampleSink sink(o, writer, report, progress, checkpoints,
-                  static_cast<int64_t>(samples->size() - begin));
-  Status st = ProcessSamples(samples, begin, samples->size(), from_tar, o, image_options,
-                             tokenizer, [&sink](ProcessedSample&& s) { return sink.Add(std::move(s)); });
-  sink.Finish();
-  return st;
-}
-
 }  // namespace mm::pack

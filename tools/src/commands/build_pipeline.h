@@ -74,12 +74,4 @@ class SampleSink {
   std::unique_ptr<State> state_;
 };
 
-/// ProcessSamples from `progress->next_sample` to the end into a SampleSink: the whole middle
-/// of a one-process build.
-[[nodiscard]] Status RunPipeline(std::vector<RawSample>* samples, bool from_tar,
-                                 const BuildOptions& o, const ImageOptions& image_options,
-                                 const Tokenizer* tokenizer, ShardWriter* writer,
-                                 BuildReport* report, SinkProgress* progress,
-                                 CheckpointWriter* checkpoints);
-
 }  // namespace mm::pack

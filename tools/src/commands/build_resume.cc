@@ -12,12 +12,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "commands/output_dir.h"
 #include "mm/filename.h"
 #include "mm/format.h"
+#include "mm/internal/c_handles.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
 
@@ -67,7 +69,7 @@ std::string Dump(const json& j) {
 // Feeds length-prefixed fields to an XXH3-128 state, so "ab"+"c" and "a"+"bc" differ.
 class Hasher {
  public:
-  Hasher() : state_(XXH3_createState()) { XXH3_128bits_reset(state_.get()); }
+  Hasher() { XXH3_128bits_reset(state_.get()); }
   void Add(std::string_view s) {
     const uint64_t n = s.size();
     XXH3_128bits_update(state_.get(), &n, sizeof n);
@@ -84,10 +86,7 @@ class Hasher {
   }
 
  private:
-  struct Free {
-    void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
-  };
-  std::unique_ptr<XXH3_state_t, Free> state_;
+  Xxh3StatePtr state_{XXH3_createState()};
 };
 
 json EntryJson(const mm::reader::ShardEntry& e) {
@@ -161,12 +160,13 @@ Result<Checkpoint> ReadCheckpoint(const fs::path& path) {
   }
 }
 
-bool IsShardFile(const std::string& name) {
-  auto ends = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(),
-                                                        suffix.size(), suffix) == 0;
-  };
-  return name.rfind("shard-", 0) == 0 && (ends(".h5") || ends(".h5.tmp"));
+// A shard's name, finished ("shard-000007.h5") or being written ("shard-000007.h5.tmp").
+bool IsShardFile(std::string_view name) {
+  constexpr std::string_view kTmp = ".tmp";
+  if (name.size() > kTmp.size() && name.substr(name.size() - kTmp.size()) == kTmp) {
+    name.remove_suffix(kTmp.size());
+  }
+  return format::ParseShardFileName(name, nullptr);
 }
 
 }  // namespace

@@ -130,12 +130,7 @@ Status WriteWhole(const fs::path& path, const std::string& text, bool sync) {
   const std::string what = "cannot write " + path.string();
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) return ErrnoStatus(errno, what);
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, what);
-    done += static_cast<size_t>(n);
-  }
+  MM_RETURN_NOT_OK(WriteAll(fd.get(), text.data(), text.size(), what));
   if (sync && ::fsync(fd.get()) != 0) return ErrnoStatus(errno, "fsync " + path.string());
   if (::close(fd.Release()) != 0) return ErrnoStatus(errno, what);
   return Status::OK();

@@ -275,12 +275,8 @@ class ShardWriterImpl final : public ShardWriter {
 
   Status AppendChunk(const std::vector<uint8_t>& chunk) {
     if (jpeg_) {
-      for (size_t done = 0; done < chunk.size();) {
-        const ssize_t n = ::write(spool_.get(), chunk.data() + done, chunk.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return ErrnoStatus(errno, "spooling JPEG bytes in " + options_.output_dir);
-        done += static_cast<size_t>(n);
-      }
+      MM_RETURN_NOT_OK(WriteAll(spool_.get(), chunk.data(), chunk.size(),
+                                "spooling JPEG bytes in " + options_.output_dir));
     } else {
       MM_RETURN_NOT_OK(AppendImageChunk(images_.get(), num_samples_, options_.image_height,
                                         options_.image_width, chunk));

@@ -11,12 +11,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "mm/status.h"
 
 namespace mm {
+
+/// An XXH3-64 digest as 16 lowercase hex digits (the form index.json stores).
+std::string Xxh3Hex64(uint64_t digest);
 
 /// XXH3-64 (seed 0) of `size` bytes at `data`, as 16 lowercase hex digits.
 std::string Xxh3Hex(const void* data, size_t size);

@@ -53,4 +53,8 @@ struct RegularFile {
 [[nodiscard]] Status ReadRegularFile(const std::string& path, std::string* bytes,
                                      int64_t max_bytes = -1);
 
+/// Writes all `size` bytes at `data` to `fd`, going on after short writes and EINTR.
+/// Errors: those of ErrnoStatus(errno, what) ("WHAT: No space left on device").
+[[nodiscard]] Status WriteAll(int fd, const void* data, size_t size, const std::string& what);
+
 }  // namespace mm
