@@ -233,6 +233,17 @@ def test_a_malformed_part_is_one_line(build_manifest, tmp_path, flag):
     assert not os.path.exists(str(tmp_path / "out") + ".mmpack-partial")
 
 
+def test_more_parts_than_samples_is_refused_before_anything_is_written(build_manifest,
+                                                                        tmp_path):
+    """A slip such as --part 0/1000000000 would otherwise scan a billion part files."""
+    out = tmp_path / "out"
+    r = run(*command(build_manifest, out, "jpeg", "--part", "0/1000000000"))
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "1000000000 parts" in lines[0] and "samples" in lines[0]
+    assert not os.path.exists(str(out) + ".mmpack-partial")
+
+
 def test_part_refuses_append(build_manifest, tmp_path):
     r = run(*command(build_manifest, tmp_path / "out", "jpeg", "--part", "0/2", "--append"))
     assert r.returncode != 0 and "--append" in r.stderr

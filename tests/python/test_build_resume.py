@@ -4,6 +4,7 @@ bytes (every shard, index.json, report.json, tokenizer.model) as a build never i
 The input (build_inputs.py): real photos with duplicates and bad samples mixed in, a trained
 tokenizer, 3 samples a shard, so the kills land between and inside dozens of shards."""
 
+import json
 import os
 import random
 import signal
@@ -93,6 +94,22 @@ def test_a_damaged_finished_shard_is_built_again(build_manifest, build_reference
     assert "not kept: shard-000002.h5 does not match its checksum" in r.stderr
     assert kept_shards(r.stderr) == 2
     assert digest(out) == build_reference["raw_dedup"]
+
+
+def test_a_checkpoint_past_the_sample_list_or_not_json_is_not_kept(build_manifest,
+                                                                    build_reference, tmp_path):
+    out = tmp_path / "out"
+    args = command(build_manifest, out, "jpeg")
+    start_and_kill(args, lambda: checkpoints(out) >= 4)
+    folder = str(out) + ".mmpack-partial/.resume/"
+    c2 = json.load(open(folder + "checkpoint-000002.json"))
+    c2["next_sample"] = 10**12
+    open(folder + "checkpoint-000002.json", "w").write(json.dumps(c2))
+    open(folder + "checkpoint-000003.json", "w").write("{not json")
+    r = resume(args, out)
+    assert "not kept: checkpoint-000002.json does not follow" in r.stderr
+    assert kept_shards(r.stderr) == 1
+    assert digest(out) == build_reference["jpeg"]
 
 
 def test_resume_with_other_options_is_refused_and_keeps_the_partial_build(build_manifest, build_reference,

@@ -668,16 +668,18 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
 
   // The last part to finish merges the spools.
   std::vector<SpoolSummary> parts;
-  std::string missing;
+  std::string missing;  // the first 8 parts not finished, then how many more
+  int64_t not_done = 0;
   for (int64_t i = 0; i < part.count; ++i) {
     auto done = FinishedPart(staging, i, part.count, fingerprint);
     if (done) {
       parts.push_back(*done);
-    } else {
+    } else if (++not_done <= 8) {
       missing += (missing.empty() ? "" : ", ") + std::to_string(i);
     }
   }
-  if (!missing.empty()) {
+  if (not_done > 8) missing += " and " + std::to_string(not_done - 8) + " more";
+  if (not_done > 0) {
     const std::string failed = FailedPart(staging, part.count, start);
     if (!failed.empty()) {
       return Status::InvalidArgument("the set is not finished: " + failed +
@@ -710,7 +712,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   SinkProgress progress;
   if (o.resume) {
     std::vector<std::string> notes;
-    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, report, &notes));
+    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples->size(), report, &notes));
     for (const std::string& note : notes) {
       if (!o.quiet) std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
     }
@@ -771,7 +773,7 @@ Status RunBuild(const BuildOptions& given) {
   std::optional<ResumeHeader> resume;
   fs::path staging;
   if (part.count > 0) {
-    MM_ASSIGN_OR_RETURN(staging, OpenPartStaging(out));
+    staging = StagingPath(out);  // made once the input is known to split (OpenPartStaging)
   } else {
     MM_ASSIGN_OR_RETURN(staging, OpenStaging(o, out, &resume));
   }
@@ -796,7 +798,13 @@ Status RunBuild(const BuildOptions& given) {
     MM_ASSIGN_OR_RETURN(given_tokenizer_sha, Sha256HexOfFile(o.tokenizer));
   }
   const std::string fingerprint = BuildFingerprint(o, given_tokenizer_sha, samples);
+  if (part.count > static_cast<int64_t>(samples.size())) {
+    return Status::InvalidArgument("--part: " + std::to_string(part.count) + " parts (" +
+                                   part.origin + ") of " + std::to_string(samples.size()) +
+                                   " samples; use at most one part a sample");
+  }
   if (part.count > 0) {
+    MM_RETURN_NOT_OK(OpenPartStaging(out).status());
     return RunPartBuild(o, part, image_options, ingest.format, &samples, &report, fingerprint,
                         out, staging);
   }
@@ -815,7 +823,7 @@ Status RunBuild(const BuildOptions& given) {
     guard.Arm(staging);
     MM_ASSIGN_OR_RETURN(tok, ResumeTokenizer(o, *resume, samples, staging));
     std::vector<std::string> notes;
-    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, &report, &notes));
+    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples.size(), &report, &notes));
     if (!o.quiet) {
       for (const std::string& note : notes) {
         std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());

@@ -264,8 +264,8 @@ int64_t CountCheckpoints(const fs::path& staging) {
   return list.ok() ? static_cast<int64_t>(list->size()) : 0;
 }
 
-Result<SinkProgress> LoadCheckpoints(const fs::path& staging, BuildReport* report,
-                                     std::vector<std::string>* notes) {
+Result<SinkProgress> LoadCheckpoints(const fs::path& staging, size_t total_samples,
+                                     BuildReport* report, std::vector<std::string>* notes) {
   SinkProgress progress;
   const fs::path folder = staging / kResumeFolder;
   std::error_code ec;
@@ -277,7 +277,8 @@ Result<SinkProgress> LoadCheckpoints(const fs::path& staging, BuildReport* repor
       why = c.status().message();
     } else if (c->progress_after.shards.empty() ||
                progress.shards.size() + c->progress_after.shards.size() != number ||
-               c->progress_after.next_sample < progress.next_sample) {
+               c->progress_after.next_sample < progress.next_sample ||
+               c->progress_after.next_sample > total_samples) {
       why = path.filename().string() + " does not follow the checkpoint before it";
     } else {
       for (size_t s = 0; s < c->progress_after.shards.size() && why.empty(); ++s) {

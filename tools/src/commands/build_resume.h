@@ -78,14 +78,15 @@ struct ResumeHeader {
 /// How many shard checkpoints `staging` holds (for the note that --resume exists).
 int64_t CountCheckpoints(const std::filesystem::path& staging);
 
-/// Restores the sink's progress from `staging`'s checkpoints, appending each checkpoint's
+/// Restores the sink's progress from `staging`'s checkpoints (over a list of `total_samples`
+/// samples: a checkpoint past its end is not one of this build), appending each checkpoint's
 /// reports to `report` (which holds what the build reported before its pipeline, as the
 /// interrupted build did). Stops at the first checkpoint that cannot be read or whose shards
 /// are not whole on disk, then removes every later checkpoint and every shard file (and
 /// .h5.tmp) not kept, so the build goes on from the last good one. `notes` gets a line for each
 /// thing not kept. Errors: IOError (a file that cannot be removed).
 [[nodiscard]] Result<SinkProgress> LoadCheckpoints(const std::filesystem::path& staging,
-                                                   BuildReport* report,
+                                                   size_t total_samples, BuildReport* report,
                                                    std::vector<std::string>* notes);
 
 /// Writes the checkpoints of one build: each Save covers what the sink did since the last.
