@@ -7,11 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "mm/internal/jpeg_encode.h"
 #include "mm/internal/resample.h"
 #include "sampler.h"
 #include "shard_fixture.h"
@@ -258,6 +261,200 @@ TEST(JpegRegion, DamagedBytesAreCorruptionNotACrash) {
   st = CropResizeJpeg(reinterpret_cast<const uint8_t*>(j.data()), j.size(), photos[0].w + 1,
                       photos[0].h, {0, 0, 100, 100}, 224, 224, false, out.data());
   EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+}
+
+// One photo's pixels encoded twice by mmpack's encoder: with the restart markers mmpack stores
+// (so the loader cuts out the MCUs a crop covers) and without (so it crops scanlines).
+// `width` at most the photo's: the left part, to get odd and even MCU counts.
+struct TwoEncodings {
+  int w = 0, h = 0;
+  std::vector<uint8_t> cut, plain;
+};
+
+TwoEncodings EncodeBoth(const Photo& p, int width) {
+  std::vector<uint8_t> rgb(static_cast<size_t>(width) * p.h * 3);
+  for (int y = 0; y < p.h; ++y) {
+    std::memcpy(rgb.data() + static_cast<size_t>(y) * width * 3,
+                p.rgb.data() + static_cast<size_t>(y) * p.w * 3, static_cast<size_t>(width) * 3);
+  }
+  TwoEncodings e;
+  e.w = width;
+  e.h = p.h;
+  auto a = image::EncodeJpegRgb(rgb.data(), width, p.h, 90, image::JpegRestartMcus(width));
+  auto b = image::EncodeJpegRgb(rgb.data(), width, p.h, 90, 0);
+  EXPECT_TRUE(a.ok() && b.ok());
+  if (a.ok()) e.cut = std::move(*a);
+  if (b.ok()) e.plain = std::move(*b);
+  return e;
+}
+
+// Offset of the first `marker` (0xFFxx) segment before the scan, or -1.
+int FindMarker(const std::vector<uint8_t>& j, uint8_t marker) {
+  for (size_t p = 2; p + 4 <= j.size() && j[p] == 0xFF;) {
+    if (j[p + 1] == marker) return static_cast<int>(p);
+    if (j[p + 1] == 0xDA) return -1;
+    p += 2 + (j[p + 2] << 8 | j[p + 3]);
+  }
+  return -1;
+}
+
+// The stored JPEG's restart interval (the DRI segment), and what it costs.
+TEST(JpegEncode, RestartMarkersEveryOneOrTwoMcusAtLittleCost) {
+  EXPECT_EQ(image::JpegRestartMcus(256), 2);  // 16 MCUs a row
+  EXPECT_EQ(image::JpegRestartMcus(250), 2);
+  EXPECT_EQ(image::JpegRestartMcus(240), 1);  // 15
+  EXPECT_EQ(image::JpegRestartMcus(1), 1);
+  TempDir tmp("mm_transforms");
+  for (const Photo& p : WritePhotos(tmp, 2)) {
+    for (int width : {p.w, p.w - 16}) {
+      const TwoEncodings e = EncodeBoth(p, width);
+      const int dri = FindMarker(e.cut, 0xDD);
+      ASSERT_GT(dri, 0);
+      EXPECT_EQ(e.cut[dri + 4] << 8 | e.cut[dri + 5], image::JpegRestartMcus(width));
+      EXPECT_EQ(FindMarker(e.plain, 0xDD), -1);
+      EXPECT_LT(e.cut.size(), e.plain.size() * 106 / 100) << width << "x" << p.h;
+      // Both decode, whole, to the same pixels: restarts change the coding, not the coefficients.
+      std::vector<uint8_t> a(static_cast<size_t>(e.w) * e.h * 3), b(a.size());
+      ASSERT_TRUE(DecodeJpeg(e.cut.data(), e.cut.size(), e.w, e.h, a.data()).ok());
+      ASSERT_TRUE(DecodeJpeg(e.plain.data(), e.plain.size(), e.w, e.h, b.data()).ok());
+      EXPECT_EQ(a, b);
+    }
+  }
+}
+
+// A region decoded from the MCUs cut out of a JPEG with restart markers has the pixels of the
+// same region of the same image decoded by cropping scanlines (no restart markers), away from
+// its edges' upsampling context; and so the loader's crops give the same bytes either way, for
+// random-resized crops, centre crops, enlargements and every DCT scale, with odd and even MCU
+// counts a row (restart intervals of 1 and 2 MCUs).
+TEST(JpegRegion, CutAtRestartMarkersGivesTheCroppedDecodesPixels) {
+  TempDir tmp("mm_transforms");
+  int cases = 0, cut_smaller = 0;
+  for (const Photo& p : WritePhotos(tmp, 3)) {
+    for (int width : {p.w, p.w - 16}) {
+      const TwoEncodings e = EncodeBoth(p, width);
+      CounterRng rng(7 + width);
+      for (int n = 0; n < 40; ++n) {
+        const int num = 1 + static_cast<int>(rng.Below(8));
+        const int sw = JpegScaled(e.w, num), sh = JpegScaled(e.h, num);
+        const int x0 = static_cast<int>(rng.Below(sw)), y0 = static_cast<int>(rng.Below(sh));
+        const int x1 = x0 + 1 + static_cast<int>(rng.Below(sw - x0));
+        const int y1 = y0 + 1 + static_cast<int>(rng.Below(sh - y0));
+        JpegRegion a, b;
+        ASSERT_TRUE(DecodeJpegRegion(e.cut.data(), e.cut.size(), num, x0, y0, x1, y1, &a, e.w, e.h)
+                        .ok());
+        const std::vector<uint8_t> got(a.pixels,
+                                       a.pixels + static_cast<size_t>(a.stride) * (a.y1 - a.y0));
+        ASSERT_TRUE(DecodeJpegRegion(e.plain.data(), e.plain.size(), num, x0, y0, x1, y1, &b, e.w,
+                                     e.h)
+                        .ok());
+        ASSERT_LE(a.x0, x0);
+        ASSERT_GE(a.x1, x1);
+        ASSERT_LE(a.y0, y0);
+        ASSERT_GE(a.y1, y1);
+        EXPECT_EQ(a.scaled_w, sw);
+        EXPECT_EQ(a.scaled_h, sh);
+        EXPECT_EQ(a.width, e.w);
+        EXPECT_EQ(a.height, e.h);
+        cut_smaller += (a.x1 - a.x0) < sw || a.y0 > 0;
+        int differ = 0;
+        for (int y = std::max(y0, a.y0 + 2); y < y1 - 2; ++y) {
+          for (int x = std::max(x0, a.x0 + 2); x < std::min(x1, a.x1 - 2); ++x) {
+            for (int c = 0; c < 3; ++c) {
+              differ += got[static_cast<size_t>(y - a.y0) * a.stride + (x - a.x0) * 3 + c] !=
+                        b.pixels[static_cast<size_t>(y - b.y0) * b.stride + (x - b.x0) * 3 + c];
+            }
+          }
+        }
+        EXPECT_EQ(differ, 0) << "scale " << num << "/8, region " << x0 << "," << y0 << " " << x1
+                             << "," << y1 << " of " << e.w << "x" << e.h;
+        ++cases;
+      }
+      std::vector<CropWindow> windows = {{0, 0, e.w, e.h},
+                                         CenterCrop(e.w, e.h, 224, 224, 224.0 / 256),
+                                         {e.w / 5, e.h / 7, e.w / 9, e.h / 8},
+                                         {e.w - 40, e.h - 30, 40, 30}};
+      for (int n = 0; n < 30; ++n) windows.push_back(RandomResizedCrop(e.w, e.h, {}, &rng));
+      for (const CropWindow& w : windows) {
+        for (auto [ow, oh] : {std::pair{224, 224}, std::pair{64, 48}}) {
+          for (image::Filter f : {image::Filter::kLanczos3, image::Filter::kBilinear}) {
+            std::vector<uint8_t> a(static_cast<size_t>(ow) * oh * 3), b(a.size());
+            ASSERT_TRUE(CropResizeJpeg(e.cut.data(), e.cut.size(), e.w, e.h, w, ow, oh, false,
+                                       a.data(), f)
+                            .ok());
+            ASSERT_TRUE(CropResizeJpeg(e.plain.data(), e.plain.size(), e.w, e.h, w, ow, oh, false,
+                                       b.data(), f)
+                            .ok());
+            EXPECT_EQ(a, b) << "window " << w.x << "," << w.y << " " << w.w << "x" << w.h
+                            << " of " << e.w << "x" << e.h << " -> " << ow << "x" << oh;
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cut_smaller, cases / 8);  // the cut path did run, on regions smaller than the image
+}
+
+// Damage in a JPEG with restart markers: a truncation, a restart marker out of turn, a table
+// that disagrees with the header, and bytes flipped anywhere are Corruption or pixels, never a
+// crash or a read outside the bytes (the cut is made only from a scan whose markers all check
+// out; anything else is decoded the ordinary way, which names the damage).
+TEST(JpegRegion, DamagedJpegsWithRestartMarkersAreCorruptionNotACrash) {
+  TempDir tmp("mm_transforms");
+  const std::vector<Photo> photos = WritePhotos(tmp, 1);
+  ASSERT_EQ(photos.size(), 1u);
+  const TwoEncodings e = EncodeBoth(photos[0], photos[0].w);
+  std::vector<uint8_t> whole(static_cast<size_t>(e.w) * e.h * 3);
+  const std::vector<uint8_t> cut(e.cut.begin(), e.cut.begin() + e.cut.size() * 3 / 5);
+  EXPECT_EQ(DecodeJpeg(cut.data(), cut.size(), e.w, e.h, whole.data()).code(),
+            StatusCode::kCorruption);
+  JpegRegion r;
+  // A region below the truncation: the bytes it needs are not there.
+  EXPECT_EQ(DecodeJpegRegion(cut.data(), cut.size(), 8, e.w / 2, e.h - 20, e.w, e.h, &r, e.w, e.h)
+                .code(),
+            StatusCode::kCorruption);
+  // The fourth restart marker renumbered: out of turn.
+  std::vector<uint8_t> renumbered = e.cut;
+  int seen = 0;
+  for (size_t p = static_cast<size_t>(FindMarker(e.cut, 0xDA)); p + 1 < renumbered.size(); ++p) {
+    if (renumbered[p] == 0xFF && renumbered[p + 1] >= 0xD0 && renumbered[p + 1] <= 0xD7 &&
+        ++seen == 4) {
+      renumbered[p + 1] = static_cast<uint8_t>(0xD0 + ((renumbered[p + 1] - 0xD0 + 3) & 7));
+      break;
+    }
+  }
+  ASSERT_EQ(seen, 4);
+  EXPECT_EQ(DecodeJpeg(renumbered.data(), renumbered.size(), e.w, e.h, whole.data()).code(),
+            StatusCode::kCorruption);
+  EXPECT_EQ(DecodeJpegRegion(renumbered.data(), renumbered.size(), 8, e.w / 2, e.h / 2, e.w, e.h,
+                             &r, e.w, e.h)
+                .code(),
+            StatusCode::kCorruption);
+  // The image_size table says otherwise: refused before anything is cut or decoded.
+  std::vector<uint8_t> out(224 * 224 * 3);
+  EXPECT_EQ(CropResizeJpeg(e.cut.data(), e.cut.size(), e.w + 16, e.h, {16, 16, 64, 64}, 224, 224,
+                           false, out.data())
+                .code(),
+            StatusCode::kCorruption);
+  // Bytes flipped anywhere (headers, markers, data): whatever comes out, nothing crashes.
+  CounterRng rng(99);
+  int failed = 0;
+  for (int n = 0; n < 300; ++n) {
+    std::vector<uint8_t> m = e.cut;
+    for (int k = 0; k < 1 + n % 3; ++k) {
+      m[static_cast<size_t>(rng.Below(static_cast<int64_t>(m.size())))] ^=
+          static_cast<uint8_t>(1 + rng.Below(255));
+    }
+    const CropWindow w = RandomResizedCrop(e.w, e.h, {}, &rng);
+    const Status st =
+        CropResizeJpeg(m.data(), m.size(), e.w, e.h, w, 224, 224, n % 2 == 1, out.data());
+    EXPECT_TRUE(st.ok() || st.code() == StatusCode::kCorruption ||
+                st.code() == StatusCode::kUnsupported)
+        << st.ToString();
+    failed += !st.ok();
+  }
+  EXPECT_GT(failed, 0);
 }
 
 // Decode + crop + resize against Pillow (full decode, then resize(LANCZOS, box=window)) on real

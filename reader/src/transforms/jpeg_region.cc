@@ -1,53 +1,26 @@
 // jpeg_region.cc: see jpeg_region.h. libjpeg reports errors through error_exit, which must not
-// return: it longjmps back to the setjmp in Guarded(); the frames between hold no C++ object
-// with a destructor (the scratch buffer is thread_local and resized before decoding starts).
+// return: it longjmps back to the setjmp in Guarded() (libjpeg_error.h); the frames between hold
+// no C++ object with a destructor (the scratch buffers are thread_local and resized before
+// decoding starts).
 #include "transforms/jpeg_region.h"
 
-// jpeglib.h needs size_t and FILE declared first.
-#include <csetjmp>
-#include <cstdio>
-#include <cstring>
-// clang-format off
-#include <jpeglib.h>
-#include <jerror.h>
-// clang-format on
-
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "transforms/libjpeg_error.h"
+
 namespace mm::reader::internal {
 namespace {
-
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void ErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  longjmp(err->jump, 1);
-}
-
-// Level -1 is a warning: libjpeg's name for damaged data it decodes through by painting grey
-// ("Corrupt JPEG data", "Premature end of JPEG file"). Stored shards are mmpack's own files:
-// any warning means the bytes were damaged, so it is an error. Trace messages (>= 0) are
-// dropped.
-void EmitMessage(j_common_ptr cinfo, int level) {
-  if (level < 0) ErrorExit(cinfo);
-}
 
 // One decompressor per thread, created on first use and reset (jpeg_abort_decompress) after
 // every image: creating one costs allocations that would otherwise come per sample.
 struct Decoder {
   jpeg_decompress_struct cinfo{};
-  ErrorManager err{};
+  JpegErrorManager err{};
   Decoder() {
-    cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = ErrorExit;
-    err.pub.emit_message = EmitMessage;
+    InstallJpegErrors(reinterpret_cast<j_common_ptr>(&cinfo), &err);
     jpeg_create_decompress(&cinfo);
   }
   ~Decoder() { jpeg_destroy_decompress(&cinfo); }
@@ -149,6 +122,146 @@ bool Guarded(Decoder& d, Job& job) {
   return true;
 }
 
+// What slicing needs of a JPEG's headers (ITU-T T.81 B.2): where the frame header states the
+// size, where the entropy-coded data starts, the MCU grid and the restart interval.
+struct ScanLayout {
+  size_t sof_size_at = 0;  // offset of the frame header's height (2 bytes), then width (2)
+  size_t data_at = 0;      // the first entropy-coded byte (after the SOS segment)
+  int width = 0, height = 0;
+  int mcu_w = 0, mcu_h = 0;      // pixels at full size
+  int mcus_x = 0, mcus_y = 0;    // MCU columns and rows
+  int interval = 0;              // MCUs per restart interval
+};
+
+uint16_t Be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+// Reads the markers up to the scan. False (the caller decodes the ordinary way) unless the
+// image is a baseline or extended sequential, 8-bit, 3-component, interleaved single-scan JPEG
+// whose restart intervals never straddle two MCU rows: what mmpack's encoder writes
+// (mm/internal/jpeg_encode.h). Every read is bounds-checked: the bytes may be damaged.
+bool ParseScanLayout(const uint8_t* d, size_t n, ScanLayout* out) {
+  if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return false;
+  ScanLayout l;
+  int components = 0, hmax = 0, vmax = 0;
+  size_t p = 2;
+  for (;;) {
+    if (p + 4 > n || d[p] != 0xFF) return false;
+    while (p + 4 <= n && d[p + 1] == 0xFF) ++p;  // fill bytes before a marker
+    if (p + 4 > n) return false;
+    const uint8_t m = d[p + 1];
+    const size_t len = Be16(d + p + 2);
+    if (len < 2 || len > n - p - 2) return false;
+    const uint8_t* seg = d + p + 4;
+    const size_t seg_len = len - 2;
+    if (m == 0xC0 || m == 0xC1) {  // SOF0 baseline, SOF1 extended sequential (Huffman)
+      if (components != 0 || seg_len < 6 || seg[0] != 8) return false;
+      l.sof_size_at = p + 5;
+      l.height = Be16(seg + 1);
+      l.width = Be16(seg + 3);
+      components = seg[5];
+      if (components != 3 || seg_len < 6 + 3 * static_cast<size_t>(components)) return false;
+      for (int c = 0; c < components; ++c) {
+        const int h = seg[7 + 3 * c] >> 4, v = seg[7 + 3 * c] & 15;
+        if (h < 1 || h > 4 || v < 1 || v > 4) return false;
+        hmax = std::max(hmax, h);
+        vmax = std::max(vmax, v);
+      }
+    } else if ((m >= 0xC2 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) || m == 0xDC) {
+      return false;  // progressive, lossless, arithmetic, hierarchical; DNL
+    } else if (m == 0xDD) {  // DRI
+      if (seg_len < 2) return false;
+      l.interval = Be16(seg);
+    } else if (m == 0xDA) {  // SOS: one scan of every component (interleaved)
+      if (components == 0 || seg_len < 1 || seg[0] != components) return false;
+      l.data_at = p + 2 + len;
+      break;
+    } else if ((m >= 0xD0 && m <= 0xD9) || m == 0x01 || m == 0x00) {
+      return false;  // a marker without a length where a segment belongs
+    }
+    p += 2 + len;
+  }
+  if (l.width < 1 || l.height < 1 || l.interval < 1) return false;
+  l.mcu_w = 8 * hmax;
+  l.mcu_h = 8 * vmax;
+  l.mcus_x = (l.width + l.mcu_w - 1) / l.mcu_w;
+  l.mcus_y = (l.height + l.mcu_h - 1) / l.mcu_h;
+  if (l.mcus_x % l.interval != 0) return false;
+  *out = l;
+  return true;
+}
+
+// Where each restart interval's entropy-coded bytes are: [begin[i], end[i]). False when the
+// scan does not hold exactly the intervals the layout implies, numbered RST0..7 in turn, and
+// ends with EOI (damage: the caller decodes the ordinary way, and libjpeg names it).
+bool FindIntervals(const uint8_t* d, size_t n, const ScanLayout& l, std::vector<uint32_t>* begin,
+                   std::vector<uint32_t>* end) {
+  const size_t expected =
+      static_cast<size_t>(l.mcus_x) * static_cast<size_t>(l.mcus_y) / static_cast<size_t>(l.interval);
+  if (n > UINT32_MAX) return false;
+  begin->clear();
+  end->clear();
+  begin->push_back(static_cast<uint32_t>(l.data_at));
+  size_t p = l.data_at;
+  for (;;) {
+    const void* ff = p < n ? std::memchr(d + p, 0xFF, n - p) : nullptr;
+    if (ff == nullptr) return false;
+    p = static_cast<size_t>(static_cast<const uint8_t*>(ff) - d);
+    if (p + 1 >= n) return false;
+    const uint8_t m = d[p + 1];
+    if (m == 0x00) {  // a stuffed 0xFF data byte
+      p += 2;
+      continue;
+    }
+    if (m == 0xFF) {  // a fill byte
+      ++p;
+      continue;
+    }
+    if (m >= 0xD0 && m <= 0xD7) {
+      if (static_cast<size_t>(m - 0xD0) != (end->size() & 7) || end->size() + 1 >= expected) {
+        return false;
+      }
+      end->push_back(static_cast<uint32_t>(p));
+      begin->push_back(static_cast<uint32_t>(p + 2));
+      p += 2;
+      continue;
+    }
+    if (m != 0xD9) return false;  // EOI ends the scan; any other marker is not ours
+    end->push_back(static_cast<uint32_t>(p));
+    return end->size() == expected;
+  }
+}
+
+// A JPEG of MCU columns [c0, c1) and rows [r0, r1) of the one `l` describes, made without
+// decoding anything: the headers with the frame's size changed, then those rows' restart
+// intervals of those columns, renumbered. Restart intervals are independent (T.81 F.1.2.3: DC
+// predictions reset, data byte-aligned), so it decodes to exactly the MCUs it was cut from.
+void CutJpeg(const uint8_t* d, const ScanLayout& l, const std::vector<uint32_t>& begin,
+             const std::vector<uint32_t>& end, int c0, int c1, int r0, int r1,
+             std::vector<uint8_t>* out) {
+  out->assign(d, d + l.data_at);
+  const int w = std::min(l.width, c1 * l.mcu_w) - c0 * l.mcu_w;
+  const int h = std::min(l.height, r1 * l.mcu_h) - r0 * l.mcu_h;
+  uint8_t* size_at = out->data() + l.sof_size_at;
+  size_at[0] = static_cast<uint8_t>(h >> 8);
+  size_at[1] = static_cast<uint8_t>(h);
+  size_at[2] = static_cast<uint8_t>(w >> 8);
+  size_at[3] = static_cast<uint8_t>(w);
+  const int per_row = l.mcus_x / l.interval;
+  int k = 0;
+  for (int r = r0; r < r1; ++r) {
+    for (int i = r * per_row + c0 / l.interval; i < r * per_row + c1 / l.interval; ++i) {
+      if (k > 0) {
+        out->push_back(0xFF);
+        out->push_back(static_cast<uint8_t>(0xD0 + ((k - 1) & 7)));
+      }
+      out->insert(out->end(), d + begin[i], d + end[i]);
+      ++k;
+    }
+  }
+  out->push_back(0xFF);
+  out->push_back(0xD9);
+}
+
 Status Run(Job& job) {
   Decoder& d = ThreadDecoder();
   if (!Guarded(d, job)) return Status::Corruption(std::string("JPEG: ") + d.err.message);
@@ -175,6 +288,39 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int scale_num, int x0,
                         int y1, JpegRegion* out, int expect_width, int expect_height) {
   if (scale_num < 1 || scale_num > 8) {
     return Status::InvalidArgument("JPEG: scale " + std::to_string(scale_num) + "/8");
+  }
+  // Restart intervals that never straddle two MCU rows (mmpack's stored JPEGs): only the MCUs
+  // the region covers are decoded, Huffman decoding included, from a JPEG cut out of this one.
+  // Anything else, damage included, takes the ordinary path below, which names the damage.
+  ScanLayout l;
+  if (ParseScanLayout(data, size, &l) && l.width == (expect_width > 0 ? expect_width : l.width) &&
+      l.height == (expect_height > 0 ? expect_height : l.height)) {
+    const int sw = JpegScaled(l.width, scale_num), sh = JpegScaled(l.height, scale_num);
+    // An MCU of mcu_w pixels is mcu_w * num / 8 scaled pixels (blocks of 8 become num).
+    const int mw = l.mcu_w * scale_num / 8, mh = l.mcu_h * scale_num / 8;
+    const int cx0 = std::clamp(x0, 0, sw - 1), cx1 = std::clamp(x1, cx0 + 1, sw);
+    const int cy0 = std::clamp(y0, 0, sh - 1), cy1 = std::clamp(y1, cy0 + 1, sh);
+    const int c0 = cx0 / mw / l.interval * l.interval;
+    const int c1 = std::min(l.mcus_x, (cx1 + mw * l.interval - 1) / (mw * l.interval) * l.interval);
+    const int r0 = cy0 / mh, r1 = std::min(l.mcus_y, (cy1 + mh - 1) / mh);
+    thread_local std::vector<uint32_t> begin, end;
+    thread_local std::vector<uint8_t> cut;
+    if ((c0 > 0 || c1 < l.mcus_x || r0 > 0 || r1 < l.mcus_y) &&
+        FindIntervals(data, size, l, &begin, &end)) {
+      CutJpeg(data, l, begin, end, c0, c1, r0, r1, &cut);
+      const int ox = c0 * mw, oy = r0 * mh;
+      Job job{cut.data(), cut.size(), scale_num, cx0 - ox, cy0 - oy, cx1 - ox, cy1 - oy, out};
+      MM_RETURN_NOT_OK(Run(job));
+      out->x0 += ox;
+      out->x1 += ox;
+      out->y0 += oy;
+      out->y1 += oy;
+      out->scaled_w = sw;
+      out->scaled_h = sh;
+      out->width = l.width;
+      out->height = l.height;
+      return Status::OK();
+    }
   }
   Job job{data, size, scale_num, x0, y0, x1, y1, out};
   job.expect_w = expect_width;

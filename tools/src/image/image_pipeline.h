@@ -74,9 +74,10 @@ struct ImageFailure {
 /// (kKeepRatioLargest) one. Images already within the bound keep their size.
 void KeepRatioSize(int w, int h, ResizeMode mode, int max_size, int* out_w, int* out_h);
 
-/// Encodes [height, width, 3] uint8 RGB as a baseline JPEG (TurboJPEG, 4:2:0, `quality`
-/// 1..100, JFIF, no EXIF: the pixels are already oriented and sRGB). Thread-safe (one
-/// compressor per thread). Errors: Internal with TurboJPEG's message.
+/// Encodes [height, width, 3] uint8 RGB as a baseline JPEG (libjpeg-turbo, 4:2:0, `quality`
+/// 1..100, JFIF, no EXIF: the pixels are already oriented and sRGB), with a restart marker every
+/// JpegRestartMcus(width) MCUs (mm/internal/jpeg_encode.h). Thread-safe (one compressor per
+/// thread). Errors: InvalidArgument, Internal with libjpeg's message.
 [[nodiscard]] Result<std::vector<uint8_t>> EncodeJpeg(const uint8_t* rgb, int width, int height,
                                                       int quality);
 
