@@ -396,6 +396,42 @@ TEST(JpegRegion, CutAtRestartMarkersGivesTheCroppedDecodesPixels) {
   EXPECT_GT(cut_smaller, cases / 8);  // the cut path did run, on regions smaller than the image
 }
 
+// The same at extreme aspect ratios and tiny sizes (clip art, banners, one-pixel lines): one MCU
+// row or column, partial MCUs at both edges, restart intervals of one MCU.
+TEST(JpegRegion, CutAtRestartMarkersHoldsAtExtremeSizes) {
+  CounterRng rng(5);
+  for (auto [w, h] : {std::pair{1, 1}, std::pair{1, 300}, std::pair{300, 1}, std::pair{17, 900},
+                      std::pair{900, 17}, std::pair{33, 33}, std::pair{2000, 40}}) {
+    std::vector<uint8_t> rgb(static_cast<size_t>(w) * h * 3);
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        uint8_t* px = &rgb[(static_cast<size_t>(y) * w + x) * 3];
+        px[0] = static_cast<uint8_t>(x * 7 + y);
+        px[1] = static_cast<uint8_t>((x / 9 + y / 5) % 2 ? 230 : 20);
+        px[2] = static_cast<uint8_t>(rng.Below(256));
+      }
+    }
+    auto cut = image::EncodeJpegRgb(rgb.data(), w, h, 90, image::JpegRestartMcus(w));
+    auto plain = image::EncodeJpegRgb(rgb.data(), w, h, 90, 0);
+    ASSERT_TRUE(cut.ok() && plain.ok());
+    std::vector<CropWindow> windows = {{0, 0, w, h}, CenterCrop(w, h, 224, 224, 224.0 / 256)};
+    for (int n = 0; n < 20; ++n) windows.push_back(RandomResizedCrop(w, h, {}, &rng));
+    for (const CropWindow& win : windows) {
+      for (auto [ow, oh] : {std::pair{224, 224}, std::pair{16, 8}}) {
+        std::vector<uint8_t> a(static_cast<size_t>(ow) * oh * 3), b(a.size());
+        ASSERT_TRUE(CropResizeJpeg(cut->data(), cut->size(), w, h, win, ow, oh, false, a.data(),
+                                   image::Filter::kBilinear)
+                        .ok());
+        ASSERT_TRUE(CropResizeJpeg(plain->data(), plain->size(), w, h, win, ow, oh, false,
+                                   b.data(), image::Filter::kBilinear)
+                        .ok());
+        EXPECT_EQ(a, b) << "window " << win.x << "," << win.y << " " << win.w << "x" << win.h
+                        << " of " << w << "x" << h << " -> " << ow << "x" << oh;
+      }
+    }
+  }
+}
+
 // Damage in a JPEG with restart markers: a truncation, a restart marker out of turn, a table
 // that disagrees with the header, and bytes flipped anywhere are Corruption or pixels, never a
 // crash or a read outside the bytes (the cut is made only from a scan whose markers all check

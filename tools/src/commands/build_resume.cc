@@ -22,6 +22,7 @@
 #include "mm/internal/c_handles.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
+#include "mm/version.h"
 
 namespace mm::pack {
 namespace {
@@ -174,7 +175,11 @@ bool IsShardFile(std::string_view name) {
 std::string BuildFingerprint(const BuildOptions& o, const std::string& tokenizer_sha256,
                              const std::vector<RawSample>& samples) {
   Hasher h;
-  h.Add(std::string_view("mmpack build 1"));
+  // The writer's revision: bumped whenever the bytes a build writes for the same input and
+  // options change (2: restart markers in stored JPEGs), with the version, so that --resume and
+  // the parts of a build never join shards written by two different mmpacks.
+  h.Add(std::string_view("mmpack build 2"));
+  h.Add(mm::kVersion);
   h.Add(o.input);
   h.Add(static_cast<int64_t>(o.input_format));
   h.Add(static_cast<int64_t>(o.append));
