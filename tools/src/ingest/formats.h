@@ -8,17 +8,22 @@
 #include <string>
 
 #include "ingest/ingest.h"
+#include "ingest/sample_list.h"
 
 namespace mm::pack {
 
-/// jsonl.cc. Errors: IOError (the file cannot be opened or read).
+/// jsonl.cc: into IngestResult::list (finished), grouped through sorts in `spill_dir`.
+/// Errors: IOError (the file cannot be opened or read; spill files).
 [[nodiscard]] Result<IngestResult> IngestJsonl(const std::filesystem::path& file,
-                                               const FieldNames& fields);
+                                               const FieldNames& fields,
+                                               const std::filesystem::path& spill_dir);
 /// csv.cc: CSV (`sep` ',' or ';', RFC 4180 quoting) and TSV (`sep` '\t', no quoting); `format`
-/// is kCsv or kTsv. Errors: those of ReadRegularFile; InvalidArgument (no header row, or one
-/// without an image and a text column).
+/// is kCsv or kTsv. Into IngestResult::list (finished), as jsonl. Errors: those of
+/// ReadRegularFile; InvalidArgument (no header row, or one without an image and a text column);
+/// IOError (spill files).
 [[nodiscard]] Result<IngestResult> IngestDelimited(const std::filesystem::path& file, char sep,
-                                                   InputFormat format, const FieldNames& fields);
+                                                   InputFormat format, const FieldNames& fields,
+                                                   const std::filesystem::path& spill_dir);
 /// coco.cc. Errors: those of ReadRegularFile; InvalidArgument (not a COCO captions JSON).
 [[nodiscard]] Result<IngestResult> IngestCoco(const std::filesystem::path& file);
 /// files.cc: a folder of pairs. Errors: IOError (the folder cannot be listed).

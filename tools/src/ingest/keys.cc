@@ -1,6 +1,10 @@
 // keys.cc: see keys.h.
 #include "ingest/keys.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -25,50 +29,233 @@ void AssignKeys(std::vector<RawSample>* samples) {
   }
 }
 
-void MakeKeysUnique(std::vector<RawSample>* samples) {
-  std::unordered_set<std::string> original;
-  for (const RawSample& s : *samples) original.insert(s.key);
-  std::unordered_set<std::string> used;
-  for (RawSample& s : *samples) {
-    if (used.insert(s.key).second) continue;
-    for (int n = 2;; ++n) {
-      std::string candidate = s.key + "#" + std::to_string(n);
-      if (original.count(candidate) == 0 && used.insert(candidate).second) {
-        s.key = std::move(candidate);
-        break;
+namespace {
+
+// Big-endian, so that bytewise order is numeric order.
+std::string Be64(uint64_t v) {
+  std::string out(8, '\0');
+  for (int i = 7; i >= 0; --i, v >>= 8) out[i] = static_cast<char>(v & 0xFF);
+  return out;
+}
+
+uint64_t ReadBe64(std::string_view s) {
+  uint64_t v = 0;
+  for (size_t i = s.size() - 8; i < s.size(); ++i) v = v << 8 | static_cast<unsigned char>(s[i]);
+  return v;
+}
+
+}  // namespace
+
+size_t SortMemoryBytes() {
+  if (const char* v = std::getenv("MM_SORT_MEMORY")) {
+    const long long n = std::atoll(v);
+    if (n > 0) return static_cast<size_t>(n);
+  }
+  return size_t{4} << 20;
+}
+
+Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
+  SampleList& in = **samples;
+  const std::filesystem::path& dir = in.dir();
+  // Keys sorted, each with its position: the first of equal keys keeps it.
+  ExternalSorter by_key(dir, SortMemoryBytes());
+  {
+    MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
+    RawSample s;
+    for (;;) {
+      const uint64_t at = c.position();
+      MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+      if (!more) break;
+      MM_RETURN_NOT_OK(by_key.Add(s.key + '\0' + Be64(at), {}));
+    }
+  }
+  MM_RETURN_NOT_OK(by_key.Finish());
+  struct Dup {
+    uint64_t at;
+    std::string key;
+    int n = 2;
+    std::string chosen;
+  };
+  std::vector<Dup> dups;
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SpillFile> originals, SpillFile::Create(dir));  // sorted
+  {
+    std::string key, payload, last;
+    bool first = true;
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, by_key.Next(&key, &payload));
+      if (!more) break;
+      std::string k = key.substr(0, key.size() - 9);
+      if (!first && k == last) {
+        dups.push_back({ReadBe64(key), std::move(k), 2, {}});
+        continue;
       }
+      MM_RETURN_NOT_OK(originals->Append(k).status());
+      last = std::move(k);
+      first = false;
+    }
+  }
+  if (dups.empty()) return Status::OK();
+  MM_RETURN_NOT_OK(originals->Flush());
+  std::sort(dups.begin(), dups.end(), [](const Dup& a, const Dup& b) { return a.at < b.at; });
+  // "<key>#<n>" for each repeat in input order: the smallest n >= 2 that is neither an original
+  // key nor already given. Candidates are checked against the sorted originals in rounds (a
+  // merge join), 8 a repeat at a time; repeats are rare, so one round nearly always does.
+  std::unordered_set<std::string> checked, in_originals, given;
+  size_t next = 0;  // the first repeat without its key
+  while (next < dups.size()) {
+    std::vector<std::string> pending;
+    for (size_t i = next; i < dups.size(); ++i) {
+      for (int n = dups[i].n; n < dups[i].n + 8; ++n) {
+        std::string c = dups[i].key + "#" + std::to_string(n);
+        if (checked.count(c) == 0) pending.push_back(std::move(c));
+      }
+    }
+    std::sort(pending.begin(), pending.end());
+    pending.erase(std::unique(pending.begin(), pending.end()), pending.end());
+    SpillFile::Reader r = originals->Read();
+    std::string o;
+    MM_ASSIGN_OR_RETURN(bool have, r.Next(&o));
+    for (const std::string& c : pending) {
+      while (have && o < c) {
+        MM_ASSIGN_OR_RETURN(have, r.Next(&o));
+      }
+      if (have && o == c) in_originals.insert(c);
+      checked.insert(c);
+    }
+    for (; next < dups.size(); ++next) {
+      Dup& d = dups[next];
+      bool unchecked = false;
+      for (;; ++d.n) {
+        std::string c = d.key + "#" + std::to_string(d.n);
+        if (checked.count(c) == 0) {
+          unchecked = true;
+          break;
+        }
+        if (in_originals.count(c) == 0 && given.insert(c).second) {
+          d.chosen = std::move(c);
+          break;
+        }
+      }
+      if (unchecked) break;
+    }
+  }
+  std::unordered_map<uint64_t, std::string> renamed;
+  for (Dup& d : dups) renamed.emplace(d.at, std::move(d.chosen));
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(dir));
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
+  RawSample s;
+  for (;;) {
+    const uint64_t at = c.position();
+    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+    if (!more) break;
+    if (auto it = renamed.find(at); it != renamed.end()) s.key = it->second;
+    MM_RETURN_NOT_OK(out->Add(s));
+  }
+  MM_RETURN_NOT_OK(out->Finish());
+  *samples = std::move(out);
+  return Status::OK();
+}
+
+void CapCaptions(std::vector<std::string>* captions, int64_t max_bytes) {
+  if (max_bytes < 0) return;
+  for (std::string& c : *captions) {
+    if (static_cast<int64_t>(c.size()) > max_bytes + 1) {
+      c.resize(static_cast<size_t>(max_bytes) + 1);
+      c.shrink_to_fit();
     }
   }
 }
 
-void Grouper::Add(const std::string& image, std::string caption) {
-  auto [it, inserted] = index_.emplace(image, samples_.size());
-  if (inserted) {
-    RawSample s;
-    s.source = image;
-    s.path = Resolve(base_, image);
-    samples_.push_back(std::move(s));
-  }
-  samples_[it->second].captions.push_back(std::move(caption));
+Grouper::Grouper(std::filesystem::path base, const std::filesystem::path& spill_dir,
+                 int64_t max_caption_bytes)
+    : base_(std::move(base)),
+      spill_dir_(spill_dir),
+      lines_(spill_dir, SortMemoryBytes()),
+      max_caption_bytes_(max_caption_bytes) {}
+
+Status Grouper::Add(const std::string& image, std::vector<std::string> captions,
+                    std::vector<FieldValue> fields) {
+  CapCaptions(&captions, max_caption_bytes_);
+  scratch_sample_.captions = std::move(captions);
+  scratch_sample_.fields = std::move(fields);
+  EncodeSample(scratch_sample_, &scratch_);
+  return lines_.Add(image + '\0' + Be64(line_++), scratch_);
 }
 
-void Grouper::Add(const std::string& image, std::vector<std::string> captions,
-                  std::vector<FieldValue> fields) {
-  auto [it, inserted] = index_.emplace(image, samples_.size());
-  if (inserted) {
-    RawSample s;
-    s.source = image;
-    s.path = Resolve(base_, image);
-    s.fields = std::move(fields);
-    samples_.push_back(std::move(s));
+Status Grouper::Take(SampleList* out) {
+  MM_RETURN_NOT_OK(lines_.Finish());
+  // Lines by (image, line): one image's lines are neighbours. Each image becomes a sample,
+  // sorted again by its first line (first-appearance order); its stem goes to a third sort.
+  ExternalSorter groups(spill_dir_, SortMemoryBytes()), stems(spill_dir_, SortMemoryBytes());
+  {
+    std::string key, payload, image;
+    RawSample line, sample;
+    uint64_t first = 0;
+    bool open = false;
+    auto close = [&]() -> Status {
+      if (!open) return Status::OK();
+      sample.source = image;
+      sample.path = Resolve(base_, image);
+      EncodeSample(sample, &scratch_);
+      MM_RETURN_NOT_OK(groups.Add(Be64(first), scratch_));
+      return stems.Add(StripExtension(image) + '\0' + Be64(first), {});
+    };
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, lines_.Next(&key, &payload));
+      if (!more) break;
+      MM_RETURN_NOT_OK(DecodeSample(payload, &line));
+      const std::string_view this_image(key.data(), key.size() - 9);
+      if (!open || this_image != image) {
+        MM_RETURN_NOT_OK(close());
+        sample = RawSample();
+        image.assign(this_image);
+        first = ReadBe64(key);
+        sample.fields = std::move(line.fields);
+        open = true;
+      }
+      for (std::string& c : line.captions) sample.captions.push_back(std::move(c));
+    }
+    MM_RETURN_NOT_OK(close());
   }
-  auto& to = samples_[it->second].captions;
-  for (std::string& c : captions) to.push_back(std::move(c));
-}
-
-std::vector<RawSample> Grouper::Take() {
-  AssignKeys(&samples_);
-  return std::move(samples_);
+  MM_RETURN_NOT_OK(groups.Finish());
+  MM_RETURN_NOT_OK(stems.Finish());
+  // AssignKeys' rule: a stem that more than one image has keys them by their full source.
+  ExternalSorter full(spill_dir_, SortMemoryBytes());
+  {
+    std::string key, payload, last_stem;
+    uint64_t last_first = 0;
+    int64_t count = 0;
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, stems.Next(&key, &payload));
+      if (!more) break;
+      const std::string_view stem(key.data(), key.size() - 9);
+      if (count > 0 && stem == last_stem) {
+        if (count == 1) MM_RETURN_NOT_OK(full.Add(Be64(last_first), {}));
+        MM_RETURN_NOT_OK(full.Add(Be64(ReadBe64(key)), {}));
+        ++count;
+        continue;
+      }
+      last_stem.assign(stem);
+      last_first = ReadBe64(key);
+      count = 1;
+    }
+  }
+  MM_RETURN_NOT_OK(full.Finish());
+  std::string key, payload, full_key, unused;
+  MM_ASSIGN_OR_RETURN(bool have_full, full.Next(&full_key, &unused));
+  RawSample s;
+  for (;;) {
+    MM_ASSIGN_OR_RETURN(bool more, groups.Next(&key, &payload));
+    if (!more) break;
+    MM_RETURN_NOT_OK(DecodeSample(payload, &s));
+    const bool by_source = have_full && full_key == key;
+    if (by_source) {
+      MM_ASSIGN_OR_RETURN(have_full, full.Next(&full_key, &unused));
+    }
+    s.key = by_source ? s.source : StripExtension(s.source);
+    MM_RETURN_NOT_OK(out->Add(s));
+  }
+  return Status::OK();
 }
 
 }  // namespace mm::pack

@@ -1,0 +1,166 @@
+// Tests of ingest/spill.h, ingest/sample_list.h and the external grouping and key rules of
+// ingest/keys.h: with sort memory small enough that every sort spills many runs (and merges
+// them in more than one level), results equal the in-memory ones: order, stability, grouping of
+// far-apart lines, AssignKeys' and MakeKeysUnique's rules.
+#include "ingest/spill.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ingest/ingest.h"
+#include "ingest/keys.h"
+#include "ingest/sample_list.h"
+#include "pack_test_util.h"
+
+namespace mm::pack {
+namespace {
+
+// Sorts `records` with an ExternalSorter of `memory` bytes; the output and the runs it spilled.
+std::pair<std::vector<std::pair<std::string, std::string>>, int> Sorted(
+    const std::vector<std::pair<std::string, std::string>>& records, const TempDir& dir,
+    size_t memory) {
+  ExternalSorter sorter(dir.path(), memory);
+  for (const auto& [k, p] : records) EXPECT_TRUE(sorter.Add(k, p).ok());
+  EXPECT_TRUE(sorter.Finish().ok());
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string k, p;
+  for (;;) {
+    auto more = sorter.Next(&k, &p);
+    EXPECT_TRUE(more.ok());
+    if (!more.ok() || !*more) break;
+    out.emplace_back(k, p);
+  }
+  return {out, sorter.runs()};
+}
+
+TEST(ExternalSorter, SortsByKeyKeepingAddedOrderAmongEqualKeysInMemoryAndSpilled) {
+  TempDir dir;
+  std::mt19937 rng(3);
+  std::vector<std::pair<std::string, std::string>> records;
+  for (int i = 0; i < 20000; ++i) {
+    std::string key(1 + rng() % 6, 'a');
+    for (char& c : key) c = static_cast<char>('a' + rng() % 4);  // many equal keys
+    if (i % 97 == 0) key.push_back('\0');                       // keys are bytes
+    records.emplace_back(key, std::to_string(i) + std::string(rng() % 40, 'x'));
+  }
+  std::vector<std::pair<std::string, std::string>> want = records;
+  std::stable_sort(want.begin(), want.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto [in_memory, no_runs] = Sorted(records, dir, size_t{64} << 20);
+  EXPECT_EQ(no_runs, 0);
+  EXPECT_EQ(in_memory, want);
+  // 8 KiB runs: hundreds of them, merged 32 at a time in two levels.
+  const auto [spilled, runs] = Sorted(records, dir, 8192);
+  EXPECT_GT(runs, 0);
+  EXPECT_EQ(spilled, want);
+  EXPECT_EQ(Sorted({}, dir, 8192).first.size(), 0u);
+}
+
+TEST(SampleList, RoundTripsEveryFieldAndReadsFromAnyPosition) {
+  TempDir dir;
+  auto list = SampleList::Create(dir.path());
+  ASSERT_TRUE(list.ok());
+  std::vector<RawSample> want;
+  for (int i = 0; i < 10000; ++i) {
+    RawSample s;
+    s.key = "k" + std::to_string(i);
+    s.source = "images/" + std::to_string(i) + ".jpg";
+    s.path = "/data/" + s.source;
+    s.tar_member = i % 3 ? "" : "m" + std::to_string(i);
+    s.tar_member_index = i % 3 ? -1 : i;
+    s.captions = {"caption " + std::to_string(i), std::string(i % 5, '\0')};
+    FieldValue f;
+    f.type = static_cast<FieldValue::Type>(i % 4);
+    f.i = -i;
+    f.f = i / 3.0;
+    f.s = "s" + std::to_string(i);
+    s.fields = {f, FieldValue()};
+    ASSERT_TRUE((*list)->Add(s).ok());
+    want.push_back(s);
+  }
+  ASSERT_TRUE((*list)->Finish().ok());
+  ASSERT_EQ((*list)->size(), want.size());
+  for (size_t from : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{9999},
+                      size_t{10000}}) {
+    auto c = (*list)->From(from);
+    ASSERT_TRUE(c.ok());
+    size_t i = from;
+    for (RawSample s;; ++i) {
+      auto more = c->Next(&s);
+      ASSERT_TRUE(more.ok());
+      if (!*more) break;
+      EXPECT_EQ(s.key, want[i].key);
+      EXPECT_EQ(s.path, want[i].path);
+      EXPECT_EQ(s.tar_member_index, want[i].tar_member_index);
+      EXPECT_EQ(s.captions, want[i].captions);
+      EXPECT_EQ(s.fields[0].type, want[i].fields[0].type);
+      EXPECT_EQ(s.fields[0].f, want[i].fields[0].f);
+      EXPECT_EQ(s.fields[0].s, want[i].fields[0].s);
+    }
+    EXPECT_EQ(i, want.size());
+  }
+  RawSample s;
+  EXPECT_FALSE(DecodeSample("junk", &s).ok());
+}
+
+// A JSONL manifest whose lines of one image are far apart, whose stems collide ("a/x.jpg" and
+// "a/x.png" are keyed by their full names) and whose keys still collide after that (below),
+// ingested with 4 KiB sorts and with the default: the same samples, in the same order, as the
+// rules say.
+TEST(Ingest, ManifestGroupingAndKeysAreTheSameWhenEverySortSpills) {
+  TempDir tmp;
+  std::string m;
+  const int n = 3000;
+  for (int i = 0; i < n; ++i) {
+    m += "{\"image\": \"img/" + std::to_string(i) + ".jpg\", \"text\": \"first " +
+         std::to_string(i) + "\"}\n";
+  }
+  for (int i = n - 1; i >= 0; i -= 7) {  // second captions, far from the first, in reverse
+    m += "{\"image\": \"img/" + std::to_string(i) + ".jpg\", \"text\": \"second " +
+         std::to_string(i) + "\"}\n";
+  }
+  m += "{\"image\": \"a/x.jpg\", \"text\": \"x jpg\"}\n";
+  m += "{\"image\": \"a/x.png\", \"text\": \"x png\"}\n";
+  // "b.jpg" and "b.png" share the stem "b" and are keyed "b.jpg" and "b.png"; "b.jpg.gif" has
+  // the stem "b.jpg", which only it has, so its key is "b.jpg" too: MakeKeysUnique makes it
+  // "b.jpg#2".
+  m += "{\"image\": \"b.jpg\", \"text\": \"b\"}\n";
+  m += "{\"image\": \"b.png\", \"text\": \"b\"}\n";
+  m += "{\"image\": \"b.jpg.gif\", \"text\": \"b\"}\n";
+  WriteBytes(tmp / "m.jsonl", m);
+  auto base = Ingest((tmp / "m.jsonl").string(), InputFormat::kJsonl);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  ::setenv("MM_SORT_MEMORY", "4096", 1);
+  auto spilled = Ingest((tmp / "m.jsonl").string(), InputFormat::kJsonl);
+  ::unsetenv("MM_SORT_MEMORY");
+  ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+  ASSERT_EQ(base->samples.size(), static_cast<size_t>(n + 5));
+  ASSERT_EQ(spilled->samples.size(), base->samples.size());
+  for (size_t i = 0; i < base->samples.size(); ++i) {
+    EXPECT_EQ(spilled->samples[i].key, base->samples[i].key);
+    EXPECT_EQ(spilled->samples[i].source, base->samples[i].source);
+    EXPECT_EQ(spilled->samples[i].captions, base->samples[i].captions);
+  }
+  // The rules themselves.
+  const auto& s = base->samples;
+  EXPECT_EQ(s[0].key, "img/0");
+  EXPECT_EQ(s[0].captions, std::vector<std::string>{"first 0"});
+  EXPECT_EQ(s[3].captions, (std::vector<std::string>{"first 3", "second 3"}));  // 2999 - 7 * 428
+  EXPECT_EQ(s[n - 1].captions, (std::vector<std::string>{"first 2999", "second 2999"}));
+  EXPECT_EQ(s[4].captions, std::vector<std::string>{"first 4"});
+  EXPECT_EQ(s[n].key, "a/x.jpg");
+  EXPECT_EQ(s[n + 1].key, "a/x.png");
+  EXPECT_EQ(s[n + 2].key, "b.jpg");
+  EXPECT_EQ(s[n + 3].key, "b.png");
+  EXPECT_EQ(s[n + 4].key, "b.jpg#2");
+}
+
+}  // namespace
+}  // namespace mm::pack
