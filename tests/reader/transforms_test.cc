@@ -401,7 +401,8 @@ TEST(JpegRegion, CutAtRestartMarkersGivesTheCroppedDecodesPixels) {
 TEST(JpegRegion, CutAtRestartMarkersHoldsAtExtremeSizes) {
   CounterRng rng(5);
   for (auto [w, h] : {std::pair{1, 1}, std::pair{1, 300}, std::pair{300, 1}, std::pair{17, 900},
-                      std::pair{900, 17}, std::pair{33, 33}, std::pair{2000, 40}}) {
+                      std::pair{900, 17}, std::pair{33, 33}, std::pair{2000, 40},
+                      std::pair{36, 37}, std::pair{100, 37}, std::pair{67, 20}}) {
     std::vector<uint8_t> rgb(static_cast<size_t>(w) * h * 3);
     for (int y = 0; y < h; ++y) {
       for (int x = 0; x < w; ++x) {
@@ -416,8 +417,12 @@ TEST(JpegRegion, CutAtRestartMarkersHoldsAtExtremeSizes) {
     ASSERT_TRUE(cut.ok() && plain.ok());
     std::vector<CropWindow> windows = {{0, 0, w, h}, CenterCrop(w, h, 224, 224, 224.0 / 256)};
     for (int n = 0; n < 20; ++n) windows.push_back(RandomResizedCrop(w, h, {}, &rng));
+    // Narrow windows along the right and bottom edges: a cut inside the last, partial MCU
+    // column (3 or 4 pixels wide at widths 36, 100, 67) once decoded with box-upsampled chroma.
+    for (int x = std::max(0, w - 6); x < w; ++x) windows.push_back({x, h / 3, std::min(2, w - x), h / 2});
+    for (int y = std::max(0, h - 6); y < h; ++y) windows.push_back({w / 3, y, w / 2, std::min(2, h - y)});
     for (const CropWindow& win : windows) {
-      for (auto [ow, oh] : {std::pair{224, 224}, std::pair{16, 8}}) {
+      for (auto [ow, oh] : {std::pair{224, 224}, std::pair{16, 8}, std::pair{2, 8}}) {
         std::vector<uint8_t> a(static_cast<size_t>(ow) * oh * 3), b(a.size());
         ASSERT_TRUE(CropResizeJpeg(cut->data(), cut->size(), w, h, win, ow, oh, false, a.data(),
                                    image::Filter::kBilinear)

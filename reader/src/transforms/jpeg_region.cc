@@ -293,15 +293,28 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int scale_num, int x0,
   // the region covers are decoded, Huffman decoding included, from a JPEG cut out of this one.
   // Anything else, damage included, takes the ordinary path below, which names the damage.
   ScanLayout l;
-  if (ParseScanLayout(data, size, &l) && l.width == (expect_width > 0 ? expect_width : l.width) &&
-      l.height == (expect_height > 0 ? expect_height : l.height)) {
+  // The header must state the table's size, as on the ordinary path (else that path says so).
+  if (ParseScanLayout(data, size, &l) &&
+      (expect_width <= 0 || (l.width == expect_width && l.height == expect_height))) {
     const int sw = JpegScaled(l.width, scale_num), sh = JpegScaled(l.height, scale_num);
     // An MCU of mcu_w pixels is mcu_w * num / 8 scaled pixels (blocks of 8 become num).
     const int mw = l.mcu_w * scale_num / 8, mh = l.mcu_h * scale_num / 8;
     const int cx0 = std::clamp(x0, 0, sw - 1), cx1 = std::clamp(x1, cx0 + 1, sw);
     const int cy0 = std::clamp(y0, 0, sh - 1), cy1 = std::clamp(y1, cy0 + 1, sh);
-    const int c0 = cx0 / mw / l.interval * l.interval;
-    const int c1 = std::min(l.mcus_x, (cx1 + mw * l.interval - 1) / (mw * l.interval) * l.interval);
+    int c0 = cx0 / mw / l.interval * l.interval;
+    int c1 = std::min(l.mcus_x, (cx1 + mw * l.interval - 1) / (mw * l.interval) * l.interval);
+    // At least 3 MCUs wide (or the whole width): libjpeg upsamples chroma with its triangle
+    // filter only where a component's row is more than 2 samples wide, and with a box filter
+    // below that, so a cut 1 or 2 MCUs wide (a crop inside a narrow last MCU column) would
+    // decode to other pixels than the same MCUs of the whole image. Found by an adversarial
+    // pass: width 36 at 8/8, a region in x 32..36.
+    while (c1 - c0 < 3 && (c0 > 0 || c1 < l.mcus_x)) {
+      if (c1 < l.mcus_x) {
+        c1 = std::min(l.mcus_x, c1 + l.interval);
+      } else {
+        c0 = std::max(0, c0 - l.interval);
+      }
+    }
     const int r0 = cy0 / mh, r1 = std::min(l.mcus_y, (cy1 + mh - 1) / mh);
     thread_local std::vector<uint32_t> begin, end;
     thread_local std::vector<uint8_t> cut;
