@@ -162,5 +162,115 @@ TEST(Ingest, ManifestGroupingAndKeysAreTheSameWhenEverySortSpills) {
   EXPECT_EQ(s[n + 4].key, "b.jpg#2");
 }
 
+// Ingest of `input` with the default sort memory and with 4 KiB: the same samples and issues.
+void ExpectSameWhenSpilled(const std::string& input, size_t want_samples) {
+  auto base = Ingest(input, InputFormat::kAuto);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  ::setenv("MM_SORT_MEMORY", "4096", 1);
+  auto spilled = Ingest(input, InputFormat::kAuto);
+  ::unsetenv("MM_SORT_MEMORY");
+  ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+  ASSERT_EQ(base->samples.size(), want_samples);
+  ASSERT_EQ(spilled->samples.size(), want_samples);
+  for (size_t i = 0; i < want_samples; ++i) {
+    EXPECT_EQ(spilled->samples[i].key, base->samples[i].key);
+    EXPECT_EQ(spilled->samples[i].source, base->samples[i].source);
+    EXPECT_EQ(spilled->samples[i].tar_member_index, base->samples[i].tar_member_index);
+    EXPECT_EQ(spilled->samples[i].captions, base->samples[i].captions);
+  }
+  ASSERT_EQ(spilled->issues.size(), base->issues.size());
+  for (size_t i = 0; i < base->issues.size(); ++i) {
+    EXPECT_EQ(spilled->issues[i].source, base->issues[i].source);
+    EXPECT_EQ(spilled->issues[i].reason, base->issues[i].reason);
+  }
+}
+
+// A folder of pairs in nested folders, listed and paired through sorts: 1,500 pairs in 3
+// folders of one level and one of two, names that sort around their extensions ("a.jpg",
+// "a.txt", "a0.jpg", "a-b.png"), two images of one key, a caption without an image.
+TEST(Ingest, FolderPairsAreTheSameWhenEverySortSpills) {
+  TempDir tmp;
+  for (int i = 0; i < 1500; ++i) {
+    const std::string dir = i % 4 == 3 ? "d3/deeper/" : "d" + std::to_string(i % 4) + "/";
+    const std::string stem = dir + (i % 2 ? "a" : "a-") + std::to_string(i);
+    WriteBytes(tmp / (stem + (i % 3 ? ".jpg" : ".png")), "x");
+    WriteBytes(tmp / (stem + ".txt"), "caption " + std::to_string(i));
+  }
+  WriteBytes(tmp / "d0/a.jpg", "x");
+  WriteBytes(tmp / "d0/a.png", "x");  // same key as a.jpg: duplicate_key
+  WriteBytes(tmp / "d0/a.txt", "a");
+  WriteBytes(tmp / "d1/lonely.txt", "no image");  // missing_file
+  ExpectSameWhenSpilled(tmp.path().string(), 1501);
+}
+
+// WebDataset tars in a folder whose keys repeat across tars: prefixed by the tar's name
+// through a sort (RekeyRepeated), as in memory.
+TEST(Ingest, TarKeysRepeatedAcrossTarsAreTheSameWhenEverySortSpills) {
+  TempDir tmp;
+  int rc = 0;
+  RunPython(R"(
+import io, tarfile
+for t in range(3):
+    with tarfile.open()" + Py(tmp.path()) + R"( + '/part-%d.tar' % t, 'w') as tar:
+        for i in range(400):
+            key = '%06d' % (i if i % 5 else 100000 * t + i)  # every fifth key is the tar's own
+            for ext, data in (('jpg', b'x'), ('txt', ('caption %d %d' % (t, i)).encode())):
+                info = tarfile.TarInfo('%s.%s' % (key, ext))
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+)",
+            &rc);
+  ASSERT_EQ(rc, 0);
+  ExpectSameWhenSpilled(tmp.path().string(), 1200);
+  auto r = Ingest(tmp.path().string(), InputFormat::kAuto);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->samples[1].key, "part-0/000001");  // in all three tars
+  EXPECT_EQ(r->samples[0].key, "000000");         // 100000 * t + 0: only in part-0
+}
+
+// A COCO file read through the SAX reader and its sorts: annotations before images, a repeated
+// id, two ids of one file, annotations of unknown and of unstorable images, entries without
+// their fields, an image without annotation, file names that share a stem.
+TEST(Ingest, CocoIsTheSameWhenEverySortSpills) {
+  TempDir tmp;
+  std::string annotations, images;
+  for (int i = 0; i < 1200; ++i) {
+    annotations += (i ? "," : "") + std::string("{\"image_id\": ") + std::to_string(i % 700) +
+                   ", \"caption\": \"caption " + std::to_string(i) + "\"}";
+  }
+  annotations += ", {\"image_id\": 99999, \"caption\": \"nobody's\"}, {\"caption\": \"no id\"}";
+  annotations += ", {\"image_id\": \"bad\", \"caption\": \"of the bad name\"}";
+  annotations += ", {\"image_id\": 800, \"caption\": \"q\"}";
+  for (int i = 0; i < 720; ++i) {
+    const std::string name = i % 50 == 7 ? "shared.jpg" : "p" + std::to_string(i % 600) +
+                                                            (i % 3 ? ".jpg" : ".png");
+    images += (i ? "," : "") + std::string("{\"id\": ") + std::to_string(i) +
+              ", \"file_name\": \"" + name + "\"}";
+  }
+  images += ", {\"id\": 5, \"file_name\": \"again.jpg\"}, {\"file_name\": \"no id.jpg\"}";
+  images += ", {\"id\": \"bad\", \"file_name\": \"caf\xff.jpg\"}";
+  images += ", {\"id\": 800, \"file_name\": \"q.jpg\"}, {\"id\": 801, \"file_name\": \"q.png\"}";
+  WriteBytes(tmp / "captions.json", "{\"info\": {\"images\": [1, 2]}, \"annotations\": [" +
+                                        annotations + "], \"licenses\": [], \"images\": [" +
+                                        images + "]}");
+  // Samples: p<k> for the 588 k in 0..599 with k % 50 != 7 (ids k and k + 600 share a file),
+  // shared.jpg (ids 7, 57, ... 707), q.jpg.
+  ExpectSameWhenSpilled((tmp / "captions.json").string(), 590);
+  auto r = Ingest((tmp / "captions.json").string(), InputFormat::kCoco);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::map<std::string, int> reasons;
+  for (const IngestIssue& i : r->issues) ++reasons[i.reason];
+  EXPECT_EQ(reasons["duplicate_key"], 1);          // id 5 again
+  EXPECT_EQ(reasons["invalid_utf8"], 1);           // caf\xff.jpg: its annotation is not reported
+  EXPECT_EQ(reasons["invalid_manifest_line"], 3);  // no id, no image_id, unknown 99999
+  EXPECT_EQ(reasons["missing_caption"], 1);        // q.png
+  // The stem rule counts q.png before it is dropped: q.jpg is keyed by its full name.
+  EXPECT_EQ(r->samples.back().key, "q.jpg");
+  EXPECT_EQ(r->samples[0].source, "p0.png");
+  // Ids 0 and 600 are one file: their captions in annotation order (annotations 0, 600, 700).
+  EXPECT_EQ(r->samples[0].captions,
+            (std::vector<std::string>{"caption 0", "caption 600", "caption 700"}));
+}
+
 }  // namespace
 }  // namespace mm::pack

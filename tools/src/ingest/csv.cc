@@ -1,9 +1,5 @@
 // csv.cc: CSV and TSV manifests, a header row and then rows (ingest.h, "csv" and "tsv").
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -146,39 +142,6 @@ class DelimitedParser {
   size_t i_ = 0, row_start_ = 0;
 };
 
-// The manifest mapped read-only, so that it is read through the page cache and never held:
-// the rows behind the parser are given back (MADV_DONTNEED) as it goes, and a rewind (a
-// malformed record) faults them in again from the cache.
-class MappedText {
- public:
-  ~MappedText() {
-    if (base_ != nullptr) ::munmap(base_, size_);
-  }
-  Status Open(const fs::path& file) {
-    MM_ASSIGN_OR_RETURN(RegularFile f, OpenRegularFile(file.string()));
-    size_ = static_cast<size_t>(f.size);
-    if (size_ == 0) return Status::OK();
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd.get(), 0);
-    if (p == MAP_FAILED) return ErrnoStatus(errno, "cannot map " + file.string());
-    base_ = static_cast<char*>(p);
-    ::madvise(base_, size_, MADV_SEQUENTIAL);
-    return Status::OK();
-  }
-  std::string_view text() const { return std::string_view(base_ == nullptr ? "" : base_, size_); }
-  // Gives back the pages wholly before `offset` once 16 MiB more than last time lie there.
-  void DoneBefore(size_t offset) {
-    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    const size_t end = offset / page * page;
-    if (base_ == nullptr || end < released_ + (size_t{16} << 20)) return;
-    ::madvise(base_ + released_, end - released_, MADV_DONTNEED);
-    released_ = end;
-  }
-
- private:
-  char* base_ = nullptr;
-  size_t size_ = 0, released_ = 0;
-};
-
 }  // namespace
 
 Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat format,
@@ -268,9 +231,7 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
                                  "goes on at the next line"});
   }
   for (IngestIssue& i : row_issues) result.issues.push_back(std::move(i));
-  MM_ASSIGN_OR_RETURN(result.list, SampleList::Create(spill_dir));
-  MM_RETURN_NOT_OK(grouper.Take(result.list.get()));
-  MM_RETURN_NOT_OK(result.list->Finish());
+  MM_ASSIGN_OR_RETURN(result.list, grouper.Take());
   return result;
 }
 

@@ -34,9 +34,9 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
   if (!fs::exists(p, ec)) return Status::NotFound("no such file or directory: " + input);
   if (format == InputFormat::kFiles) {
     if (!fs::is_directory(p, ec)) return Status::InvalidArgument(input + " is not a folder");
-    return IngestFiles(p);
+    return IngestFiles(p, spill_dir);
   }
-  if (format == InputFormat::kWds) return IngestWds(p);
+  if (format == InputFormat::kWds) return IngestWds(p, spill_dir);
   if (fs::is_directory(p, ec)) {
     return Status::InvalidArgument(input + " is a folder; --input-format " +
                                    std::string(ToString(format)) + " needs a file");
@@ -63,7 +63,7 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
     case InputFormat::kTsv:
       return IngestDelimited(p, '\t', InputFormat::kTsv, fields, spill_dir);
     case InputFormat::kCoco:
-      return IngestCoco(p);
+      return IngestCoco(p, spill_dir);
     default:
       return Status::Internal("input format " + std::string(ToString(format)) + " not handled");
   }

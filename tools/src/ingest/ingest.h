@@ -36,10 +36,14 @@
 // sample whose image path (or tar member name) is not valid UTF-8 or holds a NUL cannot be
 // stored (sources and keys are UTF-8): it is an issue (invalid_utf8 / invalid_manifest_line).
 //
-// Memory: IngestToList keeps the samples on disk (ingest/sample_list.h); JSONL and CSV/TSV are
-// read line by line and grouped through external sorts (ingest/spill.h), so their memory does not
-// grow with the manifest's length; the files, coco and wds formats still list their samples in
-// memory first (text only: keys, sources, captions). Image bytes are never held here.
+// Memory: IngestToList keeps the samples on disk (ingest/sample_list.h) and does every grouping
+// and key rule through external sorts (ingest/spill.h), so its memory does not grow with the
+// input's length, in every format: JSONL line by line, CSV/TSV and COCO from a read-only mapping
+// given back as it is read (COCO through nlohmann's SAX interface, one element of images[] or
+// annotations[] at a time), folders listed through a sort, tars one at a time. What remains in
+// memory is bounded by one item: the longest manifest line or caption file, one tar's members,
+// one folder's subfolders; and the issues (report.json's dropped entries). Image bytes are
+// never held here.
 #pragma once
 
 #include <cstdint>

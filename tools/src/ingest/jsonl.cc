@@ -155,9 +155,7 @@ Result<IngestResult> IngestJsonl(const fs::path& file, const FieldNames& names,
     }
   }
   if (in.bad()) return Status::IOError("read error in " + file.string());
-  MM_ASSIGN_OR_RETURN(result.list, SampleList::Create(spill_dir));
-  MM_RETURN_NOT_OK(grouper.Take(result.list.get()));
-  MM_RETURN_NOT_OK(result.list->Finish());
+  MM_ASSIGN_OR_RETURN(result.list, grouper.Take());
   return result;
 }
 

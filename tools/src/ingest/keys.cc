@@ -29,29 +29,70 @@ void AssignKeys(std::vector<RawSample>* samples) {
   }
 }
 
-namespace {
-
-// Big-endian, so that bytewise order is numeric order.
-std::string Be64(uint64_t v) {
-  std::string out(8, '\0');
-  for (int i = 7; i >= 0; --i, v >>= 8) out[i] = static_cast<char>(v & 0xFF);
-  return out;
-}
-
-uint64_t ReadBe64(std::string_view s) {
-  uint64_t v = 0;
-  for (size_t i = s.size() - 8; i < s.size(); ++i) v = v << 8 | static_cast<unsigned char>(s[i]);
-  return v;
-}
-
-}  // namespace
-
 size_t SortMemoryBytes() {
   if (const char* v = std::getenv("MM_SORT_MEMORY")) {
     const long long n = std::atoll(v);
     if (n > 0) return static_cast<size_t>(n);
   }
   return size_t{4} << 20;
+}
+
+Status RekeyRepeated(std::unique_ptr<SampleList>* samples,
+                     const std::function<std::string(const RawSample&)>& rekey) {
+  SampleList& in = **samples;
+  ExternalSorter by_key(in.dir(), SortMemoryBytes());
+  {
+    MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
+    RawSample s;
+    for (;;) {
+      const uint64_t at = c.position();
+      MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+      if (!more) break;
+      MM_RETURN_NOT_OK(by_key.Add(TextKey(s.key, at), {}));
+    }
+  }
+  MM_RETURN_NOT_OK(by_key.Finish());
+  // The positions of the samples whose key repeats, in position order.
+  ExternalSorter repeated(in.dir(), SortMemoryBytes());
+  {
+    std::string key, payload, last;
+    uint64_t last_at = 0;
+    int64_t count = 0;
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, by_key.Next(&key, &payload));
+      if (!more) break;
+      const std::string_view k = TextOf(key);
+      if (count > 0 && k == last) {
+        if (count == 1) MM_RETURN_NOT_OK(repeated.Add(Be64(last_at), {}));
+        MM_RETURN_NOT_OK(repeated.Add(Be64(NumberOf(key)), {}));
+        ++count;
+        continue;
+      }
+      last.assign(k);
+      last_at = NumberOf(key);
+      count = 1;
+    }
+  }
+  if (repeated.size() == 0) return Status::OK();
+  MM_RETURN_NOT_OK(repeated.Finish());
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(in.dir()));
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
+  std::string next, unused;
+  MM_ASSIGN_OR_RETURN(bool have, repeated.Next(&next, &unused));
+  RawSample s;
+  for (;;) {
+    const uint64_t at = c.position();
+    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+    if (!more) break;
+    if (have && ReadBe64(next, 0) == at) {
+      s.key = rekey(s);
+      MM_ASSIGN_OR_RETURN(have, repeated.Next(&next, &unused));
+    }
+    MM_RETURN_NOT_OK(out->Add(s));
+  }
+  MM_RETURN_NOT_OK(out->Finish());
+  *samples = std::move(out);
+  return Status::OK();
 }
 
 Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
@@ -66,7 +107,7 @@ Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
       const uint64_t at = c.position();
       MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
       if (!more) break;
-      MM_RETURN_NOT_OK(by_key.Add(s.key + '\0' + Be64(at), {}));
+      MM_RETURN_NOT_OK(by_key.Add(TextKey(s.key, at), {}));
     }
   }
   MM_RETURN_NOT_OK(by_key.Finish());
@@ -84,9 +125,9 @@ Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
     for (;;) {
       MM_ASSIGN_OR_RETURN(bool more, by_key.Next(&key, &payload));
       if (!more) break;
-      std::string k = key.substr(0, key.size() - 9);
+      std::string k(TextOf(key));
       if (!first && k == last) {
-        dups.push_back({ReadBe64(key), std::move(k), 2, {}});
+        dups.push_back({NumberOf(key), std::move(k), 2, {}});
         continue;
       }
       MM_RETURN_NOT_OK(originals->Append(k).status());
@@ -95,7 +136,7 @@ Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
     }
   }
   if (dups.empty()) return Status::OK();
-  MM_RETURN_NOT_OK(originals->Flush());
+  MM_RETURN_NOT_OK(originals->Close());
   std::sort(dups.begin(), dups.end(), [](const Dup& a, const Dup& b) { return a.at < b.at; });
   // "<key>#<n>" for each repeat in input order: the smallest n >= 2 that is neither an original
   // key nor already given. Candidates are checked against the sorted originals in rounds (a
@@ -179,82 +220,112 @@ Status Grouper::Add(const std::string& image, std::vector<std::string> captions,
   scratch_sample_.captions = std::move(captions);
   scratch_sample_.fields = std::move(fields);
   EncodeSample(scratch_sample_, &scratch_);
-  return lines_.Add(image + '\0' + Be64(line_++), scratch_);
+  return lines_.Add(TextKey(image, line_++), scratch_);
 }
 
-Status Grouper::Take(SampleList* out) {
+Result<std::unique_ptr<SampleList>> Grouper::Take() {
   MM_RETURN_NOT_OK(lines_.Finish());
   // Lines by (image, line): one image's lines are neighbours. Each image becomes a sample,
-  // sorted again by its first line (first-appearance order); its stem goes to a third sort.
-  ExternalSorter groups(spill_dir_, SortMemoryBytes()), stems(spill_dir_, SortMemoryBytes());
+  // sorted again by its first line: first-appearance order.
+  ExternalSorter groups(spill_dir_, SortMemoryBytes());
   {
     std::string key, payload, image;
     RawSample line, sample;
     uint64_t first = 0;
     bool open = false;
     auto close = [&]() -> Status {
-      if (!open) return Status::OK();
       sample.source = image;
       sample.path = Resolve(base_, image);
       EncodeSample(sample, &scratch_);
-      MM_RETURN_NOT_OK(groups.Add(Be64(first), scratch_));
-      return stems.Add(StripExtension(image) + '\0' + Be64(first), {});
+      return groups.Add(Be64(first), scratch_);
     };
     for (;;) {
       MM_ASSIGN_OR_RETURN(bool more, lines_.Next(&key, &payload));
       if (!more) break;
       MM_RETURN_NOT_OK(DecodeSample(payload, &line));
-      const std::string_view this_image(key.data(), key.size() - 9);
+      const std::string_view this_image = TextOf(key);
       if (!open || this_image != image) {
-        MM_RETURN_NOT_OK(close());
+        if (open) MM_RETURN_NOT_OK(close());
         sample = RawSample();
         image.assign(this_image);
-        first = ReadBe64(key);
+        first = NumberOf(key);
         sample.fields = std::move(line.fields);
         open = true;
       }
       for (std::string& c : line.captions) sample.captions.push_back(std::move(c));
     }
-    MM_RETURN_NOT_OK(close());
+    if (open) MM_RETURN_NOT_OK(close());
   }
   MM_RETURN_NOT_OK(groups.Finish());
-  MM_RETURN_NOT_OK(stems.Finish());
-  // AssignKeys' rule: a stem that more than one image has keys them by their full source.
-  ExternalSorter full(spill_dir_, SortMemoryBytes());
-  {
-    std::string key, payload, last_stem;
-    uint64_t last_first = 0;
-    int64_t count = 0;
-    for (;;) {
-      MM_ASSIGN_OR_RETURN(bool more, stems.Next(&key, &payload));
-      if (!more) break;
-      const std::string_view stem(key.data(), key.size() - 9);
-      if (count > 0 && stem == last_stem) {
-        if (count == 1) MM_RETURN_NOT_OK(full.Add(Be64(last_first), {}));
-        MM_RETURN_NOT_OK(full.Add(Be64(ReadBe64(key)), {}));
-        ++count;
-        continue;
-      }
-      last_stem.assign(stem);
-      last_first = ReadBe64(key);
-      count = 1;
-    }
-  }
-  MM_RETURN_NOT_OK(full.Finish());
-  std::string key, payload, full_key, unused;
-  MM_ASSIGN_OR_RETURN(bool have_full, full.Next(&full_key, &unused));
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(spill_dir_));
+  std::string key, payload;
   RawSample s;
   for (;;) {
     MM_ASSIGN_OR_RETURN(bool more, groups.Next(&key, &payload));
     if (!more) break;
     MM_RETURN_NOT_OK(DecodeSample(payload, &s));
-    const bool by_source = have_full && full_key == key;
+    MM_RETURN_NOT_OK(out->Add(s));
+  }
+  MM_RETURN_NOT_OK(out->Finish());
+  MM_RETURN_NOT_OK(AssignKeysByStem(&out));
+  return out;
+}
+
+Status AssignKeysByStem(std::unique_ptr<SampleList>* samples) {
+  SampleList& in = **samples;
+  // Stems sorted, each with its position: a stem more than one sample has keys them by their
+  // full source.
+  ExternalSorter stems(in.dir(), SortMemoryBytes());
+  {
+    MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
+    RawSample s;
+    for (;;) {
+      const uint64_t at = c.position();
+      MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+      if (!more) break;
+      MM_RETURN_NOT_OK(stems.Add(TextKey(StripExtension(s.source), at), {}));
+    }
+  }
+  MM_RETURN_NOT_OK(stems.Finish());
+  ExternalSorter full(in.dir(), SortMemoryBytes());  // positions keyed by source
+  {
+    std::string key, payload, last_stem;
+    uint64_t last_at = 0;
+    int64_t count = 0;
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, stems.Next(&key, &payload));
+      if (!more) break;
+      const std::string_view stem = TextOf(key);
+      if (count > 0 && stem == last_stem) {
+        if (count == 1) MM_RETURN_NOT_OK(full.Add(Be64(last_at), {}));
+        MM_RETURN_NOT_OK(full.Add(Be64(NumberOf(key)), {}));
+        ++count;
+        continue;
+      }
+      last_stem.assign(stem);
+      last_at = NumberOf(key);
+      count = 1;
+    }
+  }
+  MM_RETURN_NOT_OK(full.Finish());
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(in.dir()));
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
+  std::string next, unused;
+  MM_ASSIGN_OR_RETURN(bool have, full.Next(&next, &unused));
+  RawSample s;
+  for (;;) {
+    const uint64_t at = c.position();
+    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+    if (!more) break;
+    const bool by_source = have && ReadBe64(next, 0) == at;
     if (by_source) {
-      MM_ASSIGN_OR_RETURN(have_full, full.Next(&full_key, &unused));
+      MM_ASSIGN_OR_RETURN(have, full.Next(&next, &unused));
     }
     s.key = by_source ? s.source : StripExtension(s.source);
     MM_RETURN_NOT_OK(out->Add(s));
   }
+  MM_RETURN_NOT_OK(out->Finish());
+  *samples = std::move(out);
   return Status::OK();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <memory>
 #include <vector>
@@ -22,6 +23,10 @@ std::string StripExtension(const std::string& path);
 /// Keys: the image path as given without its extension; the full path where that collides.
 void AssignKeys(std::vector<RawSample>* samples);
 
+/// AssignKeys' rule on a list on disk (external sorts in its folder): `*samples` replaced by
+/// the same samples with their keys. Errors: IOError, Corruption.
+[[nodiscard]] Status AssignKeysByStem(std::unique_ptr<SampleList>* samples);
+
 /// Cuts each caption of `captions` longer than `max_bytes` (>= 0) to max_bytes + 1 bytes
 /// (FieldNames::max_caption_bytes).
 void CapCaptions(std::vector<std::string>* captions, int64_t max_bytes);
@@ -34,6 +39,13 @@ void CapCaptions(std::vector<std::string>* captions, int64_t max_bytes);
 /// sorts (spill.h) in the list's folder, plus the repeated keys themselves.
 /// Errors: IOError, Corruption (the spill files).
 [[nodiscard]] Status MakeKeysUnique(std::unique_ptr<SampleList>* samples);
+
+/// Gives every sample whose key another sample shares the key `rekey(sample)` (wds.cc: a key
+/// repeated across tars is prefixed with its tar's name), through external sorts in the list's
+/// folder; `*samples` is replaced by a list with the new keys when any key repeats.
+/// Errors: IOError, Corruption (the spill files).
+[[nodiscard]] Status RekeyRepeated(std::unique_ptr<SampleList>* samples,
+                                   const std::function<std::string(const RawSample&)>& rekey);
 
 /// The memory each external sort of the ingest may fill before it spills a run: small, so that
 /// a build's peak memory does not depend on its manifest's length (issue 13), large enough that
@@ -53,8 +65,8 @@ class Grouper {
   /// One line or row: its captions, and `fields` (kept when it is the image's first).
   [[nodiscard]] Status Add(const std::string& image, std::vector<std::string> captions,
                            std::vector<FieldValue> fields);
-  /// Appends the samples to `out` (not finished). Errors: IOError, Corruption.
-  [[nodiscard]] Status Take(SampleList* out);
+  /// The samples, finished, keys assigned (AssignKeysByStem). Errors: IOError, Corruption.
+  [[nodiscard]] Result<std::unique_ptr<SampleList>> Take();
 
  private:
   std::filesystem::path base_, spill_dir_;

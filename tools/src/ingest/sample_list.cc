@@ -103,7 +103,7 @@ Status SampleList::Add(const RawSample& s) {
   return Status::OK();
 }
 
-Status SampleList::Finish() { return file_->Flush(); }
+Status SampleList::Finish() { return file_->Close(); }
 
 Result<SampleList::Cursor> SampleList::From(size_t from) const {
   if (from > count_) return Status::Internal("SampleList::From past the end");

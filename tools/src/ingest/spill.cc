@@ -36,15 +36,41 @@ uint32_t GetU32(const char* p) {
 
 }  // namespace
 
-Result<std::unique_ptr<SpillFile>> SpillFile::Create(const fs::path& dir) {
+std::string Be64(uint64_t v) {
+  std::string out(8, '\0');
+  for (int i = 7; i >= 0; --i, v >>= 8) out[i] = static_cast<char>(v & 0xFF);
+  return out;
+}
+
+uint64_t ReadBe64(std::string_view s, size_t at) {
+  uint64_t v = 0;
+  for (size_t i = at; i < at + 8; ++i) v = v << 8 | static_cast<unsigned char>(s[i]);
+  return v;
+}
+
+std::string TextKey(std::string_view text, uint64_t n) {
+  std::string key(text);
+  key += Be64(text.size());
+  key += Be64(n);
+  return key;
+}
+
+Result<UniqueFd> OpenUnnamedFile(const fs::path& dir) {
   UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   if (!fd.valid()) {  // a file system without O_TMPFILE: a name, removed at once
     std::string name = (dir / ".mmpack-spill-XXXXXX").string();
     fd = UniqueFd(::mkostemp(name.data(), O_CLOEXEC));
-    if (!fd.valid()) return ErrnoStatus(errno, "cannot write " + (dir / "").string() +
-                                                    " (a temporary file of the build's ingest)");
+    if (!fd.valid()) {
+      return ErrnoStatus(errno, "cannot write " + (dir / "").string() +
+                                    " (a temporary file of the build's ingest)");
+    }
     ::unlink(name.c_str());
   }
+  return fd;
+}
+
+Result<std::unique_ptr<SpillFile>> SpillFile::Create(const fs::path& dir) {
+  MM_ASSIGN_OR_RETURN(UniqueFd fd, OpenUnnamedFile(dir));
   return std::unique_ptr<SpillFile>(new SpillFile(std::move(fd), dir));
 }
 
@@ -81,6 +107,12 @@ Status SpillFile::Flush() {
   } else {
     buffer_.clear();
   }
+  return Status::OK();
+}
+
+Status SpillFile::Close() {
+  MM_RETURN_NOT_OK(Flush());
+  std::string().swap(buffer_);
   return Status::OK();
 }
 
@@ -174,7 +206,7 @@ Status ExternalSorter::SpillRun() {
     record.append(arena_.data() + at + 8 + klen, plen);
     MM_RETURN_NOT_OK(run->file->Append(record).status());
   }
-  MM_RETURN_NOT_OK(run->file->Flush());
+  MM_RETURN_NOT_OK(run->file->Close());
   runs_.push_back(std::move(run));
   std::string().swap(arena_);
   std::vector<uint64_t>().swap(index_);
@@ -239,7 +271,7 @@ Status ExternalSorter::Finish() {
         if (!more) break;
         MM_RETURN_NOT_OK(out->file->Append(record).status());
       }
-      MM_RETURN_NOT_OK(out->file->Flush());
+      MM_RETURN_NOT_OK(out->file->Close());
       merged.push_back(std::move(out));
     }
     runs_ = std::move(merged);

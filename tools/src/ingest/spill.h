@@ -25,6 +25,10 @@
 
 namespace mm::pack {
 
+/// A new unnamed file in `dir` open for reading and writing (O_TMPFILE, else a name removed at
+/// once), gone when closed, however the process ends. Errors: IOError naming `dir`.
+[[nodiscard]] Result<UniqueFd> OpenUnnamedFile(const std::filesystem::path& dir);
+
 /// An unnamed temporary file of records ([uint32 size][bytes], at most 1 GiB each).
 class SpillFile {
  public:
@@ -35,6 +39,9 @@ class SpillFile {
   [[nodiscard]] Result<int64_t> Append(std::string_view record);
   /// Writes what the buffer holds. Readers see records only after it.
   [[nodiscard]] Status Flush();
+  /// Flush, then gives the write buffer's memory back: for a file that is written no more (a
+  /// sorted run, a finished list), so that many of them cost no memory while they wait.
+  [[nodiscard]] Status Close();
   /// Bytes appended so far (the offset the next record gets).
   int64_t size() const { return written_ + static_cast<int64_t>(buffer_.size()); }
 
@@ -67,6 +74,18 @@ class SpillFile {
   int64_t written_ = 0;
   std::string buffer_;
 };
+
+/// Sort keys: `v` big-endian, so that bytewise order is numeric order.
+std::string Be64(uint64_t v);
+/// The number Be64 wrote at `at` of `s`.
+uint64_t ReadBe64(std::string_view s, size_t at);
+/// (text, n) as a sort key: the text's bytes, its length, then n, so that records of one text
+/// are neighbours in n order whatever bytes the text holds (a NUL included).
+std::string TextKey(std::string_view text, uint64_t n);
+inline std::string_view TextOf(std::string_view key) { return key.substr(0, key.size() - 16); }
+/// What orders the texts of TextKeys (bytes, then length): equal for one text only.
+inline std::string_view TextOrderOf(std::string_view key) { return key.substr(0, key.size() - 8); }
+inline uint64_t NumberOf(std::string_view key) { return ReadBe64(key, key.size() - 8); }
 
 /// Records (key, payload) sorted by key bytewise, then by the order they were added.
 class ExternalSorter {
