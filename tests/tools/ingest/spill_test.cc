@@ -47,7 +47,7 @@ TEST(ExternalSorter, SortsByKeyKeepingAddedOrderAmongEqualKeysInMemoryAndSpilled
   for (int i = 0; i < 20000; ++i) {
     std::string key(1 + rng() % 6, 'a');
     for (char& c : key) c = static_cast<char>('a' + rng() % 4);  // many equal keys
-    if (i % 97 == 0) key.push_back('\0');                       // keys are bytes
+    if (i % 97 == 0) key.push_back('\0');                        // keys are bytes
     records.emplace_back(key, std::to_string(i) + std::string(rng() % 40, 'x'));
   }
   std::vector<std::pair<std::string, std::string>> want = records;
@@ -87,8 +87,8 @@ TEST(SampleList, RoundTripsEveryFieldAndReadsFromAnyPosition) {
   }
   ASSERT_TRUE((*list)->Finish().ok());
   ASSERT_EQ((*list)->size(), want.size());
-  for (size_t from : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{9999},
-                      size_t{10000}}) {
+  for (size_t from :
+       {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{9999}, size_t{10000}}) {
     auto c = (*list)->From(from);
     ASSERT_TRUE(c.ok());
     size_t i = from;
@@ -211,7 +211,8 @@ TEST(Ingest, TarKeysRepeatedAcrossTarsAreTheSameWhenEverySortSpills) {
   RunPython(R"(
 import io, tarfile
 for t in range(3):
-    with tarfile.open()" + Py(tmp.path()) + R"( + '/part-%d.tar' % t, 'w') as tar:
+    with tarfile.open()" +
+                Py(tmp.path()) + R"( + '/part-%d.tar' % t, 'w') as tar:
         for i in range(400):
             key = '%06d' % (i if i % 5 else 100000 * t + i)  # every fifth key is the tar's own
             for ext, data in (('jpg', b'x'), ('txt', ('caption %d %d' % (t, i)).encode())):
@@ -242,8 +243,8 @@ TEST(Ingest, CocoIsTheSameWhenEverySortSpills) {
   annotations += ", {\"image_id\": \"bad\", \"caption\": \"of the bad name\"}";
   annotations += ", {\"image_id\": 800, \"caption\": \"q\"}";
   for (int i = 0; i < 720; ++i) {
-    const std::string name = i % 50 == 7 ? "shared.jpg" : "p" + std::to_string(i % 600) +
-                                                            (i % 3 ? ".jpg" : ".png");
+    const std::string name =
+        i % 50 == 7 ? "shared.jpg" : "p" + std::to_string(i % 600) + (i % 3 ? ".jpg" : ".png");
     images += (i ? "," : "") + std::string("{\"id\": ") + std::to_string(i) +
               ", \"file_name\": \"" + name + "\"}";
   }

@@ -55,7 +55,9 @@ ojson Describe(const std::map<int64_t, int64_t>& counts, const std::vector<doubl
     sum += static_cast<double>(v) * static_cast<double>(c);
   }
   if (n == 0) return {{"count", 0}};
-  auto value = [&](int64_t v) { return unit == 1 ? ojson(v) : ojson(static_cast<double>(v) / unit); };
+  auto value = [&](int64_t v) {
+    return unit == 1 ? ojson(v) : ojson(static_cast<double>(v) / unit);
+  };
   auto at = [&](double q) {
     const int64_t rank = static_cast<int64_t>(q * static_cast<double>(n - 1));
     int64_t seen = 0;

@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <iterator>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -286,8 +286,8 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
       const uint64_t i = NumberOf(key);
       if (!first && id == last_id) {
         image_issues.push_back({i,
-                                {where + ":images[" + std::to_string(i) + "]", "",
-                                 "duplicate_key", "image id " + id + " repeated"}});
+                                {where + ":images[" + std::to_string(i) + "]", "", "duplicate_key",
+                                 "image id " + id + " repeated"}});
         continue;
       }
       MM_RETURN_NOT_OK(by_file.Add(TextKey(file_name, i), id));
@@ -298,7 +298,7 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
   MM_RETURN_NOT_OK(by_file.Finish());
   // Each file is a sample at its first image's place: the samples by place, and each id's
   // sample by id.
-  ExternalSorter samples(spill_dir, memory);  // place -> file_name
+  ExternalSorter samples(spill_dir, memory);    // place -> file_name
   ExternalSorter id_sample(spill_dir, memory);  // (id, 0) -> place
   {
     std::string key, id, file_name;
@@ -339,10 +339,10 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
       if (have_id && TextOrderOf(id_key) == order) {
         MM_RETURN_NOT_OK(captions.Add(place + Be64(j), caption));
       } else if (!(have_un && TextOrderOf(un_key) == order)) {
-        annotation_issues.push_back({j,
-                                     {where + ":annotations[" + std::to_string(j) + "]", "",
-                                      "invalid_manifest_line",
-                                      "annotation for unknown image_id " + std::string(id)}});
+        annotation_issues.push_back(
+            {j,
+             {where + ":annotations[" + std::to_string(j) + "]", "", "invalid_manifest_line",
+              "annotation for unknown image_id " + std::string(id)}});
       }
     }
   }

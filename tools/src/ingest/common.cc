@@ -8,7 +8,6 @@
 #include <cerrno>
 
 #include "mm/internal/file.h"
-
 #include "text/ascii.h"
 
 namespace mm::pack {

@@ -210,9 +210,8 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
         if (captions.empty()) captions.push_back(row[cols->captions[0]]);
         std::vector<FieldValue> fields;
         for (int c : cols->extra) {
-          fields.push_back(c >= 0 && c < static_cast<int>(row.size())
-                               ? FieldValue::FromText(row[c])
-                               : FieldValue());
+          fields.push_back(c >= 0 && c < static_cast<int>(row.size()) ? FieldValue::FromText(row[c])
+                                                                      : FieldValue());
         }
         st = grouper.Add(row[cols->image], std::move(captions), std::move(fields));
         return st.ok();

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <functional>
 #include <set>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -111,8 +111,8 @@ Result<IngestResult> IngestFiles(const fs::path& root, const fs::path& spill_dir
       return Status::OK();
     }
     for (size_t i = 1; i < images.size(); ++i) {
-      result.issues.push_back({images[i], key, "duplicate_key",
-                               "another image has the same key: " + images[0]});
+      result.issues.push_back(
+          {images[i], key, "duplicate_key", "another image has the same key: " + images[0]});
     }
     if (text.empty()) {
       result.issues.push_back({images[0], key, "missing_caption", "no " + key + ".txt"});

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ingest/ingest.h"

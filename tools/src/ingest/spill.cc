@@ -193,9 +193,8 @@ Status ExternalSorter::Add(std::string_view key, std::string_view payload) {
 }
 
 Status ExternalSorter::SpillRun() {
-  std::stable_sort(index_.begin(), index_.end(), [this](uint64_t a, uint64_t b) {
-    return KeyAt(arena_, a) < KeyAt(arena_, b);
-  });
+  std::stable_sort(index_.begin(), index_.end(),
+                   [this](uint64_t a, uint64_t b) { return KeyAt(arena_, a) < KeyAt(arena_, b); });
   auto run = std::make_unique<Run>();
   MM_ASSIGN_OR_RETURN(run->file, SpillFile::Create(dir_));
   std::string record;

@@ -124,7 +124,8 @@ class ExternalSorter {
   bool finished_ = false;
   // The run being filled: records packed in one buffer, sorted by index.
   std::string arena_;
-  std::vector<uint64_t> index_;  // arena offset of each record: [u32 key size][key][u32 size][payload]
+  std::vector<uint64_t>
+      index_;  // arena offset of each record: [u32 key size][key][u32 size][payload]
   std::vector<std::unique_ptr<Run>> runs_;
   // Merge state: a min-heap of run numbers by current key (then run number: earlier runs hold
   // earlier records).
