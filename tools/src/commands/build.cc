@@ -799,7 +799,12 @@ Status RunBuild(const BuildOptions& given) {
 
   BuildReport report;
   // The samples live in unnamed files beside OUT (its file system holds the set anyway), so the
-  // build's memory does not grow with the input's length (ingest/sample_list.h).
+  // build's memory does not grow with the input's length (ingest/sample_list.h). A part's
+  // staging folder comes later: OUT's parent is made here, as the staging folder would make it.
+  if (part.count > 0) {
+    std::error_code ec;
+    fs::create_directories(out.parent_path(), ec);
+  }
   MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o, out.parent_path(), &report));
   MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> list,
                       FilterSamples(o, base, *ingest.list, &report));
