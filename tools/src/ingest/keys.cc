@@ -37,62 +37,83 @@ size_t SortMemoryBytes() {
   return size_t{4} << 20;
 }
 
-Status RekeyRepeated(std::unique_ptr<SampleList>* samples,
-                     const std::function<std::string(const RawSample&)>& rekey) {
+namespace {
+
+// Every sample's `group_of(sample)` with its position, sorted: one group's samples are
+// neighbours, in position order.
+Status SortPositionsBy(const SampleList& in,
+                       const std::function<std::string(const RawSample&)>& group_of,
+                       ExternalSorter* out) {
+  MM_RETURN_NOT_OK(ForEachSample(in, [&](uint64_t at, RawSample& s) {
+    return out->Add(TextKey(group_of(s), at), {});
+  }));
+  return out->Finish();
+}
+
+// Gives every sample the key `key_of(sample, shared)`, `shared` telling whether another sample
+// has the same `group_of`: the groups through one external sort, the positions of the shared
+// ones through another, then one pass that rewrites the list. With `only_if_shared` the list is
+// kept as it is when no group is shared.
+Status RekeyByGroup(std::unique_ptr<SampleList>* samples,
+                    const std::function<std::string(const RawSample&)>& group_of,
+                    const std::function<std::string(const RawSample&, bool shared)>& key_of,
+                    bool only_if_shared) {
   SampleList& in = **samples;
-  ExternalSorter by_key(in.dir(), SortMemoryBytes());
-  {
-    MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
-    RawSample s;
-    for (;;) {
-      const uint64_t at = c.position();
-      MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-      if (!more) break;
-      MM_RETURN_NOT_OK(by_key.Add(TextKey(s.key, at), {}));
-    }
-  }
-  MM_RETURN_NOT_OK(by_key.Finish());
-  // The positions of the samples whose key repeats, in position order.
-  ExternalSorter repeated(in.dir(), SortMemoryBytes());
+  ExternalSorter groups(in.dir(), SortMemoryBytes());
+  MM_RETURN_NOT_OK(SortPositionsBy(in, group_of, &groups));
+  ExternalSorter shared(in.dir(), SortMemoryBytes());  // positions, in order
   {
     std::string key, payload, last;
     uint64_t last_at = 0;
     int64_t count = 0;
     for (;;) {
-      MM_ASSIGN_OR_RETURN(bool more, by_key.Next(&key, &payload));
+      MM_ASSIGN_OR_RETURN(bool more, groups.Next(&key, &payload));
       if (!more) break;
-      const std::string_view k = TextOf(key);
-      if (count > 0 && k == last) {
-        if (count == 1) MM_RETURN_NOT_OK(repeated.Add(Be64(last_at), {}));
-        MM_RETURN_NOT_OK(repeated.Add(Be64(NumberOf(key)), {}));
+      const std::string_view group = TextOf(key);
+      if (count > 0 && group == last) {
+        if (count == 1) MM_RETURN_NOT_OK(shared.Add(Be64(last_at), {}));
+        MM_RETURN_NOT_OK(shared.Add(Be64(NumberOf(key)), {}));
         ++count;
         continue;
       }
-      last.assign(k);
+      last.assign(group);
       last_at = NumberOf(key);
       count = 1;
     }
   }
-  if (repeated.size() == 0) return Status::OK();
-  MM_RETURN_NOT_OK(repeated.Finish());
+  if (only_if_shared && shared.size() == 0) return Status::OK();
+  MM_RETURN_NOT_OK(shared.Finish());
   MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(in.dir()));
-  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
   std::string next, unused;
-  MM_ASSIGN_OR_RETURN(bool have, repeated.Next(&next, &unused));
-  RawSample s;
-  for (;;) {
-    const uint64_t at = c.position();
-    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-    if (!more) break;
-    if (have && ReadBe64(next, 0) == at) {
-      s.key = rekey(s);
-      MM_ASSIGN_OR_RETURN(have, repeated.Next(&next, &unused));
+  MM_ASSIGN_OR_RETURN(bool have, shared.Next(&next, &unused));
+  MM_RETURN_NOT_OK(ForEachSample(in, [&](uint64_t at, RawSample& s) -> Status {
+    const bool is_shared = have && ReadBe64(next, 0) == at;
+    if (is_shared) {
+      MM_ASSIGN_OR_RETURN(have, shared.Next(&next, &unused));
     }
-    MM_RETURN_NOT_OK(out->Add(s));
-  }
+    s.key = key_of(s, is_shared);
+    return out->Add(s);
+  }));
   MM_RETURN_NOT_OK(out->Finish());
   *samples = std::move(out);
   return Status::OK();
+}
+
+}  // namespace
+
+Status RekeyRepeated(std::unique_ptr<SampleList>* samples,
+                     const std::function<std::string(const RawSample&)>& rekey) {
+  return RekeyByGroup(
+      samples, [](const RawSample& s) { return s.key; },
+      [&rekey](const RawSample& s, bool shared) { return shared ? rekey(s) : s.key; },
+      /*only_if_shared=*/true);
+}
+
+Status AssignKeysByStem(std::unique_ptr<SampleList>* samples) {
+  return RekeyByGroup(
+      samples, [](const RawSample& s) { return StripExtension(s.source); },
+      [](const RawSample& s, bool shared) { return shared ? s.source : StripExtension(s.source); },
+      /*only_if_shared=*/false);
 }
 
 Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
@@ -100,17 +121,7 @@ Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
   const std::filesystem::path& dir = in.dir();
   // Keys sorted, each with its position: the first of equal keys keeps it.
   ExternalSorter by_key(dir, SortMemoryBytes());
-  {
-    MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
-    RawSample s;
-    for (;;) {
-      const uint64_t at = c.position();
-      MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-      if (!more) break;
-      MM_RETURN_NOT_OK(by_key.Add(TextKey(s.key, at), {}));
-    }
-  }
-  MM_RETURN_NOT_OK(by_key.Finish());
+  MM_RETURN_NOT_OK(SortPositionsBy(in, [](const RawSample& s) { return s.key; }, &by_key));
   struct Dup {
     uint64_t at;
     std::string key;
@@ -183,15 +194,10 @@ Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
   std::unordered_map<uint64_t, std::string> renamed;
   for (Dup& d : dups) renamed.emplace(d.at, std::move(d.chosen));
   MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(dir));
-  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
-  RawSample s;
-  for (;;) {
-    const uint64_t at = c.position();
-    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-    if (!more) break;
+  MM_RETURN_NOT_OK(ForEachSample(in, [&](uint64_t at, RawSample& s) {
     if (auto it = renamed.find(at); it != renamed.end()) s.key = it->second;
-    MM_RETURN_NOT_OK(out->Add(s));
-  }
+    return out->Add(s);
+  }));
   MM_RETURN_NOT_OK(out->Finish());
   *samples = std::move(out);
   return Status::OK();
@@ -269,64 +275,6 @@ Result<std::unique_ptr<SampleList>> Grouper::Take() {
   MM_RETURN_NOT_OK(out->Finish());
   MM_RETURN_NOT_OK(AssignKeysByStem(&out));
   return out;
-}
-
-Status AssignKeysByStem(std::unique_ptr<SampleList>* samples) {
-  SampleList& in = **samples;
-  // Stems sorted, each with its position: a stem more than one sample has keys them by their
-  // full source.
-  ExternalSorter stems(in.dir(), SortMemoryBytes());
-  {
-    MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
-    RawSample s;
-    for (;;) {
-      const uint64_t at = c.position();
-      MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-      if (!more) break;
-      MM_RETURN_NOT_OK(stems.Add(TextKey(StripExtension(s.source), at), {}));
-    }
-  }
-  MM_RETURN_NOT_OK(stems.Finish());
-  ExternalSorter full(in.dir(), SortMemoryBytes());  // positions keyed by source
-  {
-    std::string key, payload, last_stem;
-    uint64_t last_at = 0;
-    int64_t count = 0;
-    for (;;) {
-      MM_ASSIGN_OR_RETURN(bool more, stems.Next(&key, &payload));
-      if (!more) break;
-      const std::string_view stem = TextOf(key);
-      if (count > 0 && stem == last_stem) {
-        if (count == 1) MM_RETURN_NOT_OK(full.Add(Be64(last_at), {}));
-        MM_RETURN_NOT_OK(full.Add(Be64(NumberOf(key)), {}));
-        ++count;
-        continue;
-      }
-      last_stem.assign(stem);
-      last_at = NumberOf(key);
-      count = 1;
-    }
-  }
-  MM_RETURN_NOT_OK(full.Finish());
-  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(in.dir()));
-  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
-  std::string next, unused;
-  MM_ASSIGN_OR_RETURN(bool have, full.Next(&next, &unused));
-  RawSample s;
-  for (;;) {
-    const uint64_t at = c.position();
-    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-    if (!more) break;
-    const bool by_source = have && ReadBe64(next, 0) == at;
-    if (by_source) {
-      MM_ASSIGN_OR_RETURN(have, full.Next(&next, &unused));
-    }
-    s.key = by_source ? s.source : StripExtension(s.source);
-    MM_RETURN_NOT_OK(out->Add(s));
-  }
-  MM_RETURN_NOT_OK(out->Finish());
-  *samples = std::move(out);
-  return Status::OK();
 }
 
 }  // namespace mm::pack

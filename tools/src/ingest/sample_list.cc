@@ -127,4 +127,16 @@ Result<bool> SampleList::Cursor::Next(RawSample* s) {
   return true;
 }
 
+Status ForEachSample(const SampleList& list,
+                     const std::function<Status(uint64_t at, RawSample& s)>& fn) {
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, list.From(0));
+  RawSample s;
+  for (;;) {
+    const uint64_t at = c.position();
+    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+    if (!more) return Status::OK();
+    MM_RETURN_NOT_OK(fn(at, s));
+  }
+}
+
 }  // namespace mm::pack

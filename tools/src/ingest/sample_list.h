@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,5 +66,9 @@ class SampleList {
   std::vector<int64_t> offsets_;  // of samples 0, kIndexEvery, 2 * kIndexEvery, ...
   std::string scratch_;
 };
+
+/// Calls `fn(position, sample)` for every sample of `list` in order; stops at its first error.
+[[nodiscard]] Status ForEachSample(const SampleList& list,
+                                   const std::function<Status(uint64_t at, RawSample& s)>& fn);
 
 }  // namespace mm::pack
