@@ -5,8 +5,10 @@
 #include "ingest/spill.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -61,6 +63,48 @@ TEST(ExternalSorter, SortsByKeyKeepingAddedOrderAmongEqualKeysInMemoryAndSpilled
   EXPECT_GT(runs, 0);
   EXPECT_EQ(spilled, want);
   EXPECT_EQ(Sorted({}, dir, 8192).first.size(), 0u);
+}
+
+// Many more runs than the process may open files: runs are merged kMaxFanIn at a time as they
+// come, so open files stay bounded (with 64 allowed, 20,000 records in 4 KiB runs).
+TEST(ExternalSorter, ManyRunsStayWithinTheOpenFileLimit) {
+  TempDir dir;
+  std::vector<std::pair<std::string, std::string>> records;
+  for (int i = 0; i < 20000; ++i) {
+    records.emplace_back(std::to_string((i * 7919) % 20000), std::string(20, 'x'));
+  }
+  std::vector<std::pair<std::string, std::string>> want = records;
+  std::stable_sort(want.begin(), want.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  struct rlimit old;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  struct rlimit low = old;
+  low.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  const auto [spilled, runs] = Sorted(records, dir, 4096);
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  EXPECT_LE(runs, 40);
+  EXPECT_EQ(spilled, want);
+}
+
+// TextKey orders (text, n) as std::string orders the texts, and keeps one text's records
+// together, whatever bytes the texts hold: NULs and the bytes of a length included.
+TEST(ExternalSorter, TextKeysOrderAsTheTextsWithNulBytes) {
+  using namespace std::string_literals;
+  const std::vector<std::string> texts = {
+      "a.png"s, "a.png\0\0\0\0\0\0\0\x05\0\0\0\0\0\0\0\x01"s, "a"s, ""s, "\0"s, "\0\xff"s, "a\0b"s,
+      "a\xff"s};
+  std::vector<std::pair<std::string, uint64_t>> items;
+  for (uint64_t n = 0; n < 4; ++n) {
+    for (const std::string& t : texts) items.emplace_back(t, n);
+  }
+  std::vector<std::pair<std::string, uint64_t>> by_key = items;
+  std::sort(by_key.begin(), by_key.end(), [](const auto& a, const auto& b) {
+    return TextKey(a.first, a.second) < TextKey(b.first, b.second);
+  });
+  std::sort(items.begin(), items.end());
+  EXPECT_EQ(by_key, items);
+  for (const std::string& t : texts) EXPECT_EQ(TextOf(TextKey(t, 7)), t);
 }
 
 TEST(SampleList, RoundTripsEveryFieldAndReadsFromAnyPosition) {
@@ -271,6 +315,51 @@ TEST(Ingest, CocoIsTheSameWhenEverySortSpills) {
   // Ids 0 and 600 are one file: their captions in annotation order (annotations 0, 600, 700).
   EXPECT_EQ(r->samples[0].captions,
             (std::vector<std::string>{"caption 0", "caption 600", "caption 700"}));
+}
+
+// A CSV image cell holding NUL bytes (which cannot be stored: dropped, as before) does not
+// split the lines of another image whose name is its prefix.
+TEST(Ingest, CsvCellsWithNulBytesDoNotSplitAnotherImagesLines) {
+  using namespace std::string_literals;
+  TempDir tmp;
+  WriteBytes(tmp / "m.csv", "image,text\na.png,first\n"s +
+                                "a.png\0\0\0\0\0\0\0\x05\0\0\0\0\0\0\0\x01"s +
+                                ",mid\na.png,second\n"s);
+  for (const char* memory : {"", "4096"}) {
+    if (*memory) ::setenv("MM_SORT_MEMORY", memory, 1);
+    auto r = Ingest((tmp / "m.csv").string(), InputFormat::kCsv);
+    ::unsetenv("MM_SORT_MEMORY");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->samples.size(), 1u);
+    // The NUL path's stem is "a" too, counted before it is dropped: keyed by the full name.
+    EXPECT_EQ(r->samples[0].key, "a.png");
+    EXPECT_EQ(r->samples[0].captions, (std::vector<std::string>{"first", "second"}));
+    ASSERT_EQ(r->issues.size(), 1u);
+    EXPECT_EQ(r->issues[0].reason, "invalid_manifest_line");  // the path holds a NUL
+  }
+}
+
+// A COCO file with two top-level "images" (or "annotations") members is refused in one line: a
+// stream cannot know which one a DOM reader would keep (the last).
+TEST(Ingest, CocoWithARepeatedTopLevelArrayIsRefused) {
+  TempDir tmp;
+  WriteBytes(tmp / "c.json",
+             "{\"images\": [{\"id\": 1, \"file_name\": \"a.png\"}], \"images\": 5, "
+             "\"annotations\": []}");
+  auto r = Ingest((tmp / "c.json").string(), InputFormat::kCoco);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'images' appears twice"), std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(Ingest, CaptionsOverTheLimitAreCutToOneByteOver) {
+  std::vector<std::string> c = {"abcdef", "ab", ""};
+  CapCaptions(&c, 2);
+  EXPECT_EQ(c, (std::vector<std::string>{"abc", "ab", ""}));
+  CapCaptions(&c, INT64_MAX);  // no overflow of max + 1
+  EXPECT_EQ(c, (std::vector<std::string>{"abc", "ab", ""}));
+  CapCaptions(&c, -1);
+  EXPECT_EQ(c[0], "abc");
 }
 
 }  // namespace

@@ -84,7 +84,19 @@ class CocoSax : public nlohmann::json_sax<json> {
   bool end_object() override { return Close(); }
   bool end_array() override { return Close(); }
   bool key(string_t& k) override {
-    if (depth_ == 1) top_key_ = k;
+    if (depth_ == 1) {
+      // A repeated "images" or "annotations" (RFC 8259 leaves which one counts open; a DOM
+      // keeps the last, a stream has read the first): refused rather than guessed.
+      if (k == "images" || k == "annotations") {
+        bool& seen = k == "images" ? images_key_ : annotations_key_;
+        if (seen) {
+          repeated_ = k;
+          return false;
+        }
+        seen = true;
+      }
+      top_key_ = k;
+    }
     if (!stack_.empty()) key_ = std::move(k);
     return true;
   }
@@ -94,7 +106,7 @@ class CocoSax : public nlohmann::json_sax<json> {
   }
 
   bool saw_images = false, saw_annotations = false, not_object = false;
-  std::string error_;
+  std::string error_, repeated_;
 
  private:
   // A value where the document is: the root (must be an object), a top-level member, an
@@ -160,6 +172,7 @@ class CocoSax : public nlohmann::json_sax<json> {
   }
 
   OnElement on_element_;
+  bool images_key_ = false, annotations_key_ = false;  // seen at the top level
   int depth_ = 0;
   std::string top_key_, key_;
   Array array_ = kNone;
@@ -262,6 +275,11 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
                                       TrackedIterator{text.data() + text.size(), &read_to}, &sax);
   MM_RETURN_NOT_OK(st);
   if (sax.not_object) return Status::InvalidArgument(file.string() + ": not a JSON object");
+  if (!sax.repeated_.empty()) {
+    return Status::InvalidArgument(file.string() + ": the key '" + sax.repeated_ +
+                                   "' appears twice at the top level; a COCO captions JSON has "
+                                   "one 'images' and one 'annotations' array");
+  }
   if (!parsed) {
     return Status::InvalidArgument(file.string() + ": not valid JSON: " + sax.error_);
   }
@@ -307,7 +325,7 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
     for (;;) {
       MM_ASSIGN_OR_RETURN(bool more, by_file.Next(&key, &id));
       if (!more) break;
-      const std::string_view name = TextOf(key);
+      const std::string name = TextOf(key);
       if (!open || name != file_name) {
         file_name.assign(name);
         place = NumberOf(key);
@@ -328,7 +346,8 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
     for (;;) {
       MM_ASSIGN_OR_RETURN(bool more, annotations.Next(&ann_key, &caption));
       if (!more) break;
-      const std::string_view id = TextOf(ann_key), order = TextOrderOf(ann_key);
+      const std::string id = TextOf(ann_key);
+      const std::string_view order = TextOrderOf(ann_key);
       while (have_id && TextOrderOf(id_key) < order) {
         MM_ASSIGN_OR_RETURN(have_id, id_sample.Next(&id_key, &place));
       }

@@ -118,25 +118,15 @@ IngestResult& IngestResult::operator=(IngestResult&&) noexcept = default;
 Result<IngestResult> IngestToList(const std::string& input, InputFormat format,
                                   const FieldNames& fields, const fs::path& spill_dir) {
   MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format, fields, spill_dir));
-  // One pass over what the format made (a list on disk, or samples in memory): the storable
-  // ones into the list MakeKeysUnique takes.
+  // One pass over what the format made: the storable samples, captions cut as FieldNames says,
+  // into the list MakeKeysUnique takes.
+  if (!result.list) return Status::Internal("input format without a sample list");
   MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> list, SampleList::Create(spill_dir));
-  if (result.list) {
-    MM_ASSIGN_OR_RETURN(SampleList::Cursor c, result.list->From(0));
-    RawSample s;
-    for (;;) {
-      MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-      if (!more) break;
-      if (StorableNames(s, &result.issues)) MM_RETURN_NOT_OK(list->Add(s));
-    }
-  } else {
-    for (RawSample& s : result.samples) {
-      CapCaptions(&s.captions, fields.max_caption_bytes);
-      if (StorableNames(s, &result.issues)) MM_RETURN_NOT_OK(list->Add(s));
-      s = RawSample();  // freed as it goes
-    }
-    std::vector<RawSample>().swap(result.samples);
-  }
+  MM_RETURN_NOT_OK(ForEachSample(*result.list, [&](uint64_t, RawSample& s) -> Status {
+    CapCaptions(&s.captions, fields.max_caption_bytes);
+    if (!StorableNames(s, &result.issues)) return Status::OK();
+    return list->Add(s);
+  }));
   MM_RETURN_NOT_OK(list->Finish());
   MM_RETURN_NOT_OK(MakeKeysUnique(&list));
   result.list = std::move(list);

@@ -84,7 +84,8 @@ struct FieldNames {
   // A caption longer than this many bytes is kept as its first max_caption_bytes + 1 bytes:
   // still over the limit, so `mmpack build` drops it as caption_too_large as before (the size
   // is checked first: text/caption.h), but megabytes of it do not travel through the ingest's
-  // sorts and files. -1: no cap. Applies to every format.
+  // sorts and files (the manifests cut them as they are read; COCO, folders and tars, whose
+  // captions are bounded by the file or member, before the key rules). -1: no cap.
   int64_t max_caption_bytes = -1;
 };
 
@@ -115,8 +116,8 @@ class SampleList;  // ingest/sample_list.h
 
 struct IngestResult {
   InputFormat format = InputFormat::kAuto;  // the format used (never kAuto)
-  std::vector<RawSample> samples;    // Ingest: every sample, in order; IngestToList: empty
-  std::unique_ptr<SampleList> list;  // IngestToList: every sample, in order, on disk
+  std::vector<RawSample> samples;           // Ingest: every sample, in order; IngestToList: empty
+  std::unique_ptr<SampleList> list;         // IngestToList: every sample, in order, on disk
   std::vector<IngestIssue> issues;
   std::vector<std::string> notes;  // not about a sample (a folder skipped as a loop): stderr
   IngestResult();

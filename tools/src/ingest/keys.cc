@@ -44,9 +44,8 @@ namespace {
 Status SortPositionsBy(const SampleList& in,
                        const std::function<std::string(const RawSample&)>& group_of,
                        ExternalSorter* out) {
-  MM_RETURN_NOT_OK(ForEachSample(in, [&](uint64_t at, RawSample& s) {
-    return out->Add(TextKey(group_of(s), at), {});
-  }));
+  MM_RETURN_NOT_OK(ForEachSample(
+      in, [&](uint64_t at, RawSample& s) { return out->Add(TextKey(group_of(s), at), {}); }));
   return out->Finish();
 }
 
@@ -69,7 +68,7 @@ Status RekeyByGroup(std::unique_ptr<SampleList>* samples,
     for (;;) {
       MM_ASSIGN_OR_RETURN(bool more, groups.Next(&key, &payload));
       if (!more) break;
-      const std::string_view group = TextOf(key);
+      const std::string group = TextOf(key);
       if (count > 0 && group == last) {
         if (count == 1) MM_RETURN_NOT_OK(shared.Add(Be64(last_at), {}));
         MM_RETURN_NOT_OK(shared.Add(Be64(NumberOf(key)), {}));
@@ -121,7 +120,8 @@ Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
   const std::filesystem::path& dir = in.dir();
   // Keys sorted, each with its position: the first of equal keys keeps it.
   ExternalSorter by_key(dir, SortMemoryBytes());
-  MM_RETURN_NOT_OK(SortPositionsBy(in, [](const RawSample& s) { return s.key; }, &by_key));
+  MM_RETURN_NOT_OK(SortPositionsBy(
+      in, [](const RawSample& s) { return s.key; }, &by_key));
   struct Dup {
     uint64_t at;
     std::string key;
@@ -206,7 +206,8 @@ Status MakeKeysUnique(std::unique_ptr<SampleList>* samples) {
 void CapCaptions(std::vector<std::string>* captions, int64_t max_bytes) {
   if (max_bytes < 0) return;
   for (std::string& c : *captions) {
-    if (static_cast<int64_t>(c.size()) > max_bytes + 1) {
+    // c.size() - 1 > max_bytes: no max_bytes + 1 that could overflow at INT64_MAX.
+    if (!c.empty() && static_cast<uint64_t>(c.size() - 1) > static_cast<uint64_t>(max_bytes)) {
       c.resize(static_cast<size_t>(max_bytes) + 1);
       c.shrink_to_fit();
     }
@@ -249,7 +250,7 @@ Result<std::unique_ptr<SampleList>> Grouper::Take() {
       MM_ASSIGN_OR_RETURN(bool more, lines_.Next(&key, &payload));
       if (!more) break;
       MM_RETURN_NOT_OK(DecodeSample(payload, &line));
-      const std::string_view this_image = TextOf(key);
+      const std::string this_image = TextOf(key);
       if (!open || this_image != image) {
         if (open) MM_RETURN_NOT_OK(close());
         sample = RawSample();

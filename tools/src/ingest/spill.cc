@@ -49,10 +49,25 @@ uint64_t ReadBe64(std::string_view s, size_t at) {
 }
 
 std::string TextKey(std::string_view text, uint64_t n) {
-  std::string key(text);
-  key += Be64(text.size());
+  std::string key;
+  key.reserve(text.size() + 10);
+  for (char c : text) {
+    key.push_back(c);
+    if (c == '\0') key.push_back('\xFF');
+  }
+  key.append(2, '\0');
   key += Be64(n);
   return key;
+}
+
+std::string TextOf(std::string_view key) {
+  std::string text;
+  const std::string_view escaped = TextOrderOf(key);  // ends with 00 00
+  for (size_t i = 0; i + 2 < escaped.size(); ++i) {
+    text.push_back(escaped[i]);
+    if (escaped[i] == '\0') ++i;  // 00 FF is one NUL
+  }
+  return text;
 }
 
 Result<UniqueFd> OpenUnnamedFile(const fs::path& dir) {
@@ -158,6 +173,7 @@ Result<bool> SpillFile::Reader::Next(std::string* record) {
 
 // One spilled run, and the record it is at during the merge.
 struct ExternalSorter::Run {
+  int level = 0;  // 0: spilled from memory; L + 1: merged from kMaxFanIn runs of level L
   std::unique_ptr<SpillFile> file;
   std::optional<SpillFile::Reader> reader;
   std::string record;  // [u32 key size][key][payload]
@@ -207,20 +223,37 @@ Status ExternalSorter::SpillRun() {
   }
   MM_RETURN_NOT_OK(run->file->Close());
   runs_.push_back(std::move(run));
+  // kMaxFanIn runs of one level at the end: merged into one of the next level, so that open
+  // files (one a run) stay below kMaxFanIn a level however long the input, and every record is
+  // rewritten about log_kMaxFanIn(runs) times.
+  while (runs_.size() >= kMaxFanIn) {
+    const size_t first = runs_.size() - kMaxFanIn;
+    const int level = runs_.back()->level;
+    bool same = true;
+    for (size_t i = first; i < runs_.size(); ++i) same &= runs_[i]->level == level;
+    if (!same) break;
+    std::vector<std::unique_ptr<Run>> group;
+    for (size_t i = first; i < runs_.size(); ++i) group.push_back(std::move(runs_[i]));
+    runs_.resize(first);
+    MM_ASSIGN_OR_RETURN(std::unique_ptr<Run> merged, MergeRuns(std::move(group)));
+    merged->level = level + 1;
+    runs_.push_back(std::move(merged));
+  }
   std::string().swap(arena_);
   std::vector<uint64_t>().swap(index_);
   return Status::OK();
 }
 
 bool ExternalSorter::RunAfter(int a, int b) const {
-  const std::string_view ka = runs_[a]->key(), kb = runs_[b]->key();
+  const std::string_view ka = (*merging_)[a]->key(), kb = (*merging_)[b]->key();
   return ka != kb ? ka > kb : a > b;  // equal keys: the earlier run (earlier records) first
 }
 
-Status ExternalSorter::StartMerge() {
+Status ExternalSorter::StartMerge(std::vector<std::unique_ptr<Run>>* runs) {
+  merging_ = runs;
   heap_.clear();
-  for (size_t i = 0; i < runs_.size(); ++i) {
-    Run& r = *runs_[i];
+  for (size_t i = 0; i < runs->size(); ++i) {
+    Run& r = *(*runs)[i];
     r.reader.emplace(r.file->Read());
     MM_ASSIGN_OR_RETURN(bool more, r.reader->Next(&r.record));
     if (more) heap_.push_back(static_cast<int>(i));
@@ -233,7 +266,7 @@ Result<bool> ExternalSorter::NextMerged(std::string* record) {
   if (heap_.empty()) return false;
   auto after = [this](int a, int b) { return RunAfter(a, b); };
   std::pop_heap(heap_.begin(), heap_.end(), after);
-  Run& r = *runs_[heap_.back()];
+  Run& r = *(*merging_)[heap_.back()];
   record->swap(r.record);
   MM_ASSIGN_OR_RETURN(bool more, r.reader->Next(&r.record));
   if (more) {
@@ -242,6 +275,21 @@ Result<bool> ExternalSorter::NextMerged(std::string* record) {
     heap_.pop_back();
   }
   return true;
+}
+
+Result<std::unique_ptr<ExternalSorter::Run>> ExternalSorter::MergeRuns(
+    std::vector<std::unique_ptr<Run>> group) {
+  auto out = std::make_unique<Run>();
+  MM_ASSIGN_OR_RETURN(out->file, SpillFile::Create(dir_));
+  MM_RETURN_NOT_OK(StartMerge(&group));
+  for (std::string record;;) {
+    MM_ASSIGN_OR_RETURN(bool more, NextMerged(&record));
+    if (!more) break;
+    MM_RETURN_NOT_OK(out->file->Append(record).status());
+  }
+  MM_RETURN_NOT_OK(out->file->Close());
+  merging_ = nullptr;
+  return out;  // `group`'s files are closed here
 }
 
 Status ExternalSorter::Finish() {
@@ -254,28 +302,21 @@ Status ExternalSorter::Finish() {
     return Status::OK();
   }
   if (!index_.empty()) MM_RETURN_NOT_OK(SpillRun());
-  // Too many runs to merge at once: merge them kMaxFanIn at a time, in order, into longer runs.
+  // More runs than one merge takes (several levels' worth): merged kMaxFanIn at a time, in
+  // order, into longer runs.
   while (runs_.size() > kMaxFanIn) {
     std::vector<std::unique_ptr<Run>> all = std::move(runs_), merged;
     for (size_t first = 0; first < all.size(); first += kMaxFanIn) {
-      runs_.clear();
+      std::vector<std::unique_ptr<Run>> group;
       for (size_t i = first; i < std::min(all.size(), first + kMaxFanIn); ++i) {
-        runs_.push_back(std::move(all[i]));
+        group.push_back(std::move(all[i]));
       }
-      auto out = std::make_unique<Run>();
-      MM_ASSIGN_OR_RETURN(out->file, SpillFile::Create(dir_));
-      MM_RETURN_NOT_OK(StartMerge());
-      for (std::string record;;) {
-        MM_ASSIGN_OR_RETURN(bool more, NextMerged(&record));
-        if (!more) break;
-        MM_RETURN_NOT_OK(out->file->Append(record).status());
-      }
-      MM_RETURN_NOT_OK(out->file->Close());
-      merged.push_back(std::move(out));
+      MM_ASSIGN_OR_RETURN(std::unique_ptr<Run> run, MergeRuns(std::move(group)));
+      merged.push_back(std::move(run));
     }
     runs_ = std::move(merged);
   }
-  return StartMerge();
+  return StartMerge(&runs_);
 }
 
 Result<bool> ExternalSorter::Next(std::string* key, std::string* payload) {

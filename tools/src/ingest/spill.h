@@ -79,11 +79,13 @@ class SpillFile {
 std::string Be64(uint64_t v);
 /// The number Be64 wrote at `at` of `s`.
 uint64_t ReadBe64(std::string_view s, size_t at);
-/// (text, n) as a sort key: the text's bytes, its length, then n, so that records of one text
-/// are neighbours in n order whatever bytes the text holds (a NUL included).
+/// (text, n) as a sort key: the text with each NUL byte written as 00 FF, then 00 00, then n
+/// (Be64). Prefix-free and order-keeping: keys order as (text, n) do with std::string's order of
+/// the texts, and records of one text are neighbours in n order whatever bytes the texts hold.
 std::string TextKey(std::string_view text, uint64_t n);
-inline std::string_view TextOf(std::string_view key) { return key.substr(0, key.size() - 16); }
-/// What orders the texts of TextKeys (bytes, then length): equal for one text only.
+/// The text of a TextKey.
+std::string TextOf(std::string_view key);
+/// What orders the texts of TextKeys (the escaped text and its end): equal for one text only.
 inline std::string_view TextOrderOf(std::string_view key) { return key.substr(0, key.size() - 8); }
 inline uint64_t NumberOf(std::string_view key) { return ReadBe64(key, key.size() - 8); }
 
@@ -114,9 +116,12 @@ class ExternalSorter {
   Status SpillRun();
   // The k-way merge over runs_: StartMerge reads each run's first record, NextMerged hands out
   // the least ([u32 key size][key][payload]).
+  // `merging_`: the runs being merged (runs_, or a group MergeRuns takes).
   bool RunAfter(int a, int b) const;
-  Status StartMerge();
+  Status StartMerge(std::vector<std::unique_ptr<Run>>* runs);
   Result<bool> NextMerged(std::string* record);
+  Result<std::unique_ptr<Run>> MergeRuns(std::vector<std::unique_ptr<Run>> group);
+  std::vector<std::unique_ptr<Run>>* merging_ = nullptr;
 
   std::filesystem::path dir_;
   size_t memory_bytes_;
