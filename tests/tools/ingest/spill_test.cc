@@ -83,7 +83,7 @@ TEST(ExternalSorter, ManyRunsStayWithinTheOpenFileLimit) {
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
   const auto [spilled, runs] = Sorted(records, dir, 4096);
   ::setrlimit(RLIMIT_NOFILE, &old);
-  EXPECT_LE(runs, 40);
+  EXPECT_GT(runs, 64);  // more runs than files may be open at once
   EXPECT_EQ(spilled, want);
 }
 

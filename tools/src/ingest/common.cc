@@ -70,7 +70,7 @@ Status MappedText::Open(const fs::path& file, int fd) {
 void MappedText::DoneBefore(size_t offset) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t end = offset / page * page;
-  if (base_ == nullptr || end < released_ + (size_t{16} << 20)) return;
+  if (base_ == nullptr || end < released_ + (size_t{4} << 20)) return;
   ::madvise(base_ + released_, end - released_, MADV_DONTNEED);
   released_ = end;
 }

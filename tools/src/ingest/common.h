@@ -43,7 +43,7 @@ class MappedText {
   /// Errors: those of OpenRegularFile; IOError (mmap).
   [[nodiscard]] Status Open(const std::filesystem::path& file, int fd = -1);
   std::string_view text() const { return std::string_view(base_ == nullptr ? "" : base_, size_); }
-  /// Gives back the pages wholly before `offset` once 16 MiB more than last time lie there.
+  /// Gives back the pages wholly before `offset` once 4 MiB more than last time lie there.
   void DoneBefore(size_t offset);
 
  private:

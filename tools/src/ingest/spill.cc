@@ -198,6 +198,9 @@ Status ExternalSorter::Add(std::string_view key, std::string_view payload) {
   if (key.size() >= kMaxRecord || payload.size() >= kMaxRecord) {
     return Status::InvalidArgument("a sorted record over 1 GiB");
   }
+  // Room for a whole run from the start, so that growing by doubling never takes twice the
+  // budget (the pages are only resident once written).
+  if (arena_.capacity() < memory_bytes_) arena_.reserve(memory_bytes_);
   index_.push_back(arena_.size());
   PutU32(&arena_, static_cast<uint32_t>(key.size()));
   arena_.append(key);
@@ -223,6 +226,7 @@ Status ExternalSorter::SpillRun() {
   }
   MM_RETURN_NOT_OK(run->file->Close());
   runs_.push_back(std::move(run));
+  ++spilled_runs_;
   // kMaxFanIn runs of one level at the end: merged into one of the next level, so that open
   // files (one a run) stay below kMaxFanIn a level however long the input, and every record is
   // rewritten about log_kMaxFanIn(runs) times.
@@ -319,10 +323,22 @@ Status ExternalSorter::Finish() {
   return StartMerge(&runs_);
 }
 
+void ExternalSorter::Release() {
+  std::string().swap(arena_);
+  std::vector<uint64_t>().swap(index_);
+  memory_next_ = 0;
+  heap_.clear();
+  runs_.clear();  // closes the runs' files
+  std::string().swap(merged_);
+}
+
 Result<bool> ExternalSorter::Next(std::string* key, std::string* payload) {
   if (!finished_) return Status::Internal("ExternalSorter::Next before Finish");
   if (runs_.empty()) {
-    if (memory_next_ >= index_.size()) return false;
+    if (memory_next_ >= index_.size()) {
+      Release();
+      return false;
+    }
     const uint64_t at = index_[memory_next_++];
     const uint32_t klen = GetU32(arena_.data() + at);
     key->assign(arena_.data() + at + 4, klen);
@@ -331,7 +347,10 @@ Result<bool> ExternalSorter::Next(std::string* key, std::string* payload) {
     return true;
   }
   MM_ASSIGN_OR_RETURN(bool more, NextMerged(&merged_));
-  if (!more) return false;
+  if (!more) {
+    Release();
+    return false;
+  }
   const uint32_t klen = GetU32(merged_.data());
   key->assign(merged_.data() + 4, klen);
   payload->assign(merged_.data() + 4 + klen, merged_.size() - 4 - klen);

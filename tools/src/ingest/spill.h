@@ -103,17 +103,19 @@ class ExternalSorter {
   [[nodiscard]] Status Add(std::string_view key, std::string_view payload);
   /// Ends the adding; then Next gives every record once, in order.
   [[nodiscard]] Status Finish();
-  /// The next record; false when there is none left. Errors: IOError, Corruption.
+  /// The next record; false when there is none left (the sorter's memory and files are then
+  /// given back). Errors: IOError, Corruption.
   [[nodiscard]] Result<bool> Next(std::string* key, std::string* payload);
 
   /// Records added.
   int64_t size() const { return added_; }
-  /// Runs spilled to disk (0: everything stayed in memory).
-  int runs() const { return static_cast<int>(runs_.size()); }
+  /// Runs spilled to disk from memory, in all (0: everything stayed in memory).
+  int runs() const { return spilled_runs_; }
 
  private:
   struct Run;
   Status SpillRun();
+  void Release();  // everything Next no longer needs
   // The k-way merge over runs_: StartMerge reads each run's first record, NextMerged hands out
   // the least ([u32 key size][key][payload]).
   // `merging_`: the runs being merged (runs_, or a group MergeRuns takes).
@@ -126,6 +128,7 @@ class ExternalSorter {
   std::filesystem::path dir_;
   size_t memory_bytes_;
   int64_t added_ = 0;
+  int spilled_runs_ = 0;
   bool finished_ = false;
   // The run being filled: records packed in one buffer, sorted by index.
   std::string arena_;
