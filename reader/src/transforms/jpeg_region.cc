@@ -128,9 +128,9 @@ struct ScanLayout {
   size_t sof_size_at = 0;  // offset of the frame header's height (2 bytes), then width (2)
   size_t data_at = 0;      // the first entropy-coded byte (after the SOS segment)
   int width = 0, height = 0;
-  int mcu_w = 0, mcu_h = 0;      // pixels at full size
-  int mcus_x = 0, mcus_y = 0;    // MCU columns and rows
-  int interval = 0;              // MCUs per restart interval
+  int mcu_w = 0, mcu_h = 0;    // pixels at full size
+  int mcus_x = 0, mcus_y = 0;  // MCU columns and rows
+  int interval = 0;            // MCUs per restart interval
 };
 
 uint16_t Be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
@@ -167,7 +167,7 @@ bool ParseScanLayout(const uint8_t* d, size_t n, ScanLayout* out) {
         vmax = std::max(vmax, v);
       }
     } else if ((m >= 0xC2 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) || m == 0xDC) {
-      return false;  // progressive, lossless, arithmetic, hierarchical; DNL
+      return false;          // progressive, lossless, arithmetic, hierarchical; DNL
     } else if (m == 0xDD) {  // DRI
       if (seg_len < 2) return false;
       l.interval = Be16(seg);
@@ -195,8 +195,8 @@ bool ParseScanLayout(const uint8_t* d, size_t n, ScanLayout* out) {
 // ends with EOI (damage: the caller decodes the ordinary way, and libjpeg names it).
 bool FindIntervals(const uint8_t* d, size_t n, const ScanLayout& l, std::vector<uint32_t>* begin,
                    std::vector<uint32_t>* end) {
-  const size_t expected =
-      static_cast<size_t>(l.mcus_x) * static_cast<size_t>(l.mcus_y) / static_cast<size_t>(l.interval);
+  const size_t expected = static_cast<size_t>(l.mcus_x) * static_cast<size_t>(l.mcus_y) /
+                          static_cast<size_t>(l.interval);
   if (n > UINT32_MAX) return false;
   begin->clear();
   end->clear();

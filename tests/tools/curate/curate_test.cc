@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -146,7 +147,54 @@ TEST(Stats, CountsAndHistograms) {
   int64_t total = 0;
   for (const auto& bin : j["caption_tokens"]["histogram"]) total += bin["count"].get<int64_t>();
   EXPECT_EQ(total, 2);
-  EXPECT_NEAR(j["source_aspect"]["max"].get<double>(), 640.0 / 480, 1e-6);
+  // Counted to 1/10000 (SetStats::Counts): 1.3333.
+  EXPECT_NEAR(j["source_aspect"]["max"].get<double>(), 640.0 / 480, 0.5e-4);
+}
+
+// The figures come from counts of distinct values: p50/p95 are the values a sorted vector would
+// give at rank floor(q * (n - 1)), and memory follows the distinct values, not the samples.
+TEST(Stats, PercentilesFromCountsAreThoseOfTheSortedValues) {
+  SetStats s;
+  std::vector<int> tokens;
+  for (int i = 0; i < 1000; ++i) {
+    const int t = (i * 37) % 61 + 3;
+    tokens.push_back(t);
+    s.AddCaption(static_cast<size_t>(t), 0, "x");
+  }
+  std::sort(tokens.begin(), tokens.end());
+  const auto j = s.ToJson()["caption_tokens"];
+  EXPECT_EQ(j["count"], 1000);
+  EXPECT_EQ(j["min"], tokens.front());
+  EXPECT_EQ(j["max"], tokens.back());
+  EXPECT_EQ(j["p50"], tokens[static_cast<size_t>(0.5 * 999)]);
+  EXPECT_EQ(j["p95"], tokens[static_cast<size_t>(0.95 * 999)]);
+  double sum = 0;
+  for (int t : tokens) sum += t;
+  EXPECT_DOUBLE_EQ(j["mean"].get<double>(), std::round(sum / 1000 * 1000) / 1000);
+}
+
+// A checkpoint's Tail, appended to the SetStats of the checkpoint before, gives the same figures
+// (what `mmpack build --resume` relies on for identical report.json bytes); a damaged tail is
+// refused whole.
+TEST(Stats, TailAppendedGivesTheSameFigures) {
+  SetStats whole, resumed;
+  auto add = [](SetStats* s, int i) {
+    s->AddCaption(static_cast<size_t>(i % 7 + 2), static_cast<size_t>(i % 3), "caption");
+    s->AddSample(1, 300 + i, 200 + (i % 5));
+    s->AddStoredImage(256, 171 + (i % 3), static_cast<size_t>(18000 + i));
+  };
+  for (int i = 0; i < 50; ++i) {
+    add(&whole, i);
+    add(&resumed, i);
+  }
+  const SetStats::Mark mark = whole.Position();
+  for (int i = 50; i < 120; ++i) add(&whole, i);
+  const nlohmann::json tail = whole.Tail(mark);
+  nlohmann::json broken = tail;
+  broken["stored_bytes"].erase(0);  // one figure counts fewer samples than the others
+  EXPECT_FALSE(resumed.AppendTail(broken));
+  EXPECT_TRUE(resumed.AppendTail(tail));
+  EXPECT_EQ(resumed.ToJson().dump(), whole.ToJson().dump());
 }
 
 }  // namespace

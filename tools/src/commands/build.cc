@@ -48,6 +48,7 @@
 #include "commands/set_publish.h"
 #include "image/image_pipeline.h"
 #include "ingest/ingest.h"
+#include "ingest/sample_list.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
@@ -113,8 +114,12 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
 }
 
 // The input's samples; its notes go to stderr (unless quiet), its issues into `report`.
-Result<IngestResult> IngestInput(const BuildOptions& o, BuildReport* report) {
-  MM_ASSIGN_OR_RETURN(IngestResult ingest, Ingest(o.input, o.input_format, o.fields));
+Result<IngestResult> IngestInput(const BuildOptions& o, const fs::path& spill_dir,
+                                 BuildReport* report) {
+  FieldNames fields = o.fields;
+  fields.max_caption_bytes = o.max_caption_bytes;  // longer ones are dropped by CheckCaptions
+  MM_ASSIGN_OR_RETURN(IngestResult ingest,
+                      IngestToList(o.input, o.input_format, fields, spill_dir));
   const bool manifest = ingest.format == InputFormat::kJsonl ||
                         ingest.format == InputFormat::kCsv || ingest.format == InputFormat::kTsv;
   if (!manifest && (!o.fields.image.empty() || !o.fields.caption.empty() ||
@@ -137,49 +142,28 @@ Result<IngestResult> IngestInput(const BuildOptions& o, BuildReport* report) {
 }
 
 // Caption checks: a sample keeps its good captions; with none left it is dropped (the reason
-// of its first bad caption).
-void CheckCaptions(std::vector<RawSample>* samples, int64_t max_caption_bytes,
+// of its first bad caption). True when it stays.
+bool CheckCaptions(RawSample* s, int64_t max_caption_bytes, std::vector<DropEntry>* dropped,
                    BuildReport* report) {
-  size_t kept = 0;
-  for (size_t i = 0; i < samples->size(); ++i) {
-    RawSample& s = (*samples)[i];
-    std::vector<std::string> good;
-    const char* first_reason = nullptr;
-    for (size_t c = 0; c < s.captions.size(); ++c) {
-      const char* reason = CheckCaption(s.captions[c], max_caption_bytes);
-      if (reason == nullptr) {
-        good.push_back(std::move(s.captions[c]));
-      } else {
-        std::string().swap(s.captions[c]);  // a caption over the limit is freed at once
-        if (first_reason == nullptr) first_reason = reason;
-        report->dropped_captions.push_back({s.source, s.key, static_cast<int64_t>(c), reason});
-      }
+  std::vector<std::string> good;
+  const char* first_reason = nullptr;
+  for (size_t c = 0; c < s->captions.size(); ++c) {
+    const char* reason = CheckCaption(s->captions[c], max_caption_bytes);
+    if (reason == nullptr) {
+      good.push_back(std::move(s->captions[c]));
+    } else {
+      std::string().swap(s->captions[c]);  // a caption over the limit is freed at once
+      if (first_reason == nullptr) first_reason = reason;
+      report->dropped_captions.push_back({s->source, s->key, static_cast<int64_t>(c), reason});
     }
-    if (good.empty()) {
-      report->dropped.push_back({s.source, s.key, first_reason ? first_reason : "empty_caption",
-                                 std::to_string(s.captions.size()) + " caption(s), none usable"});
-      continue;
-    }
-    s.captions = std::move(good);
-    if (kept != i) (*samples)[kept] = std::move(s);
-    ++kept;
   }
-  samples->resize(kept);
-}
-
-// --min-score: the samples whose score field is missing or low become drops.
-Status FilterScores(const BuildOptions& o, std::vector<RawSample>* samples, BuildReport* report) {
-  if (o.filters.min_score_field.empty()) return Status::OK();
-  const auto& extra = o.fields.extra;
-  const size_t at =
-      std::find(extra.begin(), extra.end(), o.filters.min_score_field) - extra.begin();
-  std::vector<IngestIssue> dropped;
-  FilterByScore(o.filters, at, samples, &dropped);
-  for (IngestIssue& d : dropped) {
-    report->dropped.push_back(
-        {std::move(d.source), std::move(d.key), std::move(d.reason), std::move(d.detail)});
+  if (good.empty()) {
+    dropped->push_back({s->source, s->key, first_reason ? first_reason : "empty_caption",
+                        std::to_string(s->captions.size()) + " caption(s), none usable"});
+    return false;
   }
-  return Status::OK();
+  s->captions = std::move(good);
+  return true;
 }
 
 // Why a kept field's value cannot be stored (nullptr: it can): strings are stored as HDF5
@@ -194,36 +178,66 @@ const char* CheckFieldValue(const FieldValue& v, int64_t max_bytes) {
 }
 
 // --keep-fields: a sample with a kept value that cannot be stored is dropped (the reason names
-// the field); a kept field that no sample has gets a note, as it is most likely misspelt.
-void CheckKeptFields(const BuildOptions& o, std::vector<RawSample>* samples, BuildReport* report) {
-  if (o.keep_fields.empty()) return;
+// the field). True when it stays; `present` counts, per kept field, the samples that have it.
+bool CheckKeptFields(const BuildOptions& o, const RawSample& s, std::vector<DropEntry>* dropped,
+                     std::vector<int64_t>* present) {
+  const char* reason = nullptr;
+  size_t f = 0;
+  for (; f < o.keep_fields.size() && reason == nullptr; ++f) {
+    reason = CheckFieldValue(s.fields[f], o.max_caption_bytes);
+  }
+  if (reason != nullptr) {
+    dropped->push_back(
+        {s.source, s.key, reason, "kept field '" + o.keep_fields[f - 1] + "' cannot be stored"});
+    return false;
+  }
+  for (f = 0; f < o.keep_fields.size(); ++f) {
+    (*present)[f] += s.fields[f].type != FieldValue::Type::kMissing;
+  }
+  return true;
+}
+
+// The samples the build makes, in one pass over the ingested list into a new one: the caption
+// checks, --min-score, --keep-fields and, with --append, the keys OUT holds. Their drops reach
+// the report in that order of checks (all caption drops, then all score drops...), as one
+// pass a check would give them. A kept field that no sample has gets a note, as it is most
+// likely misspelt.
+Result<std::unique_ptr<SampleList>> FilterSamples(const BuildOptions& o,
+                                                  const std::optional<AppendBase>& base,
+                                                  const SampleList& in, BuildReport* report) {
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(in.dir()));
+  const auto& extra = o.fields.extra;
+  const size_t score_at =
+      std::find(extra.begin(), extra.end(), o.filters.min_score_field) - extra.begin();
+  std::vector<DropEntry> caption_drops, score_drops, field_drops, base_drops;
   std::vector<int64_t> present(o.keep_fields.size(), 0);
-  size_t kept = 0;
-  for (size_t i = 0; i < samples->size(); ++i) {
-    RawSample& s = (*samples)[i];
-    const char* reason = nullptr;
-    size_t f = 0;
-    for (; f < o.keep_fields.size() && reason == nullptr; ++f) {
-      reason = CheckFieldValue(s.fields[f], o.max_caption_bytes);
-    }
-    if (reason != nullptr) {
-      report->dropped.push_back(
-          {s.source, s.key, reason, "kept field '" + o.keep_fields[f - 1] + "' cannot be stored"});
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
+  for (RawSample s;;) {
+    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+    if (!more) break;
+    if (!CheckCaptions(&s, o.max_caption_bytes, &caption_drops, report)) continue;
+    IngestIssue issue;
+    if (DropsForScore(o.filters, score_at, s, &issue)) {
+      score_drops.push_back(
+          {std::move(issue.source), std::move(issue.key), std::move(issue.reason),
+           std::move(issue.detail)});
       continue;
     }
-    for (f = 0; f < o.keep_fields.size(); ++f) {
-      present[f] += s.fields[f].type != FieldValue::Type::kMissing;
-    }
-    if (kept != i) (*samples)[kept] = std::move(s);
-    ++kept;
+    if (!o.keep_fields.empty() && !CheckKeptFields(o, s, &field_drops, &present)) continue;
+    if (base && DropsAsKeyOfBase(*base, s, &base_drops)) continue;
+    MM_RETURN_NOT_OK(out->Add(s));
   }
-  samples->resize(kept);
+  MM_RETURN_NOT_OK(out->Finish());
+  for (auto* drops : {&caption_drops, &score_drops, &field_drops, &base_drops}) {
+    for (DropEntry& d : *drops) report->dropped.push_back(std::move(d));
+  }
   for (size_t f = 0; f < o.keep_fields.size(); ++f) {
-    if (present[f] == 0 && !o.quiet && kept > 0) {
+    if (present[f] == 0 && !o.quiet && !out->empty()) {
       std::fprintf(stderr, "mmpack build: note: kept field '%s' has no value in any sample\n",
                    o.keep_fields[f].c_str());
     }
   }
+  return out;
 }
 
 // The tokenizer of the set, and what index.json says of it.
@@ -244,7 +258,7 @@ Result<SetTokenizer> TokenizerOf(std::string model_bytes, bool trained) {
   return out;
 }
 
-Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawSample>& samples,
+Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const SampleList& samples,
                                    const fs::path& staging) {
   SetTokenizer out;
   if (o.tokenizer == kNoTokenizer) return out;  // text only: no model, no tokenizer.model
@@ -252,21 +266,23 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const std::vector<RawS
   if (!o.tokenizer.empty()) {
     MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
   } else {
-    // Trained on the text the tokenizer will see (--lowercase, --normalize).
-    std::vector<std::string> normalized;
-    if (!o.text.identity()) {
-      for (const RawSample& s : samples) {
-        for (const std::string& c : s.captions) {
+    // Trained on the text the tokenizer will see (--lowercase, --normalize). SentencePiece
+    // trains on sentences in memory: the captions are read back from the list for it.
+    std::vector<std::string> text;
+    MM_ASSIGN_OR_RETURN(SampleList::Cursor cursor, samples.From(0));
+    for (RawSample s;;) {
+      MM_ASSIGN_OR_RETURN(bool more, cursor.Next(&s));
+      if (!more) break;
+      for (std::string& c : s.captions) {
+        if (o.text.identity()) {
+          text.push_back(std::move(c));
+        } else {
           MM_ASSIGN_OR_RETURN(std::string n, NormalizeForTokenizer(c, o.text));
-          normalized.push_back(std::move(n));
+          text.push_back(std::move(n));
         }
       }
     }
-    std::vector<std::string_view> captions;
-    for (const RawSample& s : samples) {
-      for (const std::string& c : s.captions) captions.push_back(c);
-    }
-    if (!o.text.identity()) captions.assign(normalized.begin(), normalized.end());
+    std::vector<std::string_view> captions(text.begin(), text.end());
     if (!o.quiet) {
       std::fprintf(stderr,
                    "mmpack build: training a SentencePiece unigram tokenizer "
@@ -306,8 +322,7 @@ Result<SetTokenizer> OpenMadeTokenizer(const BuildOptions& o, const ResumeHeader
 // A resumed one-process build's tokenizer: OpenMadeTokenizer's, with a given model copied into
 // `staging` again (as MakeTokenizer does).
 Result<SetTokenizer> ResumeTokenizer(const BuildOptions& o, const ResumeHeader& header,
-                                     const std::vector<RawSample>& samples,
-                                     const fs::path& staging) {
+                                     const SampleList& samples, const fs::path& staging) {
   if (!header.tokenizer_trained) return MakeTokenizer(o, samples, staging);
   return OpenMadeTokenizer(o, header, staging);
 }
@@ -400,6 +415,7 @@ Result<std::unique_ptr<ShardWriter>> MakeWriter(const BuildOptions& o, const fs:
   wo.samples_per_shard = o.samples_per_shard;
   wo.tokenizer_sha256 = tokenizer_sha256;
   wo.metadata_fields = o.keep_fields;
+  wo.check_unique_keys = false;  // unique by construction: MakeKeysUnique, and --append's drops
   return ShardWriter::Create(wo);
 }
 
@@ -559,7 +575,7 @@ Status OtherBuild(const fs::path& staging) {
 // trained one. A waiting part gives up when part 0 has started in this run (the lock file is
 // newer than `start`) and no longer holds the lock without having written build.json: it died.
 Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
-                                   const std::vector<RawSample>& samples,
+                                   const SampleList& samples,
                                    const std::string& fingerprint, const fs::path& staging,
                                    std::time_t start) {
   auto header = ReadResumeHeader(staging);
@@ -619,7 +635,7 @@ Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
 // spool, then, if it is the last part to finish, the whole set merged from the spools and
 // published.
 Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOptions& image_options,
-                    InputFormat format, std::vector<RawSample>* samples, BuildReport* report,
+                    InputFormat format, const SampleList& samples, BuildReport* report,
                     const std::string& fingerprint, const fs::path& out,
                     const fs::path& staging) {
   Progress timer(0, true);
@@ -632,7 +648,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   }
   RecordPartFailure(staging, part, Status::OK());
   size_t begin = 0, end = 0;
-  PartRange(part.index, part.count, samples->size(), &begin, &end);
+  PartRange(part.index, part.count, samples.size(), &begin, &end);
   Status st = [&]() -> Status {
     if (o.resume && FinishedPart(staging, part.index, part.count, fingerprint)) {
       if (!o.quiet) {
@@ -641,10 +657,10 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
       return Status::OK();
     }
     MM_ASSIGN_OR_RETURN(SetTokenizer tok,
-                        PartTokenizer(o, part, *samples, fingerprint, staging, start));
+                        PartTokenizer(o, part, samples, fingerprint, staging, start));
     if (!o.quiet) {
       std::fprintf(stderr, "mmpack build: %s (%s): samples %zu..%zu of %zu\n", who.c_str(),
-                   part.origin.c_str(), begin, end, samples->size());
+                   part.origin.c_str(), begin, end, samples.size());
     }
     MM_ASSIGN_OR_RETURN(std::unique_ptr<SpoolWriter> spool,
                         SpoolWriter::Create(staging, part, begin, end, fingerprint));
@@ -712,7 +728,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   SinkProgress progress;
   if (o.resume) {
     std::vector<std::string> notes;
-    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples->size(), report, &notes));
+    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples.size(), report, &notes));
     for (const std::string& note : notes) {
       if (!o.quiet) std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
     }
@@ -723,7 +739,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   SpoolReader reader(staging, part.count, std::move(parts));
   std::vector<mm::reader::ShardEntry> shards;
   MM_RETURN_NOT_OK(WriteShards(
-      o, format, image_options, tok, std::nullopt, report, &progress, samples->size(), out,
+      o, format, image_options, tok, std::nullopt, report, &progress, samples.size(), out,
       staging,
       [&](SampleSink* sink) -> Status {
         for (ProcessedSample sample;;) {
@@ -782,12 +798,18 @@ Status RunBuild(const BuildOptions& given) {
   if (!base) interrupt_note.emplace(staging);   // an --append is run again, not resumed
 
   BuildReport report;
-  MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o, &report));
-  std::vector<RawSample>& samples = ingest.samples;
-  CheckCaptions(&samples, o.max_caption_bytes, &report);
-  MM_RETURN_NOT_OK(FilterScores(o, &samples, &report));
-  CheckKeptFields(o, &samples, &report);
-  if (base) DropKeysOfBase(*base, &samples, &report);
+  // The samples live in unnamed files beside OUT (its file system holds the set anyway), so the
+  // build's memory does not grow with the input's length (ingest/sample_list.h). A part's
+  // staging folder comes later: OUT's parent is made here, as the staging folder would make it.
+  if (part.count > 0) {
+    std::error_code ec;
+    fs::create_directories(out.parent_path(), ec);
+  }
+  MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o, out.parent_path(), &report));
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> list,
+                      FilterSamples(o, base, *ingest.list, &report));
+  ingest.list.reset();
+  const SampleList& samples = *list;
   if (samples.empty()) {
     return Status::InvalidArgument(
         "no usable sample in '" + o.input + "' (format " + std::string(ToString(ingest.format)) +
@@ -797,7 +819,8 @@ Status RunBuild(const BuildOptions& given) {
   if (!o.tokenizer.empty() && o.tokenizer != kNoTokenizer) {
     MM_ASSIGN_OR_RETURN(given_tokenizer_sha, Sha256HexOfFile(o.tokenizer));
   }
-  const std::string fingerprint = BuildFingerprint(o, given_tokenizer_sha, samples);
+  MM_ASSIGN_OR_RETURN(const std::string fingerprint,
+                      BuildFingerprint(o, given_tokenizer_sha, samples));
   if (part.count > static_cast<int64_t>(samples.size())) {
     return Status::InvalidArgument("--part: " + std::to_string(part.count) + " parts (" +
                                    part.origin + ") of " + std::to_string(samples.size()) +
@@ -805,7 +828,7 @@ Status RunBuild(const BuildOptions& given) {
   }
   if (part.count > 0) {
     MM_RETURN_NOT_OK(OpenPartStaging(out).status());
-    return RunPartBuild(o, part, image_options, ingest.format, &samples, &report, fingerprint,
+    return RunPartBuild(o, part, image_options, ingest.format, samples, &report, fingerprint,
                         out, staging);
   }
   // A failure from here on removes the staging folder (the guard), finished shards included: a
@@ -846,7 +869,7 @@ Status RunBuild(const BuildOptions& given) {
       o, ingest.format, image_options, tok, base, &report, &progress, samples.size(), out,
       staging,
       [&](SampleSink* sink) {
-        return ProcessSamples(&samples, first, samples.size(),
+        return ProcessSamples(samples, first, samples.size(),
                               ingest.format == InputFormat::kWds, o, image_options,
                               tok.tokenizer.get(),
                               [sink](ProcessedSample&& s) { return sink->Add(std::move(s)); });

@@ -152,19 +152,10 @@ Status CheckAppendable(const BuildOptions& o, const ImageOptions& image,
   return Status::OK();
 }
 
-void DropKeysOfBase(const AppendBase& base, std::vector<RawSample>* samples,
-                    BuildReport* report) {
-  size_t kept = 0;
-  for (size_t i = 0; i < samples->size(); ++i) {
-    RawSample& s = (*samples)[i];
-    if (base.keys.count(s.key) > 0) {
-      report->dropped.push_back({s.source, s.key, "duplicate_key", "key already in OUT"});
-      continue;
-    }
-    if (kept != i) (*samples)[kept] = std::move(s);
-    ++kept;
-  }
-  samples->resize(kept);
+bool DropsAsKeyOfBase(const AppendBase& base, const RawSample& s, std::vector<DropEntry>* dropped) {
+  if (base.keys.count(s.key) == 0) return false;
+  dropped->push_back({s.source, s.key, "duplicate_key", "key already in OUT"});
+  return true;
 }
 
 Status AssembleAppend(const BuildOptions& o, InputFormat format, const AppendBase& base,

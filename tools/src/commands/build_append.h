@@ -52,8 +52,9 @@ struct AppendBase {
 [[nodiscard]] Status CheckAppendable(const BuildOptions& o, const ImageOptions& image,
                                      const std::string& tokenizer_sha256, const AppendBase& base);
 
-/// Drops the samples whose key OUT holds (report.json: duplicate_key, "key already in OUT").
-void DropKeysOfBase(const AppendBase& base, std::vector<RawSample>* samples, BuildReport* report);
+/// True when OUT holds `s`'s key: its drop (duplicate_key, "key already in OUT") is appended to
+/// `dropped`.
+bool DropsAsKeyOfBase(const AppendBase& base, const RawSample& s, std::vector<DropEntry>* dropped);
 
 /// Completes the staging folder as the appended set: OUT's shards and report hard-linked in,
 /// index.json listing OUT's shards then `added`, report.json merged (FORMAT.md "Appending").

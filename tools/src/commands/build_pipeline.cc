@@ -26,7 +26,8 @@ namespace {
 // One sample travelling through the pipeline: its input, and what the stages make of it
 // (ProcessedSample's fields, which the consumer takes).
 struct Item : ProcessedSample {
-  RawSample* raw = nullptr;
+  RawSample sample;                // read from the list by the source stage
+  RawSample* raw = &sample;
   bool have_bytes = false;  // read by the source stage (tar members)
   Status read_status;
   std::string bytes;
@@ -166,17 +167,16 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
 
 class Pipeline {
  public:
-  Pipeline(std::vector<RawSample>* samples, size_t begin, size_t end, bool from_tar,
-           const BuildOptions& o, const ImageOptions& image_options, const Tokenizer* tokenizer,
+  Pipeline(SampleList::Cursor cursor, size_t end, bool from_tar, const BuildOptions& o,
+           const ImageOptions& image_options, const Tokenizer* tokenizer,
            const std::function<Status(ProcessedSample&&)>& consume)
-      : samples_(*samples),
-        end_(std::min(end, samples->size())),
+      : cursor_(std::move(cursor)),
+        end_(end),
         from_tar_(from_tar),
         o_(o),
         image_options_(image_options),
         tokenizer_(tokenizer),
-        consume_(consume),
-        next_(begin) {}
+        consume_(consume) {}
 
   Status Run() {
     const int threads =
@@ -190,25 +190,31 @@ class Pipeline {
                                            [this](Item* item) { return Process(item); }) &
             tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order,
                                           [this](Item* item) { Consume(item); }));
+    MM_RETURN_NOT_OK(source_error_);
     return fatal_;
   }
 
  private:
   // The next sample, or nullptr (fc.stop()) at the end or once the consumer has failed.
   Item* Source(tbb::flow_control& fc) {
-    if (next_ >= end_ || stop_.load(std::memory_order_acquire)) {
+    if (cursor_.position() >= end_ || stop_.load(std::memory_order_acquire)) {
       fc.stop();
       return nullptr;
     }
-    auto* item = new Item;
-    item->index = next_;
-    item->raw = &samples_[next_++];
+    auto item = std::make_unique<Item>();
+    item->index = cursor_.position();
+    auto more = cursor_.Next(&item->sample);
+    if (!more.ok() || !*more) {  // the list's file failed, or ended early
+      source_error_ = more.ok() ? Status::Internal("the sample list ended early") : more.status();
+      fc.stop();
+      return nullptr;
+    }
     if (from_tar_) {
       item->read_status =
           tar_reader_.Read(*item->raw, &item->bytes, MaxImageFileBytes(o_.max_pixels));
       item->have_bytes = true;
     }
-    return item;
+    return item.release();
   }
 
   // One sample never ends the build: an exception out of its processing (std::bad_alloc
@@ -229,12 +235,9 @@ class Pipeline {
     std::unique_ptr<Item> owner(item);
     if (!fatal_.ok()) return;
     if (!item->fatal.ok()) return Stop(item->fatal);
-    RawSample* raw = item->raw;
     if (Status st = consume_(std::move(*static_cast<ProcessedSample*>(item))); !st.ok()) {
       return Stop(st);
     }
-    // Free the sample's text as soon as it is consumed.
-    RawSample().captions.swap(raw->captions);
   }
 
   // `fatal_` is written only by the consumer stage; the source runs on another TBB thread, so
@@ -244,15 +247,15 @@ class Pipeline {
     stop_.store(true, std::memory_order_release);
   }
 
-  std::vector<RawSample>& samples_;
+  SampleList::Cursor cursor_;  // source: the next sample
   const size_t end_;
   const bool from_tar_;
   const BuildOptions& o_;
   const ImageOptions& image_options_;
   const Tokenizer* tokenizer_;
   const std::function<Status(ProcessedSample&&)>& consume_;
-  size_t next_ = 0;         // source: the next sample
   ImageReader tar_reader_;  // source: reads tar members in one pass
+  Status source_error_;     // source: the list could not be read
   Status fatal_;            // consumer
   std::atomic<bool> stop_{false};
 };
@@ -357,11 +360,13 @@ Status SampleSink::Add(ProcessedSample&& sample) { return state_->Add(std::move(
 
 void SampleSink::Finish() { state_->progress.Finish(); }
 
-Status ProcessSamples(std::vector<RawSample>* samples, size_t begin, size_t end, bool from_tar,
+Status ProcessSamples(const SampleList& samples, size_t begin, size_t end, bool from_tar,
                       const BuildOptions& o, const ImageOptions& image_options,
                       const Tokenizer* tokenizer,
                       const std::function<Status(ProcessedSample&&)>& consume) {
-  Pipeline pipeline(samples, begin, end, from_tar, o, image_options, tokenizer, consume);
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor cursor, samples.From(std::min(begin, samples.size())));
+  Pipeline pipeline(std::move(cursor), std::min(end, samples.size()), from_tar, o, image_options,
+                    tokenizer, consume);
   return pipeline.Run();
 }
 

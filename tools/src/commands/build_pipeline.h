@@ -20,6 +20,7 @@
 #include "commands/commands.h"
 #include "image/image_pipeline.h"
 #include "ingest/ingest.h"
+#include "ingest/sample_list.h"
 #include "shard/shard_writer.h"
 #include "text/tokenizer.h"
 
@@ -37,14 +38,15 @@ struct ProcessedSample {
   uint64_t pixel_hash = 0, perceptual_hash = 0;  // --dedup
 };
 
-/// Runs samples [begin, end) of `samples` through the source and processor stages on
+/// Runs samples [begin, end) of `samples` (read from its file in the source stage) through the
+/// source and processor stages on
 /// `o.threads` threads (0: all cores) and hands each, in input order, to `consume` (called on
 /// one thread at a time). `from_tar`: the samples are members of tars, read in the source
-/// stage. A sample's captions are freed once consumed. `tokenizer` null (--tokenizer none):
+/// stage. A sample is freed once consumed. `tokenizer` null (--tokenizer none):
 /// captions are stored without token ids.
 /// Errors: the first failure that stops the build (the tokenizer's internals, compression, or
 /// what `consume` returns); the pipeline then stops taking samples.
-[[nodiscard]] Status ProcessSamples(std::vector<RawSample>* samples, size_t begin, size_t end,
+[[nodiscard]] Status ProcessSamples(const SampleList& samples, size_t begin, size_t end,
                                     bool from_tar, const BuildOptions& o,
                                     const ImageOptions& image_options, const Tokenizer* tokenizer,
                                     const std::function<Status(ProcessedSample&&)>& consume);

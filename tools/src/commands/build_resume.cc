@@ -172,13 +172,13 @@ bool IsShardFile(std::string_view name) {
 
 }  // namespace
 
-std::string BuildFingerprint(const BuildOptions& o, const std::string& tokenizer_sha256,
-                             const std::vector<RawSample>& samples) {
+Result<std::string> BuildFingerprint(const BuildOptions& o, const std::string& tokenizer_sha256,
+                                     const SampleList& samples) {
   Hasher h;
-  // The writer's revision: bumped whenever the bytes a build writes for the same input and
-  // options change (2: restart markers in stored JPEGs), with the version, so that --resume and
-  // the parts of a build never join shards written by two different mmpacks.
-  h.Add(std::string_view("mmpack build 2"));
+  // The writer's revision, bumped whenever what a build writes for the same input and options
+  // changes (2: restart markers in stored JPEGs; 3: checkpoints hold stats as value counts),
+  // and the version: --resume and the parts of a build never join the work of two mmpacks.
+  h.Add(std::string_view("mmpack build 3"));
   h.Add(mm::kVersion);
   h.Add(o.input);
   h.Add(static_cast<int64_t>(o.input_format));
@@ -216,7 +216,10 @@ std::string BuildFingerprint(const BuildOptions& o, const std::string& tokenizer
   h.Add(static_cast<int64_t>(o.jpeg_quality));
   h.Add(static_cast<int64_t>(o.max_size));
   h.Add(static_cast<int64_t>(samples.size()));
-  for (const RawSample& s : samples) {
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor cursor, samples.From(0));
+  for (RawSample s;;) {
+    MM_ASSIGN_OR_RETURN(bool more, cursor.Next(&s));
+    if (!more) break;
     h.Add(s.key);
     h.Add(s.source);
     h.Add(s.path);

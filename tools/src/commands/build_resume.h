@@ -31,6 +31,7 @@
 #include "commands/build_report.h"
 #include "commands/commands.h"
 #include "ingest/ingest.h"
+#include "ingest/sample_list.h"
 #include "mm/reader.h"
 #include "mm/status.h"
 
@@ -57,8 +58,10 @@ struct SinkProgress {
 /// 32 hex digits naming the build: the options that change the output (not --threads,
 /// --quiet, --overwrite or --resume), the SHA-256 of a given --tokenizer (`tokenizer_sha256`),
 /// and every field of `samples` (keys, paths, captions, kept fields) in order.
-std::string BuildFingerprint(const BuildOptions& o, const std::string& tokenizer_sha256,
-                             const std::vector<RawSample>& samples);
+/// Errors: those of reading the list.
+[[nodiscard]] Result<std::string> BuildFingerprint(const BuildOptions& o,
+                                                   const std::string& tokenizer_sha256,
+                                                   const SampleList& samples);
 
 /// .resume/build.json.
 struct ResumeHeader {

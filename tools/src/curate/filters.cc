@@ -49,27 +49,37 @@ const char* CheckCaptionLength(int pieces, bool truncated, const FilterOptions& 
   return nullptr;
 }
 
+bool DropsForScore(const FilterOptions& o, size_t field_index, const RawSample& s,
+                   IngestIssue* dropped) {
+  if (o.min_score_field.empty()) return false;
+  std::optional<double> score;
+  if (field_index < s.fields.size()) {
+    const FieldValue& v = s.fields[field_index];
+    score =
+        v.type == FieldValue::Type::kString ? FieldValue::FromText(v.s).AsNumber() : v.AsNumber();
+  }
+  if (!score) {
+    *dropped = {s.source, s.key, "score_missing",
+                "no number in field '" + o.min_score_field + "' (--min-score)"};
+    return true;
+  }
+  if (*score < o.min_score) {
+    *dropped = {s.source, s.key, "score_below_min",
+                o.min_score_field + " = " + std::to_string(*score) + " < " +
+                    std::to_string(o.min_score)};
+    return true;
+  }
+  return false;
+}
+
 void FilterByScore(const FilterOptions& o, size_t field_index, std::vector<RawSample>* samples,
                    std::vector<IngestIssue>* dropped) {
-  if (o.min_score_field.empty()) return;
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
     RawSample& s = (*samples)[i];
-    std::optional<double> score;
-    if (field_index < s.fields.size()) {
-      const FieldValue& v = s.fields[field_index];
-      score =
-          v.type == FieldValue::Type::kString ? FieldValue::FromText(v.s).AsNumber() : v.AsNumber();
-    }
-    if (!score) {
-      dropped->push_back({s.source, s.key, "score_missing",
-                          "no number in field '" + o.min_score_field + "' (--min-score)"});
-      continue;
-    }
-    if (*score < o.min_score) {
-      dropped->push_back({s.source, s.key, "score_below_min",
-                          o.min_score_field + " = " + std::to_string(*score) + " < " +
-                              std::to_string(o.min_score)});
+    IngestIssue issue;
+    if (DropsForScore(o, field_index, s, &issue)) {
+      dropped->push_back(std::move(issue));
       continue;
     }
     if (kept != i) (*samples)[kept] = std::move(s);

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <type_traits>
+#include <map>
+#include <memory>
+#include <utility>
 
 namespace mm::pack {
 namespace {
@@ -20,33 +22,68 @@ size_t CodePoints(std::string_view text) {
 // A bin edge: an integer where it is one (token and character counts, pixels).
 ojson Edge(double e) { return e == std::floor(e) ? ojson(static_cast<int64_t>(e)) : ojson(e); }
 
-// Summary and histogram of `values` over bins starting at `edges` (the last bin open-ended,
-// its "to" null).
-template <typename T>
-ojson Describe(std::vector<T> values, const std::vector<double>& edges) {
+// The figures of Counts, by name (Tail's and AppendTail's JSON keys), and whether each counts
+// samples (else captions).
+struct Figure {
+  const char* name;
+  std::map<int64_t, int64_t> SetStats::Counts::*member;
+  bool per_sample;
+};
+constexpr Figure kFigures[] = {
+    {"caption_tokens", &SetStats::Counts::caption_tokens, false},
+    {"caption_chars", &SetStats::Counts::caption_chars, false},
+    {"captions_per_image", &SetStats::Counts::captions_per_image, true},
+    {"shorter_side", &SetStats::Counts::shorter_side, true},
+    {"aspect", &SetStats::Counts::aspect, true},
+    {"stored_width", &SetStats::Counts::stored_width, true},
+    {"stored_height", &SetStats::Counts::stored_height, true},
+    {"stored_bytes", &SetStats::Counts::stored_bytes, true},
+};
+
+constexpr double kAspectUnit = 10000;  // Counts::aspect holds the ratio times this
+
+// Summary and histogram of the values `counts` counts (each value divided by `unit`) over bins
+// starting at `edges` (the last bin open-ended, its "to" null). p50 and p95 are the values at
+// rank floor(q * (count - 1)) in sorted order, as a sorted vector's would be.
+ojson Describe(const std::map<int64_t, int64_t>& counts, const std::vector<double>& edges,
+               double unit = 1) {
   ojson out;
-  if (values.empty()) return {{"count", 0}};
-  std::sort(values.begin(), values.end());
+  int64_t n = 0;
   double sum = 0;
-  for (T v : values) sum += v;
-  auto at = [&](double q) {
-    return values[std::min(values.size() - 1, static_cast<size_t>(q * (values.size() - 1)))];
+  for (const auto& [v, c] : counts) {
+    n += c;
+    sum += static_cast<double>(v) * static_cast<double>(c);
+  }
+  if (n == 0) return {{"count", 0}};
+  auto value = [&](int64_t v) {
+    return unit == 1 ? ojson(v) : ojson(static_cast<double>(v) / unit);
   };
-  out["count"] = values.size();
-  out["min"] = values.front();
-  out["mean"] = std::round(sum / values.size() * 1000) / 1000;
-  out["p50"] = at(0.5);
-  out["p95"] = at(0.95);
-  out["max"] = values.back();
+  auto at = [&](double q) {
+    const int64_t rank = static_cast<int64_t>(q * static_cast<double>(n - 1));
+    int64_t seen = 0;
+    for (const auto& [v, c] : counts) {
+      seen += c;
+      if (seen > rank) return v;
+    }
+    return counts.rbegin()->first;
+  };
+  out["count"] = n;
+  out["min"] = value(counts.begin()->first);
+  out["mean"] = std::round(sum / unit / static_cast<double>(n) * 1000) / 1000;
+  out["p50"] = value(at(0.5));
+  out["p95"] = value(at(0.95));
+  out["max"] = value(counts.rbegin()->first);
   ojson bins = ojson::array();
   for (size_t b = 0; b < edges.size(); ++b) {
     const bool last = b + 1 == edges.size();
-    const auto lo = std::lower_bound(values.begin(), values.end(), edges[b]);
-    const auto hi =
-        last ? values.end() : std::lower_bound(values.begin(), values.end(), edges[b + 1]);
+    int64_t in_bin = 0;
+    for (const auto& [v, c] : counts) {
+      const double x = static_cast<double>(v) / unit;
+      if (x >= edges[b] && (last || x < edges[b + 1])) in_bin += c;
+    }
     ojson bin = {{"from", Edge(edges[b])},
                  {"to", last ? ojson(nullptr) : Edge(edges[b + 1])},
-                 {"count", hi - lo}};
+                 {"count", in_bin}};
     bins.push_back(std::move(bin));
   }
   out["histogram"] = std::move(bins);
@@ -59,80 +96,84 @@ std::vector<double> Steps(double from, double step, int n) {
   return e;
 }
 
+int64_t Total(const std::map<int64_t, int64_t>& counts) {
+  int64_t n = 0;
+  for (const auto& kv : counts) n += kv.second;
+  return n;
+}
+
 }  // namespace
 
 void SetStats::AddCaption(size_t tokens, size_t unk, std::string_view text) {
   tokens_ += static_cast<int64_t>(tokens);
   unk_ += static_cast<int64_t>(unk);
-  caption_tokens_.push_back(static_cast<int32_t>(tokens));
-  caption_chars_.push_back(static_cast<int32_t>(CodePoints(text)));
+  ++captions_;
+  ++counts_.caption_tokens[static_cast<int64_t>(tokens)];
+  ++counts_.caption_chars[static_cast<int64_t>(CodePoints(text))];
 }
 
 void SetStats::AddSample(size_t captions, int source_width, int source_height) {
-  captions_per_image_.push_back(static_cast<int32_t>(captions));
+  ++samples_;
+  ++counts_.captions_per_image[static_cast<int64_t>(captions)];
   const int shorter = std::min(source_width, source_height);
   const int longer = std::max(source_width, source_height);
-  shorter_side_.push_back(shorter);
-  aspect_.push_back(shorter > 0 ? static_cast<float>(longer) / shorter : 0.0f);
+  ++counts_.shorter_side[shorter];
+  ++counts_.aspect[shorter > 0 ? std::llround(static_cast<double>(longer) / shorter * kAspectUnit)
+                               : 0];
 }
 
 void SetStats::AddStoredImage(int width, int height, size_t bytes) {
-  stored_width_.push_back(width);
-  stored_height_.push_back(height);
-  stored_bytes_.push_back(static_cast<int64_t>(bytes));
+  ++counts_.stored_width[width];
+  ++counts_.stored_height[height];
+  ++counts_.stored_bytes[static_cast<int64_t>(bytes)];
 }
 
 SetStats::Mark SetStats::Position() const {
-  return {tokens_, unk_, caption_tokens_.size(), captions_per_image_.size()};
+  return {tokens_, unk_, std::make_shared<const Counts>(counts_)};
 }
 
 nlohmann::json SetStats::Tail(const Mark& from) const {
-  auto after = [](const auto& v, size_t at) {
-    return nlohmann::json(std::vector<typename std::decay_t<decltype(v)>::value_type>(
-        v.begin() + static_cast<std::ptrdiff_t>(at), v.end()));
-  };
-  return {{"tokens", tokens_ - from.tokens},
-          {"unk_tokens", unk_ - from.unk},
-          {"caption_tokens", after(caption_tokens_, from.captions)},
-          {"caption_chars", after(caption_chars_, from.captions)},
-          {"captions_per_image", after(captions_per_image_, from.samples)},
-          {"shorter_side", after(shorter_side_, from.samples)},
-          {"aspect", after(aspect_, from.samples)},
-          {"stored_width", after(stored_width_, from.samples)},
-          {"stored_height", after(stored_height_, from.samples)},
-          {"stored_bytes", after(stored_bytes_, from.samples)}};
+  static const Counts kNone;
+  const Counts& before = from.counts ? *from.counts : kNone;
+  nlohmann::json out = {{"tokens", tokens_ - from.tokens}, {"unk_tokens", unk_ - from.unk}};
+  for (const Figure& f : kFigures) {
+    const std::map<int64_t, int64_t>& now = counts_.*f.member;
+    const std::map<int64_t, int64_t>& then = before.*f.member;
+    nlohmann::json pairs = nlohmann::json::array();  // [value, count added], by value
+    for (const auto& [v, c] : now) {
+      auto it = then.find(v);
+      const int64_t added = c - (it == then.end() ? 0 : it->second);
+      if (added > 0) pairs.push_back({v, added});
+    }
+    out[f.name] = std::move(pairs);
+  }
+  return out;
 }
 
 bool SetStats::AppendTail(const nlohmann::json& tail) {
   try {
-    SetStats t;
-    t.tokens_ = tail.at("tokens").get<int64_t>();
-    t.unk_ = tail.at("unk_tokens").get<int64_t>();
-    tail.at("caption_tokens").get_to(t.caption_tokens_);
-    tail.at("caption_chars").get_to(t.caption_chars_);
-    tail.at("captions_per_image").get_to(t.captions_per_image_);
-    tail.at("shorter_side").get_to(t.shorter_side_);
-    tail.at("aspect").get_to(t.aspect_);
-    tail.at("stored_width").get_to(t.stored_width_);
-    tail.at("stored_height").get_to(t.stored_height_);
-    tail.at("stored_bytes").get_to(t.stored_bytes_);
-    const size_t n = t.captions_per_image_.size();
-    if (t.caption_chars_.size() != t.caption_tokens_.size() || t.shorter_side_.size() != n ||
-        t.aspect_.size() != n || t.stored_width_.size() != n || t.stored_height_.size() != n ||
-        t.stored_bytes_.size() != n) {
-      return false;
+    Counts t;
+    const int64_t tokens = tail.at("tokens").get<int64_t>();
+    const int64_t unk = tail.at("unk_tokens").get<int64_t>();
+    int64_t samples = -1, captions = -1;
+    for (const Figure& f : kFigures) {
+      std::map<int64_t, int64_t>& to = t.*f.member;
+      for (const nlohmann::json& pair : tail.at(f.name)) {
+        const int64_t v = pair.at(0).get<int64_t>(), c = pair.at(1).get<int64_t>();
+        if (c <= 0 || !to.emplace(v, c).second) return false;
+      }
+      const int64_t n = Total(to);
+      int64_t& expect = f.per_sample ? samples : captions;
+      if (expect >= 0 && n != expect) return false;  // every figure counts the same things
+      expect = n;
     }
-    auto append = [](auto* to, const auto& from) { to->insert(to->end(), from.begin(), from.end()); };
-    tokens_ += t.tokens_;
-    unk_ += t.unk_;
-    append(&caption_tokens_, t.caption_tokens_);
-    append(&caption_chars_, t.caption_chars_);
-    append(&captions_per_image_, t.captions_per_image_);
-    append(&shorter_side_, t.shorter_side_);
-    append(&aspect_, t.aspect_);
-    append(&stored_width_, t.stored_width_);
-    append(&stored_height_, t.stored_height_);
-    append(&stored_bytes_, t.stored_bytes_);
+    tokens_ += tokens;
+    unk_ += unk;
+    samples_ += samples;
+    captions_ += captions;
+    for (const Figure& f : kFigures) {
+      for (const auto& [v, c] : t.*f.member) (counts_.*f.member)[v] += c;
+    }
     return true;
   } catch (const nlohmann::json::exception&) {
     return false;
@@ -141,19 +182,19 @@ bool SetStats::AppendTail(const nlohmann::json& tail) {
 
 ojson SetStats::ToJson() const {
   ojson out;
-  out["samples"] = captions_per_image_.size();
-  out["captions"] = caption_tokens_.size();
+  out["samples"] = samples_;
+  out["captions"] = captions_;
   out["tokens"] = tokens_;
   out["unk_tokens"] = unk_;
   out["unk_rate"] = UnkRate();
-  out["caption_tokens"] = Describe(caption_tokens_, Steps(0, 8, 11));
-  out["caption_chars"] = Describe(caption_chars_, Steps(0, 25, 13));
-  out["captions_per_image"] = Describe(captions_per_image_, Steps(1, 1, 10));
-  out["source_shorter_side"] = Describe(shorter_side_, Steps(0, 128, 13));
-  out["source_aspect"] = Describe(aspect_, Steps(1, 0.25, 13));
-  out["stored_width"] = Describe(stored_width_, Steps(0, 64, 13));
-  out["stored_height"] = Describe(stored_height_, Steps(0, 64, 13));
-  out["stored_bytes"] = Describe(stored_bytes_, Steps(0, 8192, 13));
+  out["caption_tokens"] = Describe(counts_.caption_tokens, Steps(0, 8, 11));
+  out["caption_chars"] = Describe(counts_.caption_chars, Steps(0, 25, 13));
+  out["captions_per_image"] = Describe(counts_.captions_per_image, Steps(1, 1, 10));
+  out["source_shorter_side"] = Describe(counts_.shorter_side, Steps(0, 128, 13));
+  out["source_aspect"] = Describe(counts_.aspect, Steps(1, 0.25, 13), kAspectUnit);
+  out["stored_width"] = Describe(counts_.stored_width, Steps(0, 64, 13));
+  out["stored_height"] = Describe(counts_.stored_height, Steps(0, 64, 13));
+  out["stored_bytes"] = Describe(counts_.stored_bytes, Steps(0, 8192, 13));
   return out;
 }
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
@@ -38,10 +40,19 @@ class SetStats {
   /// "from" inclusive, "to" exclusive; the bins are fixed per figure (at most 16).
   nlohmann::ordered_json ToJson() const;
 
-  /// How far the figures have come: a position to take the later ones from (Tail).
+  /// Each figure as counts of its distinct values, so that memory follows how many different
+  /// values there are (bounded by the figures' ranges: token counts by --max-tokens, sides by
+  /// 65535 pixels...), not how many samples (issue 13). The aspect ratio is counted to 1/10000.
+  struct Counts {
+    std::map<int64_t, int64_t> caption_tokens, caption_chars, captions_per_image, shorter_side,
+        aspect, stored_width, stored_height, stored_bytes;  // aspect: longer / shorter * 10000
+  };
+
+  /// How far the figures have come: a position to take the later ones from (Tail). Holds a
+  /// copy of the counts (bounded, as Counts).
   struct Mark {
     int64_t tokens = 0, unk = 0;
-    size_t captions = 0, samples = 0;
+    std::shared_ptr<const Counts> counts;
   };
   Mark Position() const;
   /// The figures added since `from` (a Position of this SetStats), exactly, as JSON; a SetStats
@@ -52,11 +63,8 @@ class SetStats {
   bool AppendTail(const nlohmann::json& tail);
 
  private:
-  int64_t tokens_ = 0, unk_ = 0;
-  std::vector<int32_t> caption_tokens_, caption_chars_, captions_per_image_, shorter_side_;
-  std::vector<float> aspect_;  // longer / shorter side
-  std::vector<int32_t> stored_width_, stored_height_;
-  std::vector<int64_t> stored_bytes_;
+  int64_t tokens_ = 0, unk_ = 0, captions_ = 0, samples_ = 0;
+  Counts counts_;
 };
 
 }  // namespace mm::pack

@@ -1,9 +1,30 @@
 // coco.cc: the COCO captions JSON, images[] and annotations[] (ingest.h, "coco").
+//
+// Read without holding the file or its samples (issue 13): the file is mapped and parsed with
+// nlohmann's SAX interface, one element of images[] or annotations[] at a time (each element as
+// a small DOM, so the rules below read as they did on the whole document); images and captions
+// meet through external sorts (spill.h), since annotations may come before images and name them
+// in any order. Rules, unchanged from the whole-document reader:
+//   - an image without id / string file_name, or an annotation without image_id / string
+//     caption, is an invalid_manifest_line issue;
+//   - a file_name that no UTF-8 string can hold is an invalid_utf8 issue, and its annotations go
+//     with it, unreported;
+//   - a repeated image id is a duplicate_key issue (the first keeps it);
+//   - ids with the same file_name are one sample (the first's place), holding the captions of
+//     all, in annotation order;
+//   - an annotation for no image is an issue;
+//   - keys by AssignKeys' rule over every sample; a sample without caption is then a
+//     missing_caption issue.
+// Issues come in that order: images', annotations', captionless samples' (each in input order).
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "ingest/common.h"
@@ -19,135 +40,377 @@ using json = nlohmann::json;
 
 namespace {
 
-// The images of a COCO file, as samples: which sample each image id is (two ids with the same
-// file_name are the same image: one sample holding the captions of both, in annotation order,
-// not two samples with the same key, which `mmpack verify` would reject).
-struct CocoImages {
-  std::unordered_map<std::string, size_t> by_id;   // id as JSON text -> sample
-  std::unordered_set<std::string> unstorable_ids;  // images reported as invalid_utf8
+// An iterator over the mapped text that remembers how far the parser has read, so that the
+// pages behind it are given back as it goes (MappedText::DoneBefore).
+struct TrackedIterator {
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+  const char* p = nullptr;
+  const char** seen = nullptr;
+  reference operator*() const { return *p; }
+  TrackedIterator& operator++() {
+    *seen = ++p;
+    return *this;
+  }
+  TrackedIterator operator++(int) {
+    TrackedIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const TrackedIterator& o) const { return p == o.p; }
+  bool operator!=(const TrackedIterator& o) const { return p != o.p; }
 };
 
-// The whole file, parsed (lenient_json.h keeps a bad string to its own caption).
-Result<json> ParseCoco(const fs::path& file, NeutralJson* neutral) {
-  std::string text;
-  MM_RETURN_NOT_OK(ReadRegularFile(file.string(), &text));
-  *neutral = NeutralizeJson(text);
-  std::string().swap(text);
-  json doc;
-  try {
-    doc = json::parse(neutral->text);
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(file.string() + ": not valid JSON: " + e.what());
-  }
-  std::string().swap(neutral->text);
-  if (!doc.is_object()) return Status::InvalidArgument(file.string() + ": not a JSON object");
-  auto images = doc.find("images");
-  auto annotations = doc.find("annotations");
-  if (images == doc.end() || !images->is_array() || annotations == doc.end() ||
-      !annotations->is_array()) {
-    return Status::InvalidArgument(file.string() +
-                                   ": COCO captions JSON needs arrays 'images' and 'annotations'");
-  }
-  return doc;
-}
+// SAX events of the whole document, with each element of the top-level arrays "images" and
+// "annotations" built as a DOM and handed to `on_element(array, index, element)`.
+class CocoSax : public nlohmann::json_sax<json> {
+ public:
+  enum Array { kNone, kImages, kAnnotations };
+  using OnElement = std::function<bool(Array, uint64_t, json&&)>;
+  explicit CocoSax(OnElement on_element) : on_element_(std::move(on_element)) {}
 
-// images[]: one sample per distinct file_name, resolved against the JSON's folder, else its
-// images/ subfolder.
-CocoImages ReadImages(const json& images, const fs::path& file, const NeutralJson& neutral,
-                      IngestResult* result) {
-  CocoImages out;
-  std::unordered_map<std::string, size_t> by_file;  // file_name -> sample
-  const std::string where = file.filename().string();
-  const fs::path base = file.parent_path();
-  for (size_t i = 0; i < images.size(); ++i) {
-    const json& im = images[i];
-    std::string source = where + ":images[" + std::to_string(i) + "]";
-    if (!im.is_object() || !im.contains("id") || !im.contains("file_name") ||
-        !im["file_name"].is_string()) {
-      result->issues.push_back({source, "", "invalid_manifest_line", "image without id/file_name"});
-      continue;
+  bool null() override { return Value(nullptr); }
+  bool boolean(bool v) override { return Value(v); }
+  bool number_integer(number_integer_t v) override { return Value(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Value(v); }
+  bool number_float(number_float_t v, const string_t&) override { return Value(v); }
+  bool string(string_t& v) override { return Value(std::move(v)); }
+  bool binary(binary_t& v) override { return Value(json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return Open(json::object()); }
+  bool start_array(std::size_t) override { return Open(json::array()); }
+  bool end_object() override { return Close(); }
+  bool end_array() override { return Close(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      // A repeated "images" or "annotations" (RFC 8259 leaves which one counts open; a DOM
+      // keeps the last, a stream has read the first): refused rather than guessed.
+      if (k == "images" || k == "annotations") {
+        bool& seen = k == "images" ? images_key_ : annotations_key_;
+        if (seen) {
+          repeated_ = k;
+          return false;
+        }
+        seen = true;
+      }
+      top_key_ = k;
     }
-    std::string file_name = im["file_name"].get<std::string>();
-    if (neutral.changed && file_name.find(neutral.mark) != std::string::npos) {
-      result->issues.push_back({source, "", "invalid_utf8",
-                                "file_name is not valid UTF-8 (an invalid byte or a lone "
-                                "surrogate escape)"});
-      out.unstorable_ids.insert(im["id"].dump());  // its annotations go with it, unreported
-      continue;
-    }
-    std::string id = im["id"].dump();
-    if (out.by_id.count(id) != 0) {
-      result->issues.push_back({source, "", "duplicate_key", "image id " + id + " repeated"});
-      continue;
-    }
-    auto [file_it, new_file] = by_file.emplace(file_name, result->samples.size());
-    out.by_id.emplace(id, file_it->second);
-    if (!new_file) continue;  // same file as an earlier id: that sample gets these captions
-    RawSample s;
-    s.source = std::move(file_name);
-    s.path = Resolve(base, s.source);
-    std::error_code ec;
-    if (!fs::exists(s.path, ec)) {
-      std::string alt = Resolve(base / "images", s.source);
-      if (fs::exists(alt, ec)) s.path = alt;
-    }
-    result->samples.push_back(std::move(s));
+    if (!stack_.empty()) key_ = std::move(k);
+    return true;
   }
-  return out;
-}
-
-// annotations[]: each caption to its image's sample, in annotation order.
-void ReadAnnotations(const json& annotations, const std::string& where, const CocoImages& images,
-                     const NeutralJson& neutral, IngestResult* result) {
-  for (size_t i = 0; i < annotations.size(); ++i) {
-    const json& an = annotations[i];
-    std::string source = where + ":annotations[" + std::to_string(i) + "]";
-    if (!an.is_object() || !an.contains("image_id") || !an.contains("caption") ||
-        !an["caption"].is_string()) {
-      result->issues.push_back(
-          {source, "", "invalid_manifest_line", "annotation without image_id/caption"});
-      continue;
-    }
-    auto it = images.by_id.find(an["image_id"].dump());
-    if (it == images.by_id.end() && images.unstorable_ids.count(an["image_id"].dump()) != 0) {
-      continue;
-    }
-    if (it == images.by_id.end()) {
-      result->issues.push_back({source, "", "invalid_manifest_line",
-                                "annotation for unknown image_id " + an["image_id"].dump()});
-      continue;
-    }
-    std::string caption = an["caption"].get<std::string>();
-    if (neutral.changed) RestoreInvalid(&caption, neutral.mark);
-    result->samples[it->second].captions.push_back(std::move(caption));
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error_ = e.what();
+    return false;
   }
-}
 
-// Images that no annotation describes cannot be samples.
-void DropUncaptioned(IngestResult* result) {
-  std::vector<RawSample> kept;
-  kept.reserve(result->samples.size());
-  for (RawSample& s : result->samples) {
-    if (s.captions.empty()) {
-      result->issues.push_back({s.source, s.key, "missing_caption", "no annotation"});
+  bool saw_images = false, saw_annotations = false, not_object = false;
+  std::string error_, repeated_;
+
+ private:
+  // A value where the document is: the root (must be an object), a top-level member, an
+  // element of one of the two arrays, or inside an element being built.
+  bool Value(json v) {
+    if (depth_ == 0) {
+      not_object = true;
+      return false;
+    }
+    if (!stack_.empty()) return Put(std::move(v));
+    if (depth_ == 2 && array_ != kNone) return on_element_(array_, next_++, std::move(v));
+    return true;  // another top-level member's scalar, or inside one: skipped
+  }
+  bool Open(json v) {
+    if (depth_ == 0 && !v.is_object()) {
+      not_object = true;
+      return false;
+    }
+    ++depth_;
+    if (depth_ == 2 && v.is_array() && (top_key_ == "images" || top_key_ == "annotations")) {
+      array_ = top_key_ == "images" ? kImages : kAnnotations;
+      (array_ == kImages ? saw_images : saw_annotations) = true;
+      next_ = 0;
+      return true;
+    }
+    if (!stack_.empty()) {
+      json* parent = stack_.back();
+      json* child;
+      if (parent->is_object()) {
+        child = &(*parent)[key_];
+      } else {
+        parent->push_back(nullptr);
+        child = &parent->back();
+      }
+      *child = std::move(v);
+      stack_.push_back(child);
+      return true;
+    }
+    if (depth_ == 3 && array_ != kNone) {  // an element begins
+      element_ = std::move(v);
+      stack_.push_back(&element_);
+    }
+    return true;
+  }
+  bool Close() {
+    --depth_;
+    if (!stack_.empty()) {
+      stack_.pop_back();
+      if (stack_.empty()) return on_element_(array_, next_++, std::move(element_));
+      return true;
+    }
+    if (depth_ == 1) array_ = kNone;
+    return true;
+  }
+  bool Put(json v) {
+    json* top = stack_.back();
+    if (top->is_object()) {
+      (*top)[key_] = std::move(v);
     } else {
-      kept.push_back(std::move(s));
+      top->push_back(std::move(v));
     }
+    return true;
   }
-  result->samples = std::move(kept);
+
+  OnElement on_element_;
+  bool images_key_ = false, annotations_key_ = false;  // seen at the top level
+  int depth_ = 0;
+  std::string top_key_, key_;
+  Array array_ = kNone;
+  uint64_t next_ = 0;
+  json element_;
+  std::vector<json*> stack_;
+};
+
+// The document's text, neutralized (lenient_json.h) into an unnamed file in `spill_dir` when
+// it holds text no UTF-8 string can (rare), else the file itself: mapped either way.
+Status MapNeutral(const fs::path& file, const fs::path& spill_dir, MappedText* original,
+                  MappedText* rewritten, MappedText** active, NeutralJson* neutral) {
+  MM_RETURN_NOT_OK(original->Open(file));
+  *active = original;
+  UniqueFd out;
+  Status written;
+  std::string buffer;  // pieces gathered into writes of about 1 MiB
+  const std::string what = "cannot write " + (spill_dir / "").string();
+  auto flush = [&]() {
+    if (!written.ok() || buffer.empty()) return;
+    if (!out.valid()) {
+      auto fd = OpenUnnamedFile(spill_dir);
+      if (!fd.ok()) {
+        written = fd.status();
+        return;
+      }
+      out = std::move(*fd);
+    }
+    written = WriteAll(out.get(), buffer.data(), buffer.size(), what);
+    buffer.clear();
+  };
+  *neutral = NeutralizeJsonTo(original->text(), [&](std::string_view piece) {
+    buffer.append(piece);
+    if (buffer.size() >= (size_t{1} << 20)) flush();
+  });
+  flush();
+  MM_RETURN_NOT_OK(written);
+  if (neutral->changed) {
+    MM_RETURN_NOT_OK(rewritten->Open(file, out.get()));
+    *active = rewritten;
+  }
+  return Status::OK();
 }
 
 }  // namespace
 
-Result<IngestResult> IngestCoco(const fs::path& file) {
+Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir) {
+  MappedText original, rewritten;
+  MappedText* mapped = nullptr;
   NeutralJson neutral;
-  MM_ASSIGN_OR_RETURN(json doc, ParseCoco(file, &neutral));
+  MM_RETURN_NOT_OK(MapNeutral(file, spill_dir, &original, &rewritten, &mapped, &neutral));
+  const std::string_view text = mapped->text();
+  const char* read_to = text.data();
   IngestResult result;
   result.format = InputFormat::kCoco;
-  const CocoImages images = ReadImages(doc["images"], file, neutral, &result);
-  ReadAnnotations(doc["annotations"], file.filename().string(), images, neutral, &result);
-  AssignKeys(&result.samples);
-  DropUncaptioned(&result);
+  const std::string where = file.filename().string();
+  const fs::path base = file.parent_path();
+  const size_t memory = SortMemoryBytes();
+  // Issues with their place, put in order at the end.
+  std::vector<std::pair<uint64_t, IngestIssue>> image_issues, annotation_issues;
+  ExternalSorter images(spill_dir, memory);       // (id, i) -> file_name
+  ExternalSorter unstorable(spill_dir, memory);   // (id, i)
+  ExternalSorter annotations(spill_dir, memory);  // (image_id, j) -> caption
+  Status st;
+  CocoSax sax([&](CocoSax::Array array, uint64_t n, json&& e) {
+    mapped->DoneBefore(static_cast<size_t>(read_to - text.data()));
+    if (array == CocoSax::kImages) {
+      std::string source = where + ":images[" + std::to_string(n) + "]";
+      if (!e.is_object() || !e.contains("id") || !e.contains("file_name") ||
+          !e["file_name"].is_string()) {
+        image_issues.push_back(
+            {n, {source, "", "invalid_manifest_line", "image without id/file_name"}});
+        return true;
+      }
+      const std::string& file_name = e["file_name"].get_ref<const std::string&>();
+      if (neutral.changed && file_name.find(neutral.mark) != std::string::npos) {
+        image_issues.push_back({n,
+                                {source, "", "invalid_utf8",
+                                 "file_name is not valid UTF-8 (an invalid byte or a lone "
+                                 "surrogate escape)"}});
+        st = unstorable.Add(TextKey(e["id"].dump(), n), {});
+        return st.ok();
+      }
+      st = images.Add(TextKey(e["id"].dump(), n), file_name);
+      return st.ok();
+    }
+    std::string source = where + ":annotations[" + std::to_string(n) + "]";
+    if (!e.is_object() || !e.contains("image_id") || !e.contains("caption") ||
+        !e["caption"].is_string()) {
+      annotation_issues.push_back(
+          {n, {source, "", "invalid_manifest_line", "annotation without image_id/caption"}});
+      return true;
+    }
+    std::string caption = e["caption"].get<std::string>();
+    if (neutral.changed) RestoreInvalid(&caption, neutral.mark);
+    st = annotations.Add(TextKey(e["image_id"].dump(), n), caption);
+    return st.ok();
+  });
+  const bool parsed = json::sax_parse(TrackedIterator{text.data(), &read_to},
+                                      TrackedIterator{text.data() + text.size(), &read_to}, &sax);
+  MM_RETURN_NOT_OK(st);
+  if (sax.not_object) return Status::InvalidArgument(file.string() + ": not a JSON object");
+  if (!sax.repeated_.empty()) {
+    return Status::InvalidArgument(file.string() + ": the key '" + sax.repeated_ +
+                                   "' appears twice at the top level; a COCO captions JSON has "
+                                   "one 'images' and one 'annotations' array");
+  }
+  if (!parsed) {
+    return Status::InvalidArgument(file.string() + ": not valid JSON: " + sax.error_);
+  }
+  if (!sax.saw_images || !sax.saw_annotations) {
+    return Status::InvalidArgument(file.string() +
+                                   ": COCO captions JSON needs arrays 'images' and 'annotations'");
+  }
+  MM_RETURN_NOT_OK(images.Finish());
+  MM_RETURN_NOT_OK(unstorable.Finish());
+  MM_RETURN_NOT_OK(annotations.Finish());
+
+  // Each id's first image keeps it (later ones are duplicate_key issues); the kept ones by
+  // (file_name, i), so that ids of one file meet.
+  ExternalSorter by_file(spill_dir, memory);  // (file_name, i) -> id
+  {
+    std::string key, file_name, last_id;
+    bool first = true;
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, images.Next(&key, &file_name));
+      if (!more) break;
+      const std::string id(TextOf(key));
+      const uint64_t i = NumberOf(key);
+      if (!first && id == last_id) {
+        image_issues.push_back({i,
+                                {where + ":images[" + std::to_string(i) + "]", "", "duplicate_key",
+                                 "image id " + id + " repeated"}});
+        continue;
+      }
+      MM_RETURN_NOT_OK(by_file.Add(TextKey(file_name, i), id));
+      last_id = id;
+      first = false;
+    }
+  }
+  MM_RETURN_NOT_OK(by_file.Finish());
+  // Each file is a sample at its first image's place: the samples by place, and each id's
+  // sample by id.
+  ExternalSorter samples(spill_dir, memory);    // place -> file_name
+  ExternalSorter id_sample(spill_dir, memory);  // (id, 0) -> place
+  {
+    std::string key, id, file_name;
+    uint64_t place = 0;
+    bool open = false;
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, by_file.Next(&key, &id));
+      if (!more) break;
+      const std::string name = TextOf(key);
+      if (!open || name != file_name) {
+        file_name.assign(name);
+        place = NumberOf(key);
+        open = true;
+        MM_RETURN_NOT_OK(samples.Add(Be64(place), file_name));
+      }
+      MM_RETURN_NOT_OK(id_sample.Add(TextKey(id, 0), Be64(place)));
+    }
+  }
+  MM_RETURN_NOT_OK(samples.Finish());
+  MM_RETURN_NOT_OK(id_sample.Finish());
+  // Annotations joined with the ids (all three sorted by id): captions by (place, j).
+  ExternalSorter captions(spill_dir, memory);  // (place, j) -> caption
+  {
+    std::string ann_key, caption, id_key, place, un_key, unused;
+    MM_ASSIGN_OR_RETURN(bool have_id, id_sample.Next(&id_key, &place));
+    MM_ASSIGN_OR_RETURN(bool have_un, unstorable.Next(&un_key, &unused));
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, annotations.Next(&ann_key, &caption));
+      if (!more) break;
+      const std::string id = TextOf(ann_key);
+      const std::string_view order = TextOrderOf(ann_key);
+      while (have_id && TextOrderOf(id_key) < order) {
+        MM_ASSIGN_OR_RETURN(have_id, id_sample.Next(&id_key, &place));
+      }
+      while (have_un && TextOrderOf(un_key) < order) {
+        MM_ASSIGN_OR_RETURN(have_un, unstorable.Next(&un_key, &unused));
+      }
+      const uint64_t j = NumberOf(ann_key);
+      if (have_id && TextOrderOf(id_key) == order) {
+        MM_RETURN_NOT_OK(captions.Add(place + Be64(j), caption));
+      } else if (!(have_un && TextOrderOf(un_key) == order)) {
+        annotation_issues.push_back(
+            {j,
+             {where + ":annotations[" + std::to_string(j) + "]", "", "invalid_manifest_line",
+              "annotation for unknown image_id " + std::string(id)}});
+      }
+    }
+  }
+  MM_RETURN_NOT_OK(captions.Finish());
+  // The samples in place order with their captions in annotation order, keys by AssignKeys'
+  // rule (over every sample, captioned or not), then the captionless ones become issues.
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> all, SampleList::Create(spill_dir));
+  {
+    std::string place, file_name, cap_key, caption;
+    MM_ASSIGN_OR_RETURN(bool have_cap, captions.Next(&cap_key, &caption));
+    for (;;) {
+      MM_ASSIGN_OR_RETURN(bool more, samples.Next(&place, &file_name));
+      if (!more) break;
+      RawSample s;
+      s.source = file_name;
+      s.path = Resolve(base, s.source);
+      std::error_code ec;
+      if (!fs::exists(s.path, ec)) {
+        std::string alt = Resolve(base / "images", s.source);
+        if (fs::exists(alt, ec)) s.path = alt;
+      }
+      while (have_cap && cap_key.compare(0, 8, place) == 0) {
+        s.captions.push_back(std::move(caption));
+        MM_ASSIGN_OR_RETURN(have_cap, captions.Next(&cap_key, &caption));
+      }
+      MM_RETURN_NOT_OK(all->Add(s));
+    }
+  }
+  MM_RETURN_NOT_OK(all->Finish());
+  MM_RETURN_NOT_OK(AssignKeysByStem(&all));
+  std::sort(image_issues.begin(), image_issues.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(annotation_issues.begin(), annotation_issues.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto* issues : {&image_issues, &annotation_issues}) {
+    for (auto& [n, issue] : *issues) result.issues.push_back(std::move(issue));
+  }
+  MM_ASSIGN_OR_RETURN(result.list, SampleList::Create(spill_dir));
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, all->From(0));
+  for (RawSample s;;) {
+    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+    if (!more) break;
+    if (s.captions.empty()) {
+      result.issues.push_back({s.source, s.key, "missing_caption", "no annotation"});
+      continue;
+    }
+    MM_RETURN_NOT_OK(result.list->Add(s));
+  }
+  MM_RETURN_NOT_OK(result.list->Finish());
   return result;
 }
 

@@ -1,9 +1,13 @@
 // common.h: small rules every input format of ingest/ shares (private to ingest/).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
+
+#include "mm/status.h"
 
 namespace mm::pack {
 
@@ -25,5 +29,26 @@ void StripOneNewline(std::string* s);
 /// `given` (an image path from a manifest) against `base_dir` (the manifest's folder), unless
 /// it is absolute; lexically normal.
 std::string Resolve(const std::filesystem::path& base_dir, const std::string& given);
+
+/// A manifest mapped read-only, so that it is read through the page cache and never held: the
+/// part behind the reader is given back (MADV_DONTNEED) as it goes, and a rewind faults it in
+/// again from the cache.
+class MappedText {
+ public:
+  MappedText() = default;
+  ~MappedText();
+  MappedText(const MappedText&) = delete;
+  MappedText& operator=(const MappedText&) = delete;
+  /// Maps the regular file `file` (or, `fd` >= 0, that open descriptor, named `file`).
+  /// Errors: those of OpenRegularFile; IOError (mmap).
+  [[nodiscard]] Status Open(const std::filesystem::path& file, int fd = -1);
+  std::string_view text() const { return std::string_view(base_ == nullptr ? "" : base_, size_); }
+  /// Gives back the pages wholly before `offset` once 4 MiB more than last time lie there.
+  void DoneBefore(size_t offset);
+
+ private:
+  char* base_ = nullptr;
+  size_t size_ = 0, released_ = 0;
+};
 
 }  // namespace mm::pack

@@ -1,7 +1,10 @@
 // csv.cc: CSV and TSV manifests, a header row and then rows (ingest.h, "csv" and "tsv").
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ingest/common.h"
@@ -31,14 +34,17 @@ struct BadRecord {
 // swallow are read as rows.
 class DelimitedParser {
  public:
-  DelimitedParser(const std::string& text, char sep, bool quoting, std::vector<BadRecord>* bad)
+  // Called with each row (blank lines skipped), the line it starts on (1-based) and the offset
+  // in the text before which nothing will be read again; false stops the parse.
+  using RowFn = std::function<bool(std::vector<std::string>&& row, int64_t line, size_t done)>;
+
+  DelimitedParser(std::string_view text, char sep, bool quoting, std::vector<BadRecord>* bad)
       : text_(text), n_(text.size()), sep_(sep), quoting_(quoting), bad_(bad) {}
 
-  // Every row (blank lines skipped) and the line each starts on (1-based).
-  void Parse(std::vector<std::vector<std::string>>* rows, std::vector<int64_t>* row_lines) {
-    rows_ = rows;
-    row_lines_ = row_lines;
+  void Parse(const RowFn& on_row) {
+    on_row_ = &on_row;
     for (;;) {
+      if (stopped_) return;
       if (i_ >= n_) {
         if (!quoted_) break;
         Restart("a quoted field is never closed");  // resumes on the record's second line
@@ -105,10 +111,7 @@ class DelimitedParser {
   void EndRow() {
     EndField();
     const bool blank = row_.size() == 1 && row_[0].empty();
-    if (!blank) {
-      rows_->push_back(std::move(row_));
-      row_lines_->push_back(row_line_);
-    }
+    if (!blank && !(*on_row_)(std::move(row_), row_line_, row_start_)) stopped_ = true;
     row_.clear();
   }
 
@@ -119,19 +122,19 @@ class DelimitedParser {
     field_.clear();
     quoted_ = field_started_ = after_quote_ = false;
     const size_t nl = text_.find('\n', row_start_);
-    i_ = nl == std::string::npos ? n_ : nl + 1;
+    i_ = nl == std::string_view::npos ? n_ : nl + 1;
     line_ = row_line_ + 1;
     row_line_ = line_;
     row_start_ = i_;
   }
 
-  const std::string& text_;
+  const std::string_view text_;
   const size_t n_;
   const char sep_;
   const bool quoting_;
   std::vector<BadRecord>* bad_;
-  std::vector<std::vector<std::string>>* rows_ = nullptr;
-  std::vector<int64_t>* row_lines_ = nullptr;
+  const RowFn* on_row_ = nullptr;
+  bool stopped_ = false;
   std::vector<std::string> row_;
   std::string field_;
   bool quoted_ = false, field_started_ = false, after_quote_ = false;
@@ -139,69 +142,19 @@ class DelimitedParser {
   size_t i_ = 0, row_start_ = 0;
 };
 
-void ParseDelimited(const std::string& text, char sep, bool quoting,
-                    std::vector<std::vector<std::string>>* rows, std::vector<int64_t>* row_lines,
-                    std::vector<BadRecord>* bad) {
-  DelimitedParser(text, sep, quoting, bad).Parse(rows, row_lines);
-}
-
-// The rows after the header into samples (columns `cols`), and issues for the malformed
-// records, short rows and URLs.
-void AddRows(const fs::path& file, const std::vector<std::vector<std::string>>& rows,
-             const std::vector<int64_t>& lines, const std::vector<BadRecord>& bad,
-             const ColumnPlan& cols, IngestResult* result) {
-  Grouper grouper(file.parent_path());
-  const std::string where = file.filename().string();
-  for (const BadRecord& b : bad) {
-    result->issues.push_back({where + ":" + std::to_string(b.line), "", "invalid_manifest_line",
-                              "malformed row: " + b.why +
-                                  "; the row is skipped and reading "
-                                  "goes on at the next line"});
-  }
-  int needed = cols.image;
-  for (int c : cols.captions) needed = std::max(needed, c);
-  for (size_t r = 1; r < rows.size(); ++r) {
-    const auto& row = rows[r];
-    std::string source = where + ":" + std::to_string(lines[r]);
-    if (static_cast<int>(row.size()) <= needed || row[cols.image].empty()) {
-      result->issues.push_back({source, "", "invalid_manifest_line",
-                                "row has " + std::to_string(row.size()) + " fields"});
-      continue;
-    }
-    if (IsRemoteUrl(row[cols.image])) {
-      result->issues.push_back(
-          {source, "", "remote_image_not_supported",
-           "image '" + row[cols.image] + "' is a URL; mmpack reads local files (download first)"});
-      continue;
-    }
-    // Every non-empty caption cell; an all-empty row keeps its first (reported as empty).
-    std::vector<std::string> captions;
-    for (int c : cols.captions) {
-      if (!row[c].empty()) captions.push_back(row[c]);
-    }
-    if (captions.empty()) captions.push_back(row[cols.captions[0]]);
-    std::vector<FieldValue> fields;
-    for (int c : cols.extra) {
-      fields.push_back(c >= 0 && c < static_cast<int>(row.size()) ? FieldValue::FromText(row[c])
-                                                                  : FieldValue());
-    }
-    grouper.Add(row[cols.image], std::move(captions), std::move(fields));
-  }
-  result->samples = grouper.Take();
-}
-
 }  // namespace
 
 Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat format,
-                                     const FieldNames& names) {
-  std::string text;
-  MM_RETURN_NOT_OK(ReadRegularFile(file.string(), &text));
-  StripBom(&text);
+                                     const FieldNames& names, const fs::path& spill_dir) {
+  MappedText mapped;
+  MM_RETURN_NOT_OK(mapped.Open(file));
+  std::string_view text = mapped.text();
+  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   IngestResult result;
   result.format = format;
   // A ".csv" whose header has no comma but a semicolon is ';'-separated (as spreadsheets in
   // many locales save "CSV").
-  const std::string first_line = text.substr(0, text.find('\n'));
+  const std::string first_line(text.substr(0, text.find('\n')));
   if (sep == ',' && first_line.find(',') == std::string::npos &&
       first_line.find(';') != std::string::npos) {
     sep = ';';
@@ -209,23 +162,75 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
                            ": read as ';'-separated (the header has "
                            "no comma)");
   }
-  std::vector<std::vector<std::string>> rows;
-  std::vector<int64_t> lines;
-  std::vector<BadRecord> bad;
-  ParseDelimited(text, sep, /*quoting=*/sep != '\t', &rows, &lines, &bad);
-  if (!bad.empty() && bad[0].line == 1) {
-    return Status::InvalidArgument(file.string() + ": malformed header row: " + bad[0].why);
-  }
-  if (rows.empty()) return Status::InvalidArgument(file.string() + ": no header row");
   const FieldPlan plan(names);
-  const ColumnPlan cols = PlanColumns(rows[0], plan);
-  if (cols.image < 0 || cols.captions.empty()) {
-    return Status::InvalidArgument(file.string() + ": header needs an image column (" +
-                                   FieldPlan::List(plan.image) + ") and a text column (" +
-                                   FieldPlan::List(plan.caption) + "); its first line is '" +
-                                   first_line.substr(0, 200) + "'");
+  const std::string where = file.filename().string();
+  Grouper grouper(file.parent_path(), spill_dir, names.max_caption_bytes);
+  std::vector<BadRecord> bad;
+  std::vector<IngestIssue> row_issues;  // after the malformed records', as they were reported
+  std::optional<ColumnPlan> cols;       // from the header row
+  int needed = 0;
+  Status st;
+  DelimitedParser(text, sep, /*quoting=*/sep != '\t', &bad)
+      .Parse([&](std::vector<std::string>&& row, int64_t line, size_t done) {
+        mapped.DoneBefore(done);
+        if (!cols) {
+          if (!bad.empty() && bad[0].line == 1) {
+            st = Status::InvalidArgument(file.string() + ": malformed header row: " + bad[0].why);
+            return false;
+          }
+          cols = PlanColumns(row, plan);
+          if (cols->image < 0 || cols->captions.empty()) {
+            st = Status::InvalidArgument(file.string() + ": header needs an image column (" +
+                                         FieldPlan::List(plan.image) + ") and a text column (" +
+                                         FieldPlan::List(plan.caption) + "); its first line is '" +
+                                         first_line.substr(0, 200) + "'");
+            return false;
+          }
+          needed = cols->image;
+          for (int c : cols->captions) needed = std::max(needed, c);
+          return true;
+        }
+        std::string source = where + ":" + std::to_string(line);
+        if (static_cast<int>(row.size()) <= needed || row[cols->image].empty()) {
+          row_issues.push_back({source, "", "invalid_manifest_line",
+                                "row has " + std::to_string(row.size()) + " fields"});
+          return true;
+        }
+        if (IsRemoteUrl(row[cols->image])) {
+          row_issues.push_back({source, "", "remote_image_not_supported",
+                                "image '" + row[cols->image] +
+                                    "' is a URL; mmpack reads local files (download first)"});
+          return true;
+        }
+        // Every non-empty caption cell; an all-empty row keeps its first (reported as empty).
+        std::vector<std::string> captions;
+        for (int c : cols->captions) {
+          if (!row[c].empty()) captions.push_back(row[c]);
+        }
+        if (captions.empty()) captions.push_back(row[cols->captions[0]]);
+        std::vector<FieldValue> fields;
+        for (int c : cols->extra) {
+          fields.push_back(c >= 0 && c < static_cast<int>(row.size()) ? FieldValue::FromText(row[c])
+                                                                      : FieldValue());
+        }
+        st = grouper.Add(row[cols->image], std::move(captions), std::move(fields));
+        return st.ok();
+      });
+  MM_RETURN_NOT_OK(st);
+  if (!cols) {
+    if (!bad.empty() && bad[0].line == 1) {
+      return Status::InvalidArgument(file.string() + ": malformed header row: " + bad[0].why);
+    }
+    return Status::InvalidArgument(file.string() + ": no header row");
   }
-  AddRows(file, rows, lines, bad, cols, &result);
+  for (const BadRecord& b : bad) {
+    result.issues.push_back({where + ":" + std::to_string(b.line), "", "invalid_manifest_line",
+                             "malformed row: " + b.why +
+                                 "; the row is skipped and reading "
+                                 "goes on at the next line"});
+  }
+  for (IngestIssue& i : row_issues) result.issues.push_back(std::move(i));
+  MM_ASSIGN_OR_RETURN(result.list, grouper.Take());
   return result;
 }
 

@@ -1,4 +1,5 @@
 // detect.cc: which input format a path holds (DetectInputFormat, ingest.h).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -58,10 +59,16 @@ Result<InputFormat> DetectInputFormat(const std::string& input) {
   if (ext == ".tsv" || ext == ".tab") return InputFormat::kTsv;
   if (ext == ".tar") return InputFormat::kWds;
   if (ext == ".json") {
-    // A COCO file is one JSON object; a JSONL file named .json has one object a line.
+    // A COCO file is one JSON object; a JSONL file named .json has one object a line. Only the
+    // first MiB is read: a COCO file is often one line of a hundred MB, which would otherwise be
+    // read and parsed whole here (a first JSONL line over 1 MiB reads as COCO: name it .jsonl).
     std::ifstream in(p, std::ios::binary);
-    std::string first;
-    std::getline(in, first);
+    std::string first(size_t{1} << 20, '\0');
+    in.read(first.data(), static_cast<std::streamsize>(first.size()));
+    first.resize(static_cast<size_t>(in.gcount()));
+    const size_t newline = first.find('\n');
+    if (newline == std::string::npos && first.size() == (size_t{1} << 20)) return InputFormat::kCoco;
+    first.resize(std::min(first.size(), newline));
     json line = json::parse(first, nullptr, false);
     if (!line.is_discarded() && line.is_object() &&
         (line.contains("image") || line.contains("image_path") || line.contains("file_name")) &&

@@ -8,24 +8,36 @@
 #include <string>
 
 #include "ingest/ingest.h"
+#include "ingest/sample_list.h"
 
 namespace mm::pack {
 
-/// jsonl.cc. Errors: IOError (the file cannot be opened or read).
+/// jsonl.cc: into IngestResult::list (finished), grouped through sorts in `spill_dir`.
+/// Errors: IOError (the file cannot be opened or read; spill files).
 [[nodiscard]] Result<IngestResult> IngestJsonl(const std::filesystem::path& file,
-                                               const FieldNames& fields);
+                                               const FieldNames& fields,
+                                               const std::filesystem::path& spill_dir);
 /// csv.cc: CSV (`sep` ',' or ';', RFC 4180 quoting) and TSV (`sep` '\t', no quoting); `format`
-/// is kCsv or kTsv. Errors: those of ReadRegularFile; InvalidArgument (no header row, or one
-/// without an image and a text column).
+/// is kCsv or kTsv. Into IngestResult::list (finished), as jsonl. Errors: those of
+/// ReadRegularFile; InvalidArgument (no header row, or one without an image and a text column);
+/// IOError (spill files).
 [[nodiscard]] Result<IngestResult> IngestDelimited(const std::filesystem::path& file, char sep,
-                                                   InputFormat format, const FieldNames& fields);
-/// coco.cc. Errors: those of ReadRegularFile; InvalidArgument (not a COCO captions JSON).
-[[nodiscard]] Result<IngestResult> IngestCoco(const std::filesystem::path& file);
-/// files.cc: a folder of pairs. Errors: IOError (the folder cannot be listed).
-[[nodiscard]] Result<IngestResult> IngestFiles(const std::filesystem::path& root);
-/// wds.cc: one .tar, or a folder of .tar files. Errors: NotFound, IOError, InvalidArgument (a
+                                                   InputFormat format, const FieldNames& fields,
+                                                   const std::filesystem::path& spill_dir);
+/// coco.cc: into IngestResult::list (finished), parsed with a SAX reader and joined through
+/// sorts in `spill_dir`. Errors: those of OpenRegularFile; InvalidArgument (not a COCO captions
+/// JSON); IOError (spill files).
+[[nodiscard]] Result<IngestResult> IngestCoco(const std::filesystem::path& file,
+                                              const std::filesystem::path& spill_dir);
+/// files.cc: a folder of pairs, into IngestResult::list (finished), listed and paired through
+/// sorts in `spill_dir`. Errors: IOError (the folder cannot be listed; spill files).
+[[nodiscard]] Result<IngestResult> IngestFiles(const std::filesystem::path& root,
+                                               const std::filesystem::path& spill_dir);
+/// wds.cc: one .tar, or a folder of .tar files, into IngestResult::list (finished); memory: one
+/// tar's members at a time. Errors: NotFound, IOError, InvalidArgument (a
 /// folder without .tar files).
-[[nodiscard]] Result<IngestResult> IngestWds(const std::filesystem::path& input);
+[[nodiscard]] Result<IngestResult> IngestWds(const std::filesystem::path& input,
+                                             const std::filesystem::path& spill_dir);
 
 /// detect.cc: the one manifest of a set folder such as ../shared/data/coco-cc (no pairs at its
 /// top level; .jsonl preferred, then .csv, .tsv, .json), or "" when the folder is not like that.

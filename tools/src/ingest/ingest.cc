@@ -12,6 +12,7 @@
 
 #include "ingest/formats.h"
 #include "ingest/keys.h"
+#include "ingest/sample_list.h"
 #include "mm/internal/utf8.h"
 
 namespace mm::pack {
@@ -20,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
-                               const FieldNames& fields) {
+                               const FieldNames& fields, const fs::path& spill_dir) {
   std::error_code ec;
   fs::path p(input);
   if (format == InputFormat::kAuto) {
@@ -33,9 +34,9 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
   if (!fs::exists(p, ec)) return Status::NotFound("no such file or directory: " + input);
   if (format == InputFormat::kFiles) {
     if (!fs::is_directory(p, ec)) return Status::InvalidArgument(input + " is not a folder");
-    return IngestFiles(p);
+    return IngestFiles(p, spill_dir);
   }
-  if (format == InputFormat::kWds) return IngestWds(p);
+  if (format == InputFormat::kWds) return IngestWds(p, spill_dir);
   if (fs::is_directory(p, ec)) {
     return Status::InvalidArgument(input + " is a folder; --input-format " +
                                    std::string(ToString(format)) + " needs a file");
@@ -56,13 +57,13 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
   }
   switch (format) {
     case InputFormat::kJsonl:
-      return IngestJsonl(p, fields);
+      return IngestJsonl(p, fields, spill_dir);
     case InputFormat::kCsv:
-      return IngestDelimited(p, ',', InputFormat::kCsv, fields);
+      return IngestDelimited(p, ',', InputFormat::kCsv, fields, spill_dir);
     case InputFormat::kTsv:
-      return IngestDelimited(p, '\t', InputFormat::kTsv, fields);
+      return IngestDelimited(p, '\t', InputFormat::kTsv, fields, spill_dir);
     case InputFormat::kCoco:
-      return IngestCoco(p);
+      return IngestCoco(p, spill_dir);
     default:
       return Status::Internal("input format " + std::string(ToString(format)) + " not handled");
   }
@@ -88,36 +89,63 @@ std::string EscapeInvalidUtf8(std::string_view s) {
 // Sources and keys are UTF-8 strings in the shards (FORMAT.md) and cannot hold a NUL: a
 // sample whose image path (file name, tar member or tar name) is not valid UTF-8 is
 // reported as invalid_utf8 instead of being written into a set that `mmpack verify` rejects.
-void DropUnstorableNames(IngestResult* result) {
-  std::vector<RawSample> kept;
-  kept.reserve(result->samples.size());
-  for (RawSample& s : result->samples) {
-    const size_t bad = FirstInvalidUtf8(s.source);
-    if (bad != std::string_view::npos || FirstInvalidUtf8(s.key) != std::string_view::npos) {
-      const std::string shown = EscapeInvalidUtf8(s.source);
-      result->issues.push_back({shown, EscapeInvalidUtf8(s.key), "invalid_utf8",
-                                "image path '" + shown +
-                                    "' is not valid UTF-8, so it cannot be stored as the "
-                                    "sample's source; rename it"});
-      continue;
-    }
-    if (s.source.find('\0') != std::string::npos || s.key.find('\0') != std::string::npos) {
-      result->issues.push_back({s.source.substr(0, s.source.find('\0')), "",
-                                "invalid_manifest_line", "image path holds a NUL"});
-      continue;
-    }
-    kept.push_back(std::move(s));
+// True when `s` can be stored; otherwise its issue is appended.
+bool StorableNames(const RawSample& s, std::vector<IngestIssue>* issues) {
+  const size_t bad = FirstInvalidUtf8(s.source);
+  if (bad != std::string_view::npos || FirstInvalidUtf8(s.key) != std::string_view::npos) {
+    const std::string shown = EscapeInvalidUtf8(s.source);
+    issues->push_back({shown, EscapeInvalidUtf8(s.key), "invalid_utf8",
+                       "image path '" + shown +
+                           "' is not valid UTF-8, so it cannot be stored as the "
+                           "sample's source; rename it"});
+    return false;
   }
-  result->samples = std::move(kept);
+  if (s.source.find('\0') != std::string::npos || s.key.find('\0') != std::string::npos) {
+    issues->push_back({s.source.substr(0, s.source.find('\0')), "", "invalid_manifest_line",
+                       "image path holds a NUL"});
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
 
+IngestResult::IngestResult() = default;
+IngestResult::~IngestResult() = default;
+IngestResult::IngestResult(IngestResult&&) noexcept = default;
+IngestResult& IngestResult::operator=(IngestResult&&) noexcept = default;
+
+Result<IngestResult> IngestToList(const std::string& input, InputFormat format,
+                                  const FieldNames& fields, const fs::path& spill_dir) {
+  MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format, fields, spill_dir));
+  // One pass over what the format made: the storable samples, captions cut as FieldNames says,
+  // into the list MakeKeysUnique takes.
+  if (!result.list) return Status::Internal("input format without a sample list");
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> list, SampleList::Create(spill_dir));
+  MM_RETURN_NOT_OK(ForEachSample(*result.list, [&](uint64_t, RawSample& s) -> Status {
+    CapCaptions(&s.captions, fields.max_caption_bytes);
+    if (!StorableNames(s, &result.issues)) return Status::OK();
+    return list->Add(s);
+  }));
+  MM_RETURN_NOT_OK(list->Finish());
+  MM_RETURN_NOT_OK(MakeKeysUnique(&list));
+  result.list = std::move(list);
+  return result;
+}
+
 Result<IngestResult> Ingest(const std::string& input, InputFormat format,
                             const FieldNames& fields) {
-  MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format, fields));
-  DropUnstorableNames(&result);
-  MakeKeysUnique(&result.samples);
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  MM_ASSIGN_OR_RETURN(IngestResult result,
+                      IngestToList(input, format, fields, ec ? fs::path("/tmp") : tmp));
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, result.list->From(0));
+  for (RawSample s;;) {
+    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
+    if (!more) break;
+    result.samples.push_back(std::move(s));
+  }
+  result.list.reset();
   return result;
 }
 

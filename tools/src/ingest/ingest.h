@@ -36,10 +36,18 @@
 // sample whose image path (or tar member name) is not valid UTF-8 or holds a NUL cannot be
 // stored (sources and keys are UTF-8): it is an issue (invalid_utf8 / invalid_manifest_line).
 //
-// Memory: keys, sources and captions of every sample are held (text only); image bytes never.
+// Memory: IngestToList keeps the samples on disk (ingest/sample_list.h) and does every grouping
+// and key rule through external sorts (ingest/spill.h), so its memory does not grow with the
+// input's length, in every format: JSONL line by line, CSV/TSV and COCO from a read-only mapping
+// given back as it is read (COCO through nlohmann's SAX interface, one element of images[] or
+// annotations[] at a time), folders listed through a sort, tars one at a time. What remains in
+// memory is bounded by one item: the longest manifest line or caption file, one tar's members,
+// one folder's subfolders; and the issues (report.json's dropped entries). Image bytes are
+// never held here.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +81,12 @@ struct FieldNames {
   std::vector<std::string> image;    // the first present names the image
   std::vector<std::string> caption;  // every present one adds caption(s)
   std::vector<std::string> extra;    // kept per sample in RawSample::fields, in this order
+  // A caption longer than this many bytes is kept as its first max_caption_bytes + 1 bytes:
+  // still over the limit, so `mmpack build` drops it as caption_too_large as before (the size
+  // is checked first: text/caption.h), but megabytes of it do not travel through the ingest's
+  // sorts and files (the manifests cut them as they are read; COCO, folders and tars, whose
+  // captions are bounded by the file or member, before the key rules). -1: no cap.
+  int64_t max_caption_bytes = -1;
 };
 
 /// One image with its captions, as the input gave them.
@@ -98,11 +112,18 @@ struct IngestIssue {
   std::string detail;
 };
 
+class SampleList;  // ingest/sample_list.h
+
 struct IngestResult {
   InputFormat format = InputFormat::kAuto;  // the format used (never kAuto)
-  std::vector<RawSample> samples;
+  std::vector<RawSample> samples;           // Ingest: every sample, in order; IngestToList: empty
+  std::unique_ptr<SampleList> list;         // IngestToList: every sample, in order, on disk
   std::vector<IngestIssue> issues;
   std::vector<std::string> notes;  // not about a sample (a folder skipped as a loop): stderr
+  IngestResult();
+  ~IngestResult();
+  IngestResult(IngestResult&&) noexcept;
+  IngestResult& operator=(IngestResult&&) noexcept;
 };
 
 /// Detects the format of `input` (a folder or a file) from its extension or contents:
@@ -114,10 +135,18 @@ struct IngestResult {
 /// Errors: NotFound (no such path), InvalidArgument (cannot tell).
 [[nodiscard]] Result<InputFormat> DetectInputFormat(const std::string& input);
 
-/// Enumerates `input` in `format` (kAuto: DetectInputFormat), reading manifests' `fields`.
-/// Errors: NotFound, IOError (unreadable input), InvalidArgument (malformed as a whole, e.g.
-/// a CSV without an image column or a COCO file that is not JSON). Per-line or per-file
-/// problems are IngestIssues, not errors.
+/// Enumerates `input` in `format` (kAuto: DetectInputFormat), reading manifests' `fields`,
+/// into IngestResult::list, whose file and the sorts' files are unnamed files in `spill_dir`
+/// (gone when the process ends, however it ends).
+/// Errors: NotFound, IOError (unreadable input; `spill_dir` not writable or full),
+/// InvalidArgument (malformed as a whole, e.g. a CSV without an image column or a COCO file
+/// that is not JSON). Per-line or per-file problems are IngestIssues, not errors.
+[[nodiscard]] Result<IngestResult> IngestToList(const std::string& input, InputFormat format,
+                                                const FieldNames& fields,
+                                                const std::filesystem::path& spill_dir);
+
+/// IngestToList (spilling in the system's temporary folder), with the samples read back into
+/// IngestResult::samples: for small inputs and the tests.
 [[nodiscard]] Result<IngestResult> Ingest(const std::string& input, InputFormat format,
                                           const FieldNames& fields = {});
 

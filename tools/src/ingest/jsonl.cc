@@ -129,13 +129,14 @@ bool ParseLine(const std::string& line, const std::string& source, const FieldPl
 
 }  // namespace
 
-Result<IngestResult> IngestJsonl(const fs::path& file, const FieldNames& names) {
+Result<IngestResult> IngestJsonl(const fs::path& file, const FieldNames& names,
+                                 const fs::path& spill_dir) {
   const FieldPlan plan(names);
   std::ifstream in(file, std::ios::binary);
   if (!in) return ErrnoStatus(errno, "cannot open " + file.string());
   IngestResult result;
   result.format = InputFormat::kJsonl;
-  Grouper grouper(file.parent_path());
+  Grouper grouper(file.parent_path(), spill_dir, names.max_caption_bytes);
   std::string line;
   int64_t line_no = 0;
   const std::string where = file.filename().string();
@@ -147,13 +148,14 @@ Result<IngestResult> IngestJsonl(const fs::path& file, const FieldNames& names) 
     Line parsed;
     IngestIssue issue;
     if (ParseLine(line, where + ":" + std::to_string(line_no), plan, &parsed, &issue)) {
-      grouper.Add(parsed.image, std::move(parsed.captions), std::move(parsed.fields));
+      MM_RETURN_NOT_OK(
+          grouper.Add(parsed.image, std::move(parsed.captions), std::move(parsed.fields)));
     } else {
       result.issues.push_back(std::move(issue));
     }
   }
   if (in.bad()) return Status::IOError("read error in " + file.string());
-  result.samples = grouper.Take();
+  MM_ASSIGN_OR_RETURN(result.list, grouper.Take());
   return result;
 }
 

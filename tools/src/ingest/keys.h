@@ -5,11 +5,14 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ingest/ingest.h"
+#include "ingest/sample_list.h"
+#include "ingest/spill.h"
 
 namespace mm::pack {
 
@@ -20,28 +23,58 @@ std::string StripExtension(const std::string& path);
 /// Keys: the image path as given without its extension; the full path where that collides.
 void AssignKeys(std::vector<RawSample>* samples);
 
+/// AssignKeys' rule on a list on disk (external sorts in its folder): `*samples` replaced by
+/// the same samples with their keys. Errors: IOError, Corruption.
+[[nodiscard]] Status AssignKeysByStem(std::unique_ptr<SampleList>* samples);
+
+/// Cuts each caption of `captions` longer than `max_bytes` (>= 0) to max_bytes + 1 bytes
+/// (FieldNames::max_caption_bytes).
+void CapCaptions(std::vector<std::string>* captions, int64_t max_bytes);
+
 /// Makes keys unique within the set: the first sample with a key keeps it, a later one gets
 /// "<key>#<n>" with the smallest n >= 2 that no sample uses. Deterministic (input order only).
 /// The formats' own key rules should already give unique keys; this catches what they cannot
 /// (e.g. "a.jpg.png" vs "a.jpg" + "a.png", or two tars with the same stem in a multi-tar input).
-void MakeKeysUnique(std::vector<RawSample>* samples);
+/// `*samples` is replaced by a list with the new keys when any key repeats. Memory: external
+/// sorts (spill.h) in the list's folder, plus the repeated keys themselves.
+/// Errors: IOError, Corruption (the spill files).
+[[nodiscard]] Status MakeKeysUnique(std::unique_ptr<SampleList>* samples);
+
+/// Gives every sample whose key another sample shares the key `rekey(sample)` (wds.cc: a key
+/// repeated across tars is prefixed with its tar's name), through external sorts in the list's
+/// folder; `*samples` is replaced by a list with the new keys when any key repeats.
+/// Errors: IOError, Corruption (the spill files).
+[[nodiscard]] Status RekeyRepeated(std::unique_ptr<SampleList>* samples,
+                                   const std::function<std::string(const RawSample&)>& rekey);
+
+/// The memory each external sort of the ingest may fill before it spills a run: small, so that
+/// a build's peak memory does not depend on its manifest's length (issue 13), large enough that
+/// most manifests never spill. MM_SORT_MEMORY (bytes) overrides it, for the tests.
+size_t SortMemoryBytes();
 
 /// Groups (image, caption) pairs by image, first-appearance order, captions in pair order
-/// (the JSONL and CSV/TSV manifests). Image paths resolve against `base`.
+/// (the JSONL and CSV/TSV manifests), with keys assigned by AssignKeys' rule. Image paths
+/// resolve against `base`. Bounded memory however far apart the lines of one image are: lines
+/// go through an external sort by (image, line), groups through one by first line, stems
+/// through one by stem (spill.h, in `spill_dir`).
 class Grouper {
  public:
-  explicit Grouper(std::filesystem::path base) : base_(std::move(base)) {}
-  void Add(const std::string& image, std::string caption);
-  /// Several captions of one line or row; `fields` kept when the image is new.
-  void Add(const std::string& image, std::vector<std::string> captions,
-           std::vector<FieldValue> fields);
-  /// The samples, with keys assigned (AssignKeys).
-  std::vector<RawSample> Take();
+  /// Captions over `max_caption_bytes` (-1: no cap) are cut as FieldNames says.
+  Grouper(std::filesystem::path base, const std::filesystem::path& spill_dir,
+          int64_t max_caption_bytes);
+  /// One line or row: its captions, and `fields` (kept when it is the image's first).
+  [[nodiscard]] Status Add(const std::string& image, std::vector<std::string> captions,
+                           std::vector<FieldValue> fields);
+  /// The samples, finished, keys assigned (AssignKeysByStem). Errors: IOError, Corruption.
+  [[nodiscard]] Result<std::unique_ptr<SampleList>> Take();
 
  private:
-  std::filesystem::path base_;
-  std::unordered_map<std::string, size_t> index_;
-  std::vector<RawSample> samples_;
+  std::filesystem::path base_, spill_dir_;
+  ExternalSorter lines_;
+  int64_t max_caption_bytes_;
+  uint64_t line_ = 0;
+  RawSample scratch_sample_;
+  std::string scratch_;
 };
 
 }  // namespace mm::pack

@@ -3,10 +3,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "mm/internal/utf8.h"
-#include "text/ascii.h"
 
 namespace mm::pack {
 namespace {
@@ -57,32 +57,41 @@ std::string Utf8Of3(uint32_t c) {
 
 // The first noncharacter (U+FFFF, U+FFFE, U+FDD0..U+FDEF) that `text` holds neither raw nor
 // escaped (in either case); U+FFFF if it holds them all.
+// Whether `text` holds the escape "\\u" + `hex4` (4 hex digits, any case) for `c`.
+bool HasEscapeOf(std::string_view text, uint32_t c) {
+  char want[5];
+  std::snprintf(want, sizeof want, "%04x", static_cast<unsigned>(c));
+  for (size_t at = text.find("\\u"); at != std::string_view::npos; at = text.find("\\u", at + 1)) {
+    if (at + 6 > text.size()) break;
+    bool same = true;
+    for (int k = 0; k < 4 && same; ++k) {
+      const char h = text[at + 2 + k];
+      same = (h >= 'A' && h <= 'F' ? static_cast<char>(h - 'A' + 'a') : h) == want[k];
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
 uint32_t ChooseMark(std::string_view text) {
-  const std::string lower = AsciiLower(text);
   std::vector<uint32_t> candidates = {0xFFFF, 0xFFFE};
   for (uint32_t c = 0xFDD0; c <= 0xFDEF; ++c) candidates.push_back(c);
   for (uint32_t c : candidates) {
-    char esc[8];
-    std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
-    if (text.find(Utf8Of3(c)) == std::string_view::npos && lower.find(esc) == std::string::npos) {
-      return c;
-    }
+    if (text.find(Utf8Of3(c)) == std::string_view::npos && !HasEscapeOf(text, c)) return c;
   }
   return 0xFFFF;
 }
 
-// `text` with the escapes at `lone` replaced by the mark's escape (the same length) and each
-// invalid byte by the mark's UTF-8.
-std::string Rewrite(std::string_view text, const std::vector<size_t>& lone, uint32_t mark) {
+// NeutralizeJson's text, handed to `sink` piece by piece.
+void Rewrite(std::string_view text, const std::vector<size_t>& lone, uint32_t mark,
+             const std::function<void(std::string_view)>& sink) {
   const std::string mark_utf8 = Utf8Of3(mark);
   char mark_escape[8];
   std::snprintf(mark_escape, sizeof mark_escape, "\\u%04X", static_cast<unsigned>(mark));
-  std::string out;
-  out.reserve(text.size() + 16);
   size_t next_lone = 0;
   for (size_t i = 0; i < text.size();) {
     if (next_lone < lone.size() && lone[next_lone] == i) {
-      out.append(mark_escape);
+      sink(mark_escape);
       i += 6;
       ++next_lone;
       continue;
@@ -93,31 +102,36 @@ std::string Rewrite(std::string_view text, const std::vector<size_t>& lone, uint
     while (!part.empty()) {
       const size_t bad = FirstInvalidUtf8(part);
       if (bad == std::string_view::npos) {
-        out.append(part);
+        sink(part);
         break;
       }
-      out.append(part.substr(0, bad));
-      out.append(mark_utf8);
+      sink(part.substr(0, bad));
+      sink(mark_utf8);
       part.remove_prefix(bad + 1);
     }
     i = end;
   }
-  return out;
 }
 
 }  // namespace
 
-NeutralJson NeutralizeJson(std::string_view text) {
+NeutralJson NeutralizeJsonTo(std::string_view text,
+                             const std::function<void(std::string_view)>& sink) {
   NeutralJson out;
   const std::vector<size_t> lone = LoneSurrogateEscapes(text);
-  if (lone.empty() && IsValidUtf8(text)) {
-    out.text.assign(text);
-    return out;
-  }
+  if (lone.empty() && IsValidUtf8(text)) return out;
   out.changed = true;
   const uint32_t mark = ChooseMark(text);
   out.mark = Utf8Of3(mark);
-  out.text = Rewrite(text, lone, mark);
+  Rewrite(text, lone, mark, sink);
+  return out;
+}
+
+NeutralJson NeutralizeJson(std::string_view text) {
+  std::string rewritten;
+  NeutralJson out =
+      NeutralizeJsonTo(text, [&rewritten](std::string_view piece) { rewritten.append(piece); });
+  out.text = out.changed ? std::move(rewritten) : std::string(text);
   return out;
 }
 

@@ -11,6 +11,7 @@
 // U+FDEF) that the text does not already hold, raw or escaped, so no good caption is hit.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,12 @@ struct NeutralJson {
 /// `text` with every invalid byte and lone surrogate escape replaced by the mark (`changed`
 /// false and `text` as given when there is none).
 NeutralJson NeutralizeJson(std::string_view text);
+
+/// NeutralizeJson without holding the result: `text`'s replacement is handed to `sink` piece
+/// by piece when it needs one (`changed`); `text` is left empty, and nothing is handed to
+/// `sink` when `text` needs no change.
+NeutralJson NeutralizeJsonTo(std::string_view text,
+                             const std::function<void(std::string_view)>& sink);
 
 /// Where `mark` stands in a parsed string, puts back a byte that is never valid UTF-8.
 void RestoreInvalid(std::string* s, const std::string& mark);

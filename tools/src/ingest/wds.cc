@@ -13,6 +13,7 @@
 
 #include "ingest/common.h"
 #include "ingest/formats.h"
+#include "ingest/keys.h"
 #include "text/ascii.h"
 
 namespace mm::pack {
@@ -121,8 +122,9 @@ class TarGroups {
     return true;
   }
 
-  // The groups as samples of `tar`, or as issues (no image member, no caption member).
-  void Emit(const fs::path& tar, IngestResult* result) {
+  // The groups as samples of `tar` (into `out`), or as issues (no image member, no caption
+  // member). Errors: those of SampleList::Add.
+  Status Emit(const fs::path& tar, SampleList* out, IngestResult* result) {
     for (const std::string& key : order_) {
       Group& g = groups_[key];
       if (g.image.empty()) {
@@ -142,8 +144,9 @@ class TarGroups {
       s.tar_member = g.image;
       s.tar_member_index = g.image_index;
       s.captions = std::move(g.captions);
-      result->samples.push_back(std::move(s));
+      MM_RETURN_NOT_OK(out->Add(s));
     }
+    return Status::OK();
   }
 
  private:
@@ -157,8 +160,10 @@ class TarGroups {
   std::unordered_map<std::string, Group> groups_;
 };
 
-// Appends the samples of one tar to `result`.
-Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestResult* result) {
+// Appends the samples of one tar to `out`, its issues to `result`. Memory: one tar's members
+// (a WebDataset shard is a bounded size, whatever the dataset's).
+Status IngestOneTar(const fs::path& tar, const std::string& tar_label, SampleList* out,
+                    IngestResult* result) {
   MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(tar.string()));
   TarGroups groups(tar_label);
   archive_entry* entry;
@@ -173,13 +178,12 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, IngestRes
     }
     if (!groups.AddMember(a.get(), entry, index, result)) break;
   }
-  groups.Emit(tar, result);
-  return Status::OK();
+  return groups.Emit(tar, out, result);
 }
 
 }  // namespace
 
-Result<IngestResult> IngestWds(const fs::path& input) {
+Result<IngestResult> IngestWds(const fs::path& input, const fs::path& spill_dir) {
   IngestResult result;
   result.format = InputFormat::kWds;
   std::vector<fs::path> tars;
@@ -199,18 +203,17 @@ Result<IngestResult> IngestWds(const fs::path& input) {
   } else {
     tars.push_back(input);
   }
-  bool many = tars.size() > 1;
+  MM_ASSIGN_OR_RETURN(result.list, SampleList::Create(spill_dir));
   for (const fs::path& tar : tars) {
-    MM_RETURN_NOT_OK(IngestOneTar(tar, tar.filename().string(), &result));
+    MM_RETURN_NOT_OK(IngestOneTar(tar, tar.filename().string(), result.list.get(), &result));
   }
+  MM_RETURN_NOT_OK(result.list->Finish());
   // Keys from several tars are prefixed with the tar's name where they would collide (what is
   // still repeated after that, e.g. "a.tar" and "a.TAR", is made unique by MakeKeysUnique).
-  if (many) {
-    std::unordered_map<std::string, int> count;
-    for (const RawSample& s : result.samples) ++count[s.key];
-    for (RawSample& s : result.samples) {
-      if (count[s.key] > 1) s.key = fs::path(s.path).stem().string() + "/" + s.key;
-    }
+  if (tars.size() > 1) {
+    MM_RETURN_NOT_OK(RekeyRepeated(&result.list, [](const RawSample& s) {
+      return fs::path(s.path).stem().string() + "/" + s.key;
+    }));
   }
   return result;
 }

@@ -95,7 +95,7 @@ class ShardWriterImpl final : public ShardWriter {
     // by its 128-bit XXH3 hash (16 bytes, not the text): a false "duplicate" needs a 128-bit
     // collision, about n^2 / 2^129 (1e-26 at a billion keys).
     const XXH128_hash_t h = XXH3_128bits(sample.key.data(), sample.key.size());
-    if (!set_keys_.insert(KeyHash{h.low64, h.high64}).second) {
+    if (options_.check_unique_keys && !set_keys_.insert(KeyHash{h.low64, h.high64}).second) {
       return Status::InvalidArgument("duplicate sample key '" + sample.key +
                                      "': keys must be unique within a shard set");
     }

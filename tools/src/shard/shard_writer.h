@@ -64,6 +64,10 @@ struct WriterOptions {
   std::string tokenizer_sha256;
   // Kept manifest fields (--keep-fields), written as metadata/<name> (schemas/FORMAT.md).
   std::vector<std::string> metadata_fields;
+  // Refuse a key already added to the set (Add: InvalidArgument). It remembers every key's
+  // 128-bit hash, so its memory grows with the set (about 50 bytes a sample); `mmpack build`,
+  // whose ingest makes keys unique (ingest/keys.h), turns it off.
+  bool check_unique_keys = true;
 };
 
 /// Compresses one [H, W, 3] uint8 image into the bytes of its HDF5 chunk: a zstd frame at
