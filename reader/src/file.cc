@@ -29,6 +29,17 @@ Status WriteAll(int fd, const void* data, size_t size, const std::string& what) 
   return Status::OK();
 }
 
+Result<UniqueFd> OpenUnnamedFile(const std::string& dir, const std::string& name_prefix,
+                                 const std::string& what) {
+  UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (fd.valid()) return fd;
+  std::string name = dir + "/" + name_prefix + "XXXXXX";
+  fd = UniqueFd(::mkostemp(name.data(), O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(errno, what);
+  ::unlink(name.c_str());
+  return fd;
+}
+
 Result<RegularFile> OpenRegularFile(const std::string& path) {
   RegularFile file;
   file.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));

@@ -65,11 +65,19 @@ TEST(Filters, ScoreKeepsOrderAndNamesReasons) {
     samples[i].key = "k" + std::to_string(i);
     samples[i].fields.push_back(FieldValue::FromText(values[i]));
   }
+  std::vector<RawSample> kept;
   std::vector<IngestIssue> dropped;
-  FilterByScore(o, 0, &samples, &dropped);
-  ASSERT_EQ(samples.size(), 2u);
-  EXPECT_EQ(samples[0].key, "k0");
-  EXPECT_EQ(samples[1].key, "k3");
+  for (const RawSample& s : samples) {
+    IngestIssue issue;
+    if (DropsForScore(o, 0, s, &issue)) {
+      dropped.push_back(issue);
+    } else {
+      kept.push_back(s);
+    }
+  }
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].key, "k0");
+  EXPECT_EQ(kept[1].key, "k3");
   ASSERT_EQ(dropped.size(), 2u);
   EXPECT_EQ(dropped[0].reason, "score_below_min");
   EXPECT_EQ(dropped[1].reason, "score_missing");

@@ -211,22 +211,21 @@ Result<std::unique_ptr<SampleList>> FilterSamples(const BuildOptions& o,
       std::find(extra.begin(), extra.end(), o.filters.min_score_field) - extra.begin();
   std::vector<DropEntry> caption_drops, score_drops, field_drops, base_drops;
   std::vector<int64_t> present(o.keep_fields.size(), 0);
-  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, in.From(0));
-  for (RawSample s;;) {
-    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-    if (!more) break;
-    if (!CheckCaptions(&s, o.max_caption_bytes, &caption_drops, report)) continue;
+  MM_RETURN_NOT_OK(ForEachSample(in, [&](uint64_t, RawSample& s) -> Status {
+    if (!CheckCaptions(&s, o.max_caption_bytes, &caption_drops, report)) return Status::OK();
     IngestIssue issue;
     if (DropsForScore(o.filters, score_at, s, &issue)) {
       score_drops.push_back(
           {std::move(issue.source), std::move(issue.key), std::move(issue.reason),
            std::move(issue.detail)});
-      continue;
+      return Status::OK();
     }
-    if (!o.keep_fields.empty() && !CheckKeptFields(o, s, &field_drops, &present)) continue;
-    if (base && DropsAsKeyOfBase(*base, s, &base_drops)) continue;
-    MM_RETURN_NOT_OK(out->Add(s));
-  }
+    if (!o.keep_fields.empty() && !CheckKeptFields(o, s, &field_drops, &present)) {
+      return Status::OK();
+    }
+    if (base && DropsAsKeyOfBase(*base, s, &base_drops)) return Status::OK();
+    return out->Add(s);
+  }));
   MM_RETURN_NOT_OK(out->Finish());
   for (auto* drops : {&caption_drops, &score_drops, &field_drops, &base_drops}) {
     for (DropEntry& d : *drops) report->dropped.push_back(std::move(d));
@@ -269,10 +268,7 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const SampleList& samp
     // Trained on the text the tokenizer will see (--lowercase, --normalize). SentencePiece
     // trains on sentences in memory: the captions are read back from the list for it.
     std::vector<std::string> text;
-    MM_ASSIGN_OR_RETURN(SampleList::Cursor cursor, samples.From(0));
-    for (RawSample s;;) {
-      MM_ASSIGN_OR_RETURN(bool more, cursor.Next(&s));
-      if (!more) break;
+    MM_RETURN_NOT_OK(ForEachSample(samples, [&](uint64_t, RawSample& s) -> Status {
       for (std::string& c : s.captions) {
         if (o.text.identity()) {
           text.push_back(std::move(c));
@@ -281,7 +277,8 @@ Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const SampleList& samp
           text.push_back(std::move(n));
         }
       }
-    }
+      return Status::OK();
+    }));
     std::vector<std::string_view> captions(text.begin(), text.end());
     if (!o.quiet) {
       std::fprintf(stderr,

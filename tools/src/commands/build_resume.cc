@@ -216,10 +216,7 @@ Result<std::string> BuildFingerprint(const BuildOptions& o, const std::string& t
   h.Add(static_cast<int64_t>(o.jpeg_quality));
   h.Add(static_cast<int64_t>(o.max_size));
   h.Add(static_cast<int64_t>(samples.size()));
-  MM_ASSIGN_OR_RETURN(SampleList::Cursor cursor, samples.From(0));
-  for (RawSample s;;) {
-    MM_ASSIGN_OR_RETURN(bool more, cursor.Next(&s));
-    if (!more) break;
+  MM_RETURN_NOT_OK(ForEachSample(samples, [&h](uint64_t, RawSample& s) {
     h.Add(s.key);
     h.Add(s.source);
     h.Add(s.path);
@@ -234,7 +231,8 @@ Result<std::string> BuildFingerprint(const BuildOptions& o, const std::string& t
       h.Add(v.f);
       h.Add(v.s);
     }
-  }
+    return Status::OK();
+  }));
   return h.Hex();
 }
 

@@ -72,20 +72,4 @@ bool DropsForScore(const FilterOptions& o, size_t field_index, const RawSample& 
   return false;
 }
 
-void FilterByScore(const FilterOptions& o, size_t field_index, std::vector<RawSample>* samples,
-                   std::vector<IngestIssue>* dropped) {
-  size_t kept = 0;
-  for (size_t i = 0; i < samples->size(); ++i) {
-    RawSample& s = (*samples)[i];
-    IngestIssue issue;
-    if (DropsForScore(o, field_index, s, &issue)) {
-      dropped->push_back(std::move(issue));
-      continue;
-    }
-    if (kept != i) (*samples)[kept] = std::move(s);
-    ++kept;
-  }
-  samples->resize(kept);
-}
-
 }  // namespace mm::pack

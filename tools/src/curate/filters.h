@@ -69,16 +69,10 @@ const char* CheckSourceSize(int width, int height, const FilterOptions& o, std::
 /// or not: nullptr to keep, else too_few_tokens or caption_too_long.
 const char* CheckCaptionLength(int pieces, bool truncated, const FilterOptions& o);
 
-/// --min-score: removes from `samples` those whose field `o.min_score_field` (at
-/// `field_index` of RawSample::fields) is missing or below the bound, appending an issue
-/// (score_missing / score_below_min) for each. Keeps input order.
 /// --min-score for one sample: true (and `dropped` set: score_missing / score_below_min) when
 /// its field `o.min_score_field` (at `field_index` of RawSample::fields) is missing or below
 /// the bound; false when it stays (or there is no --min-score).
 bool DropsForScore(const FilterOptions& o, size_t field_index, const RawSample& s,
                    IngestIssue* dropped);
-
-void FilterByScore(const FilterOptions& o, size_t field_index, std::vector<RawSample>* samples,
-                   std::vector<IngestIssue>* dropped);
 
 }  // namespace mm::pack

@@ -13,7 +13,7 @@
 //   - ids with the same file_name are one sample (the first's place), holding the captions of
 //     all, in annotation order;
 //   - an annotation for no image is an issue;
-//   - keys by AssignKeys' rule over every sample; a sample without caption is then a
+//   - keys by AssignKeysByStem's rule over every sample; a sample without caption is then a
 //     missing_caption issue.
 // Issues come in that order: images', annotations', captionless samples' (each in input order).
 #include <algorithm>
@@ -181,6 +181,12 @@ class CocoSax : public nlohmann::json_sax<json> {
   std::vector<json*> stack_;
 };
 
+// Whether a COCO element is an object with `id` (any value) and the string `text`: an image's
+// id and file_name, an annotation's image_id and caption.
+bool HasFields(const json& e, const char* id, const char* text) {
+  return e.is_object() && e.contains(id) && e.contains(text) && e[text].is_string();
+}
+
 // The document's text, neutralized (lenient_json.h) into an unnamed file in `spill_dir` when
 // it holds text no UTF-8 string can (rare), else the file itself: mapped either way.
 Status MapNeutral(const fs::path& file, const fs::path& spill_dir, MappedText* original,
@@ -194,7 +200,7 @@ Status MapNeutral(const fs::path& file, const fs::path& spill_dir, MappedText* o
   auto flush = [&]() {
     if (!written.ok() || buffer.empty()) return;
     if (!out.valid()) {
-      auto fd = OpenUnnamedFile(spill_dir);
+      auto fd = OpenSpillFile(spill_dir);
       if (!fd.ok()) {
         written = fd.status();
         return;
@@ -241,8 +247,7 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
     mapped->DoneBefore(static_cast<size_t>(read_to - text.data()));
     if (array == CocoSax::kImages) {
       std::string source = where + ":images[" + std::to_string(n) + "]";
-      if (!e.is_object() || !e.contains("id") || !e.contains("file_name") ||
-          !e["file_name"].is_string()) {
+      if (!HasFields(e, "id", "file_name")) {
         image_issues.push_back(
             {n, {source, "", "invalid_manifest_line", "image without id/file_name"}});
         return true;
@@ -260,8 +265,7 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
       return st.ok();
     }
     std::string source = where + ":annotations[" + std::to_string(n) + "]";
-    if (!e.is_object() || !e.contains("image_id") || !e.contains("caption") ||
-        !e["caption"].is_string()) {
+    if (!HasFields(e, "image_id", "caption")) {
       annotation_issues.push_back(
           {n, {source, "", "invalid_manifest_line", "annotation without image_id/caption"}});
       return true;
@@ -400,16 +404,11 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
     for (auto& [n, issue] : *issues) result.issues.push_back(std::move(issue));
   }
   MM_ASSIGN_OR_RETURN(result.list, SampleList::Create(spill_dir));
-  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, all->From(0));
-  for (RawSample s;;) {
-    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-    if (!more) break;
-    if (s.captions.empty()) {
-      result.issues.push_back({s.source, s.key, "missing_caption", "no annotation"});
-      continue;
-    }
-    MM_RETURN_NOT_OK(result.list->Add(s));
-  }
+  MM_RETURN_NOT_OK(ForEachSample(*all, [&](uint64_t, RawSample& s) -> Status {
+    if (!s.captions.empty()) return result.list->Add(s);
+    result.issues.push_back({s.source, s.key, "missing_caption", "no annotation"});
+    return Status::OK();
+  }));
   MM_RETURN_NOT_OK(result.list->Finish());
   return result;
 }

@@ -67,7 +67,9 @@ Result<InputFormat> DetectInputFormat(const std::string& input) {
     in.read(first.data(), static_cast<std::streamsize>(first.size()));
     first.resize(static_cast<size_t>(in.gcount()));
     const size_t newline = first.find('\n');
-    if (newline == std::string::npos && first.size() == (size_t{1} << 20)) return InputFormat::kCoco;
+    if (newline == std::string::npos && first.size() == (size_t{1} << 20)) {
+      return InputFormat::kCoco;
+    }
     first.resize(std::min(first.size(), newline));
     json line = json::parse(first, nullptr, false);
     if (!line.is_discarded() && line.is_object() &&

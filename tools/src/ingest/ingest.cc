@@ -139,12 +139,10 @@ Result<IngestResult> Ingest(const std::string& input, InputFormat format,
   const fs::path tmp = fs::temp_directory_path(ec);
   MM_ASSIGN_OR_RETURN(IngestResult result,
                       IngestToList(input, format, fields, ec ? fs::path("/tmp") : tmp));
-  MM_ASSIGN_OR_RETURN(SampleList::Cursor c, result.list->From(0));
-  for (RawSample s;;) {
-    MM_ASSIGN_OR_RETURN(bool more, c.Next(&s));
-    if (!more) break;
+  MM_RETURN_NOT_OK(ForEachSample(*result.list, [&](uint64_t, RawSample& s) {
     result.samples.push_back(std::move(s));
-  }
+    return Status::OK();
+  }));
   result.list.reset();
   return result;
 }

@@ -20,15 +20,6 @@ std::string StripExtension(const std::string& path) {
   return path.substr(0, dot);
 }
 
-void AssignKeys(std::vector<RawSample>* samples) {
-  std::unordered_map<std::string, int> count;
-  for (const RawSample& s : *samples) ++count[StripExtension(s.source)];
-  for (RawSample& s : *samples) {
-    std::string k = StripExtension(s.source);
-    s.key = count[k] > 1 ? s.source : k;
-  }
-}
-
 size_t SortMemoryBytes() {
   if (const char* v = std::getenv("MM_SORT_MEMORY")) {
     const long long n = std::atoll(v);
@@ -265,13 +256,10 @@ Result<std::unique_ptr<SampleList>> Grouper::Take() {
   }
   MM_RETURN_NOT_OK(groups.Finish());
   MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> out, SampleList::Create(spill_dir_));
-  std::string key, payload;
-  RawSample s;
-  for (;;) {
+  for (std::string key, payload;;) {
     MM_ASSIGN_OR_RETURN(bool more, groups.Next(&key, &payload));
     if (!more) break;
-    MM_RETURN_NOT_OK(DecodeSample(payload, &s));
-    MM_RETURN_NOT_OK(out->Add(s));
+    MM_RETURN_NOT_OK(out->AddEncoded(payload));
   }
   MM_RETURN_NOT_OK(out->Finish());
   MM_RETURN_NOT_OK(AssignKeysByStem(&out));

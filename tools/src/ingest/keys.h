@@ -20,11 +20,9 @@ namespace mm::pack {
 /// not an extension.
 std::string StripExtension(const std::string& path);
 
-/// Keys: the image path as given without its extension; the full path where that collides.
-void AssignKeys(std::vector<RawSample>* samples);
-
-/// AssignKeys' rule on a list on disk (external sorts in its folder): `*samples` replaced by
-/// the same samples with their keys. Errors: IOError, Corruption.
+/// Keys: the image path as given without its extension; the full path where that collides
+/// (another sample's path has the same stem). On a list on disk, through external sorts in its
+/// folder: `*samples` replaced by the same samples with their keys. Errors: IOError, Corruption.
 [[nodiscard]] Status AssignKeysByStem(std::unique_ptr<SampleList>* samples);
 
 /// Cuts each caption of `captions` longer than `max_bytes` (>= 0) to max_bytes + 1 bytes
@@ -53,7 +51,7 @@ void CapCaptions(std::vector<std::string>* captions, int64_t max_bytes);
 size_t SortMemoryBytes();
 
 /// Groups (image, caption) pairs by image, first-appearance order, captions in pair order
-/// (the JSONL and CSV/TSV manifests), with keys assigned by AssignKeys' rule. Image paths
+/// (the JSONL and CSV/TSV manifests), with keys assigned by AssignKeysByStem's rule. Image paths
 /// resolve against `base`. Bounded memory however far apart the lines of one image are: lines
 /// go through an external sort by (image, line), groups through one by first line, stems
 /// through one by stem (spill.h, in `spill_dir`).

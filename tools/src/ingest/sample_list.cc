@@ -97,7 +97,11 @@ Result<std::unique_ptr<SampleList>> SampleList::Create(const std::filesystem::pa
 
 Status SampleList::Add(const RawSample& s) {
   EncodeSample(s, &scratch_);
-  MM_ASSIGN_OR_RETURN(int64_t at, file_->Append(scratch_));
+  return AddEncoded(scratch_);
+}
+
+Status SampleList::AddEncoded(std::string_view bytes) {
+  MM_ASSIGN_OR_RETURN(int64_t at, file_->Append(bytes));
   if (count_ % kIndexEvery == 0) offsets_.push_back(at);
   ++count_;
   return Status::OK();

@@ -31,6 +31,8 @@ class SampleList {
 
   /// Appends a sample. Errors: IOError.
   [[nodiscard]] Status Add(const RawSample& s);
+  /// Appends a sample already encoded by EncodeSample (a sort's payload), without decoding it.
+  [[nodiscard]] Status AddEncoded(std::string_view bytes);
   /// Ends the appending (flushes); then cursors may read. Errors: IOError.
   [[nodiscard]] Status Finish();
   size_t size() const { return count_; }

@@ -1,7 +1,6 @@
 // spill.cc: see spill.h.
 #include "ingest/spill.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,22 +69,14 @@ std::string TextOf(std::string_view key) {
   return text;
 }
 
-Result<UniqueFd> OpenUnnamedFile(const fs::path& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-  if (!fd.valid()) {  // a file system without O_TMPFILE: a name, removed at once
-    std::string name = (dir / ".mmpack-spill-XXXXXX").string();
-    fd = UniqueFd(::mkostemp(name.data(), O_CLOEXEC));
-    if (!fd.valid()) {
-      return ErrnoStatus(errno, "cannot write " + (dir / "").string() +
-                                    " (a temporary file of the build's ingest)");
-    }
-    ::unlink(name.c_str());
-  }
-  return fd;
+Result<UniqueFd> OpenSpillFile(const fs::path& dir) {
+  return OpenUnnamedFile(
+      dir.string(), ".mmpack-spill-",
+      "cannot write " + (dir / "").string() + " (a temporary file of the build's ingest)");
 }
 
 Result<std::unique_ptr<SpillFile>> SpillFile::Create(const fs::path& dir) {
-  MM_ASSIGN_OR_RETURN(UniqueFd fd, OpenUnnamedFile(dir));
+  MM_ASSIGN_OR_RETURN(UniqueFd fd, OpenSpillFile(dir));
   return std::unique_ptr<SpillFile>(new SpillFile(std::move(fd), dir));
 }
 
@@ -107,15 +98,8 @@ Result<int64_t> SpillFile::Append(std::string_view record) {
 
 Status SpillFile::Flush() {
   if (buffer_.empty()) return Status::OK();
-  // pwrite at the end we track (readers pread the same descriptor: no shared file offset).
-  size_t done = 0;
-  while (done < buffer_.size()) {
-    const ssize_t n = ::pwrite(fd_.get(), buffer_.data() + done, buffer_.size() - done,
-                               written_ + static_cast<int64_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoStatus(n < 0 ? errno : EIO, "cannot write " + What());
-    done += static_cast<size_t>(n);
-  }
+  // Appended at the descriptor's offset, which only these writes move (readers use pread).
+  MM_RETURN_NOT_OK(WriteAll(fd_.get(), buffer_.data(), buffer_.size(), "cannot write " + What()));
   written_ += static_cast<int64_t>(buffer_.size());
   if (buffer_.capacity() > 4 * kWriteBuffer) {
     std::string().swap(buffer_);  // a huge record's room is given back
@@ -211,9 +195,13 @@ Status ExternalSorter::Add(std::string_view key, std::string_view payload) {
   return Status::OK();
 }
 
-Status ExternalSorter::SpillRun() {
+void ExternalSorter::SortRun() {
   std::stable_sort(index_.begin(), index_.end(),
                    [this](uint64_t a, uint64_t b) { return KeyAt(arena_, a) < KeyAt(arena_, b); });
+}
+
+Status ExternalSorter::SpillRun() {
+  SortRun();
   auto run = std::make_unique<Run>();
   MM_ASSIGN_OR_RETURN(run->file, SpillFile::Create(dir_));
   std::string record;
@@ -300,9 +288,7 @@ Status ExternalSorter::Finish() {
   if (finished_) return Status::OK();
   finished_ = true;
   if (runs_.empty()) {  // all in memory: sort the one run and hand it out from there
-    std::stable_sort(index_.begin(), index_.end(), [this](uint64_t a, uint64_t b) {
-      return KeyAt(arena_, a) < KeyAt(arena_, b);
-    });
+    SortRun();
     return Status::OK();
   }
   if (!index_.empty()) MM_RETURN_NOT_OK(SpillRun());

@@ -25,9 +25,9 @@
 
 namespace mm::pack {
 
-/// A new unnamed file in `dir` open for reading and writing (O_TMPFILE, else a name removed at
-/// once), gone when closed, however the process ends. Errors: IOError naming `dir`.
-[[nodiscard]] Result<UniqueFd> OpenUnnamedFile(const std::filesystem::path& dir);
+/// A new unnamed file in `dir` (OpenUnnamedFile, mm/internal/file.h). Errors: IOError naming
+/// `dir`.
+[[nodiscard]] Result<UniqueFd> OpenSpillFile(const std::filesystem::path& dir);
 
 /// An unnamed temporary file of records ([uint32 size][bytes], at most 1 GiB each).
 class SpillFile {
@@ -114,6 +114,7 @@ class ExternalSorter {
 
  private:
   struct Run;
+  void SortRun();  // index_ by key, stable
   Status SpillRun();
   void Release();  // everything Next no longer needs
   // The k-way merge over runs_: StartMerge reads each run's first record, NextMerged hands out

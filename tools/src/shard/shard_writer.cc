@@ -264,12 +264,8 @@ class ShardWriterImpl final : public ShardWriter {
   // The JPEGs of the open shard wait in an unnamed file beside it (O_TMPFILE: nothing to clean
   // up after a crash), so memory stays bounded whatever the shard's size.
   Status OpenSpool() {
-    spool_ = UniqueFd(::open(options_.output_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-    if (spool_.valid()) return Status::OK();
-    std::string name = (fs::path(options_.output_dir) / ".jpeg-spool.XXXXXX").string();
-    spool_ = UniqueFd(::mkostemp(name.data(), O_CLOEXEC));  // a file system without O_TMPFILE
-    if (!spool_.valid()) return ErrnoStatus(errno, "creating a spool file in " + options_.output_dir);
-    ::unlink(name.c_str());
+    MM_ASSIGN_OR_RETURN(spool_, OpenUnnamedFile(options_.output_dir, ".jpeg-spool.",
+                                                "creating a spool file in " + options_.output_dir));
     return Status::OK();
   }
 

@@ -53,6 +53,14 @@ struct RegularFile {
 [[nodiscard]] Status ReadRegularFile(const std::string& path, std::string* bytes,
                                      int64_t max_bytes = -1);
 
+/// A new unnamed file in the folder `dir`, open for reading and writing: O_TMPFILE, or where
+/// the file system has none, a file named `dir`/`name_prefix`XXXXXX removed at once. Either way
+/// nothing is left behind when it is closed, however the process ends.
+/// Errors: those of ErrnoStatus(errno, what).
+[[nodiscard]] Result<UniqueFd> OpenUnnamedFile(const std::string& dir,
+                                               const std::string& name_prefix,
+                                               const std::string& what);
+
 /// Writes all `size` bytes at `data` to `fd`, going on after short writes and EINTR.
 /// Errors: those of ErrnoStatus(errno, what) ("WHAT: No space left on device").
 [[nodiscard]] Status WriteAll(int fd, const void* data, size_t size, const std::string& what);
