@@ -13,6 +13,7 @@
 #include "text/bpe.h"
 #include "text/clean_text.h"
 #include "text/clip_bpe.h"
+#include "text/mojibake.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_json.h"
 #include "text/tokenizer_sample.h"
@@ -203,6 +204,29 @@ TEST(CaptionReservoir, SampleIsBoundedDeterministicInStreamOrderAndUniform) {
   for (int t : tenths) {
     EXPECT_GT(t, 60);
     EXPECT_LT(t, 140);
+  }
+}
+
+}  // namespace
+}  // namespace mm::pack
+
+namespace mm::pack {
+namespace {
+
+TEST(Mojibake, FixEncodingIsFtfys) {
+  // Expected values: ftfy 6.3.1's fix_encoding (tests/data/tokenizers/reference/ftfy).
+  const std::pair<const char*, const char*> cases[] = {
+      {"caf\u00c3\u00a9", "caf\u00e9"},
+      {"mixed: caf\u00e9 and caf\u00c3\u00a9 in one line",
+       "mixed: caf\u00e9 and caf\u00e9 in one line"},
+      {"it\u00e2\u20ac\u2122s \u00c3\u00a9t\u00c3\u00a9", "it\u2019s \u00e9t\u00e9"},
+      {"voil\u00c3\u00a0 le travail", "voil\u00e0 le travail"},
+      {"caf\u251c\u00ae", "caf\u251c\u00ae"},
+  };
+  for (const auto& [in, want] : cases) {
+    auto fixed = FixEncoding(DecodeUtf8(in));
+    ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+    EXPECT_EQ(EncodeUtf8(*fixed), want) << in;
   }
 }
 

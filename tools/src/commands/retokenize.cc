@@ -177,7 +177,9 @@ Status CopyShard(const mm::reader::ShardSet& set, const mm::reader::SampleText& 
     for (int v = 0; v < 4; ++v) e.valid_box[v] = t.valid_box[4 * s + v];
     MM_ASSIGN_OR_RETURN(e.captions, text.Captions(i));
     MM_ASSIGN_OR_RETURN(e.tokens, Tokenize(tok, e.captions, o, counts));
-    if (!set.info().metadata_fields.empty()) MM_ASSIGN_OR_RETURN(e.metadata, text.Metadata(i));
+    if (!set.info().metadata_fields.empty()) {
+      MM_ASSIGN_OR_RETURN(e.metadata, text.Metadata(i));
+    }
     Status added = writer->Add(std::move(e));
     if (!added.ok()) return added.WithContext(entry.file + " sample " + std::to_string(s));
   }

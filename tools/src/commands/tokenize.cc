@@ -1,6 +1,7 @@
 // tokenize.cc: `mmpack tokenize` (commands.h): captions in, token ids out, with the tokenizer
 // `mmpack build` would use. For checking a tokenizer file against its reference and for
 // measuring its speed (tests/bench/tokenizer_bench.sh).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <istream>

@@ -99,7 +99,7 @@ def mojibake_tables():
     def text_pattern(p):
         # Python's \s (str.isspace) spelled out; everything else PCRE2 reads as Python does in
         # verbose mode (PCRE2_EXTENDED: white space outside classes ignored).
-        p = p.replace("#", "\\x{23}")  # a comment start in extended mode, outside classes
+        # '#' starts a comment outside classes in both Python's VERBOSE and PCRE2_EXTENDED.
         p = p.replace("\\s", "[\\t\\n\\x{0B}\\f\\r\\x{1C}-\\x{1F}\\x{20}\\x{85}\\x{A0}\\x{1680}"
                       "\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}]")
         return lit(p)

@@ -192,7 +192,9 @@ Result<std::u32string> OneStep(const Ftfy& f, const std::u32string& text) {
       bytes.push_back(static_cast<char>(b->second));
     }
     if (bytes.size() != text.size()) continue;
-    if (!m.macroman && f.altered.Search(bytes)) MM_ASSIGN_OR_RETURN(bytes, RestoreByteA0(f, bytes));
+    if (!m.macroman && f.altered.Search(bytes)) {
+      MM_ASSIGN_OR_RETURN(bytes, RestoreByteA0(f, bytes));
+    }
     if (m.sloppy) {
       MM_ASSIGN_OR_RETURN(bytes, SubBytes(f.lossy, bytes, [](const std::string&) {
                             return std::string("\xEF\xBF\xBD");
