@@ -278,7 +278,38 @@ Result<std::u32string> FtfyFixText(std::u32string_view text) {
   return out;
 }
 
+// Printable ASCII, tab and newline without '&': what every step of ftfy.fix_text and
+// html.unescape leaves as it is (no entity, no mojibake, no control or terminal escape, no
+// carriage return, already NFC), so only white space and case remain to do.
+bool IsPlainAscii(std::string_view text) {
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '&' || c >= 0x7F || (c < 0x20 && c != '\t' && c != '\n')) return false;
+  }
+  return true;
+}
+
+std::u32string CleanPlainAscii(std::string_view text) {
+  size_t b = 0, e = text.size();
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n'; };
+  while (b < e && space(text[b])) ++b;
+  while (e > b && space(text[e - 1])) --e;
+  std::u32string out;
+  out.reserve(e - b);
+  for (size_t i = b; i < e;) {
+    if (space(text[i])) {
+      while (i < e && space(text[i])) ++i;
+      out.push_back(' ');
+    } else {
+      const char c = text[i++];
+      out.push_back(static_cast<char32_t>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c));
+    }
+  }
+  return out;
+}
+
 Result<std::u32string> ClipCleanText(std::string_view caption) {
+  if (IsPlainAscii(caption)) return CleanPlainAscii(caption);
   MM_ASSIGN_OR_RETURN(std::u32string text, FtfyFixText(DecodeUtf8(caption)));
   text = HtmlUnescape(HtmlUnescape(text));
   const std::u32string_view basic = StripPythonSpace(text);

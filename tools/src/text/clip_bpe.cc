@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <functional>
 #include <utility>
 
 #include "mm/internal/utf8.h"
@@ -134,22 +135,43 @@ Result<std::vector<int32_t>> ClipBpeTokenizer::EncodePieces(std::string_view cap
   const std::string text = EncodeUtf8(clean);
   std::vector<std::pair<size_t, size_t>> words;
   MM_RETURN_NOT_OK(words_.FindAll(text, &words));
-  std::vector<int32_t> ids, word;
+  std::vector<int32_t> ids;
   for (const auto& [begin, end] : words) {
     const std::string_view w(text.data() + begin, end - begin);
     if (w == kSot || w == kEot) {  // the reference's bpe cache holds these two as themselves
       ids.push_back(w == kSot ? sot_ : eot_);
       continue;
     }
-    word.clear();
-    for (size_t i = 0; i < w.size(); ++i) {
-      const auto b = static_cast<unsigned char>(w[i]);
-      word.push_back(i + 1 == w.size() ? byte_end_id_[b] : byte_id_[b]);
-    }
-    merges_.Apply(&word);
-    ids.insert(ids.end(), word.begin(), word.end());
+    MergeWord(w, &ids);
   }
   return ids;
+}
+
+void ClipBpeTokenizer::MergeWord(std::string_view w, std::vector<int32_t>* ids) const {
+  constexpr size_t kMaxCachedWord = 64;
+  constexpr size_t kMaxShardWords = 65536;
+  CacheShard* shard = nullptr;
+  if (w.size() <= kMaxCachedWord) {
+    shard = &cache_[std::hash<std::string_view>()(w) % kCacheShards];
+    std::lock_guard<std::mutex> lock(shard->mu);
+    auto it = shard->words.find(std::string(w));
+    if (it != shard->words.end()) {
+      ids->insert(ids->end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  std::vector<int32_t> word;
+  word.reserve(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    const auto b = static_cast<unsigned char>(w[i]);
+    word.push_back(i + 1 == w.size() ? byte_end_id_[b] : byte_id_[b]);
+  }
+  merges_.Apply(&word);
+  ids->insert(ids->end(), word.begin(), word.end());
+  if (shard != nullptr) {
+    std::lock_guard<std::mutex> lock(shard->mu);
+    if (shard->words.size() < kMaxShardWords) shard->words.emplace(std::string(w), std::move(word));
+  }
 }
 
 Result<TokenizedCaption> ClipBpeTokenizer::Encode(std::string_view caption, int max_tokens) const {

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,6 +51,17 @@ class ClipBpeTokenizer : public Tokenizer {
   ClipBpeTokenizer() = default;
   Status Parse(std::string_view text);
 
+  // Merges of a word, cached as simple_tokenizer.py caches bpe(): captions repeat words.
+  // Sharded by the word's hash, each shard under its own mutex; bounded (words over 64 bytes
+  // are not kept, a shard stops growing at 65,536 words).
+  struct CacheShard {
+    std::mutex mu;
+    std::unordered_map<std::string, std::vector<int32_t>> words;
+  };
+  static constexpr int kCacheShards = 16;
+  void MergeWord(std::string_view word, std::vector<int32_t>* ids) const;
+
+  mutable std::array<CacheShard, kCacheShards> cache_;
   int vocab_size_ = 0;
   int32_t sot_ = -1, eot_ = -1;
   std::array<int32_t, 256> byte_id_{};      // a byte as a symbol inside a word
