@@ -12,12 +12,14 @@ PACKAGES=(
   libcurl4-openssl-dev  # remote shard sets: HTTP(S) and S3 (reader/src/remote)
   nodejs curl  # the S3 test server (s3rver, put in the build tree by tests/remote/npm_setup.sh); uploads
   libicu-dev fonts-dejavu-core  # NFKC + lowercasing before tokenizing; `mmpack preview` font
+  libpcre2-dev zlib1g-dev  # tokenizers: pre-tokenizer regexes, CLIP's gzipped BPE merges
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev openmpi-bin libopenmpi-dev
   libopenblas0-openmp  # LibTorch CPU GEMM: the default reference libblas is ~4x slower
   python3-h5py python3-numpy python3-pil python3-torch python3-torchvision python3-sentencepiece
   python3-dev pybind11-dev python3-pybind11 python3-pytest  # the Python module (reader/python)
   python3-matplotlib  # mmtrain plot (curves.png)
+  python3-regex python3-wcwidth  # the CLIP tokenizer reference (simple_tokenizer.py, ftfy)
 )
 
 missing=()

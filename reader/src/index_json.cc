@@ -169,6 +169,17 @@ Status DecodeTokenizer(const json& doc, IndexDocument* out) {
   }
   OptString(*tok, "sha256", &info.tokenizer_sha256);
   OptString(*tok, "file", &out->tokenizer_file);
+  std::string kind;
+  OptString(*tok, "kind", &kind);
+  if (!kind.empty()) {
+    auto parsed = mm::format::ParseTokenizerKind(kind);
+    if (!parsed) {
+      return Status::Unsupported("index.json: tokenizer.kind \"" + kind +
+                                 "\" (this reader knows sentencepiece, clip-bpe and "
+                                 "tokenizer-json)");
+    }
+    out->tokenizer_kind = *parsed;
+  }
   OptBool(*tok, "trained", &out->tokenizer_trained);
   auto unk_rate = tok->find("unk_rate");
   if (unk_rate != tok->end() && unk_rate->is_number()) info.unk_rate = unk_rate->get<double>();
@@ -310,7 +321,8 @@ ojson EncodeCompression(const SetInfo& info) {
 
 ojson EncodeTokenizer(const IndexDocument& doc) {
   const SetInfo& info = doc.info;
-  ojson tok = {{"file", doc.tokenizer_file.empty() ? std::string(mm::format::kTokenizerFile)
+  ojson tok = {{"kind", std::string(mm::format::ToString(doc.tokenizer_kind))},
+               {"file", doc.tokenizer_file.empty() ? std::string(mm::format::kTokenizerFile)
                                                    : doc.tokenizer_file},
                {"sha256", info.tokenizer_sha256},
                {"vocab_size", info.vocab_size},

@@ -91,6 +91,27 @@ TEST(IndexJson, RefusesTotalsThatDisagreeWithTheShards) {
   EXPECT_NE(r.status().message().find("totals.captions = 8"), std::string::npos);
 }
 
+TEST(IndexJson, TokenizerKindRoundTripsAndIsSentencePieceWhenAbsent) {
+  IndexDocument doc = Example();
+  doc.tokenizer_kind = mm::format::TokenizerKind::kClipBpe;
+  doc.tokenizer_file = "bpe_simple_vocab.txt.gz";
+  auto back = DecodeIndex(EncodeIndex(doc), "/x");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tokenizer_kind, mm::format::TokenizerKind::kClipBpe);
+  EXPECT_EQ(back->tokenizer_file, "bpe_simple_vocab.txt.gz");
+
+  nlohmann::json j = nlohmann::json::parse(EncodeIndex(Example()));
+  j["tokenizer"].erase("kind");  // an index written before tokenizer.kind existed
+  auto old = DecodeIndex(j.dump(), "/x");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->tokenizer_kind, mm::format::TokenizerKind::kSentencePiece);
+
+  j["tokenizer"]["kind"] = "wordpiece-v9";
+  auto unknown = DecodeIndex(j.dump(), "/x");
+  EXPECT_EQ(unknown.status().code(), mm::StatusCode::kUnsupported);
+  EXPECT_NE(unknown.status().message().find("wordpiece-v9"), std::string::npos);
+}
+
 TEST(ReadIndexText, RefusesAFifoAtOnceAndNamesAMissingIndex) {
   TempDir tmp;
   auto missing = ReadIndexText(tmp.path());

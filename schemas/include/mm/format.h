@@ -112,6 +112,44 @@ inline constexpr std::string_view kJpegSubsampling = "4:2:0";
 inline constexpr std::string_view kIndexFile = "index.json";
 inline constexpr std::string_view kReportFile = "report.json";
 inline constexpr std::string_view kTokenizerFile = "tokenizer.model";
+
+/// The kind of tokenizer whose ids a set holds (index.json "tokenizer.kind"; absent means
+/// sentencepiece) and the file the set carries it in (index.json "tokenizer.file").
+enum class TokenizerKind {
+  kSentencePiece,  // "sentencepiece": a SentencePiece ModelProto, tokenizer.model
+  kClipBpe,        // "clip-bpe": OpenAI CLIP's BPE merges (bpe_simple_vocab_16e6.txt.gz)
+  kTokenizerJson,  // "tokenizer-json": a Hugging Face tokenizers file, tokenizer.json
+};
+constexpr std::string_view ToString(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::kClipBpe:
+      return "clip-bpe";
+    case TokenizerKind::kTokenizerJson:
+      return "tokenizer-json";
+    default:
+      return "sentencepiece";
+  }
+}
+inline constexpr TokenizerKind kTokenizerKinds[] = {
+    TokenizerKind::kSentencePiece, TokenizerKind::kClipBpe, TokenizerKind::kTokenizerJson};
+/// The kind named `text`; nullopt for anything else.
+constexpr std::optional<TokenizerKind> ParseTokenizerKind(std::string_view text) {
+  for (TokenizerKind kind : kTokenizerKinds) {
+    if (text == ToString(kind)) return kind;
+  }
+  return std::nullopt;
+}
+/// The name of the tokenizer's file in a set that `mmpack build` writes.
+constexpr std::string_view TokenizerFileName(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::kClipBpe:
+      return "bpe_simple_vocab.txt.gz";
+    case TokenizerKind::kTokenizerJson:
+      return "tokenizer.json";
+    default:
+      return kTokenizerFile;
+  }
+}
 // Shard file names ("shard-000007.h5"): ShardFileName / ParseShardFileName in mm/filename.h.
 
 // Dataset names (all at the root group of a shard).

@@ -59,6 +59,7 @@
 #include "text/caption.h"
 #include "text/normalize.h"
 #include "text/tokenizer.h"
+#include "text/tokenizer_sample.h"
 
 namespace mm::pack {
 namespace {
@@ -246,9 +247,7 @@ struct SetTokenizer {
   bool trained = false;                  // trained on the captions here
 };
 
-// The given --tokenizer, or a unigram model trained on the good captions; either way written
-// to `staging`/tokenizer.model.
-// The tokenizer of the model `model_bytes`: its SHA-256, and the model loaded.
+// The tokenizer in `model_bytes` (any kind, text/tokenizer.h): its SHA-256, and it loaded.
 Result<SetTokenizer> TokenizerOf(std::string model_bytes, bool trained) {
   SetTokenizer out;
   out.sha256 = Sha256Hex(model_bytes);
@@ -257,42 +256,56 @@ Result<SetTokenizer> TokenizerOf(std::string model_bytes, bool trained) {
   return out;
 }
 
+// A SentencePiece unigram model trained on at most --tokenizer-sample of the good captions
+// (a reservoir sample, text/tokenizer_sample.h), as the tokenizer will see them (--lowercase,
+// --normalize): training memory is bounded whatever the input's size.
+Result<std::string> TrainTokenizer(const BuildOptions& o, const SampleList& samples) {
+  CaptionReservoir reservoir(o.tokenizer_sample);
+  MM_RETURN_NOT_OK(ForEachSample(samples, [&](uint64_t, RawSample& s) -> Status {
+    for (std::string& c : s.captions) {
+      if (o.text.identity()) {
+        reservoir.Add(std::move(c));
+      } else {
+        MM_ASSIGN_OR_RETURN(std::string n, NormalizeForTokenizer(c, o.text));
+        reservoir.Add(std::move(n));
+      }
+    }
+    return Status::OK();
+  }));
+  const int64_t seen = reservoir.seen();
+  const std::vector<std::string> text = reservoir.Take();
+  const std::vector<std::string_view> captions(text.begin(), text.end());
+  if (!o.quiet) {
+    std::fprintf(stderr,
+                 "mmpack build: training a SentencePiece unigram tokenizer (vocab %d) on %zu "
+                 "captions%s\n",
+                 o.vocab_size, captions.size(),
+                 static_cast<int64_t>(captions.size()) < seen
+                     ? (" (a sample of " + std::to_string(seen) + ", --tokenizer-sample)").c_str()
+                     : "");
+  }
+  std::string note;
+  MM_ASSIGN_OR_RETURN(std::string model, Tokenizer::Train(captions, o.vocab_size, &note));
+  if (!note.empty() && !o.quiet) std::fprintf(stderr, "mmpack build: %s\n", note.c_str());
+  return model;
+}
+
 Result<SetTokenizer> MakeTokenizer(const BuildOptions& o, const SampleList& samples,
                                    const fs::path& staging) {
-  SetTokenizer out;
-  if (o.tokenizer == kNoTokenizer) return out;  // text only: no model, no tokenizer.model
+  if (o.tokenizer == kNoTokenizer) return SetTokenizer();  // text only: no tokenizer file
   std::string model_bytes;
+  bool trained = false;
   if (!o.tokenizer.empty()) {
     MM_RETURN_NOT_OK(ReadRegularFile(o.tokenizer, &model_bytes).WithContext("--tokenizer"));
   } else {
-    // Trained on the text the tokenizer will see (--lowercase, --normalize). SentencePiece
-    // trains on sentences in memory: the captions are read back from the list for it.
-    std::vector<std::string> text;
-    MM_RETURN_NOT_OK(ForEachSample(samples, [&](uint64_t, RawSample& s) -> Status {
-      for (std::string& c : s.captions) {
-        if (o.text.identity()) {
-          text.push_back(std::move(c));
-        } else {
-          MM_ASSIGN_OR_RETURN(std::string n, NormalizeForTokenizer(c, o.text));
-          text.push_back(std::move(n));
-        }
-      }
-      return Status::OK();
-    }));
-    std::vector<std::string_view> captions(text.begin(), text.end());
-    if (!o.quiet) {
-      std::fprintf(stderr,
-                   "mmpack build: training a SentencePiece unigram tokenizer "
-                   "(vocab %d) on %zu captions\n",
-                   o.vocab_size, captions.size());
-    }
-    std::string note;
-    MM_ASSIGN_OR_RETURN(model_bytes, Tokenizer::Train(captions, o.vocab_size, &note));
-    if (!note.empty() && !o.quiet) std::fprintf(stderr, "mmpack build: %s\n", note.c_str());
-    out.trained = true;
+    MM_ASSIGN_OR_RETURN(model_bytes, TrainTokenizer(o, samples));
+    trained = true;
   }
-  MM_RETURN_NOT_OK(WriteText(staging / std::string(mm::format::kTokenizerFile), model_bytes));
-  return TokenizerOf(std::move(model_bytes), out.trained);
+  auto tok = TokenizerOf(std::move(model_bytes), trained);
+  if (!tok.ok()) return tok.status().WithContext(trained ? "trained tokenizer" : "--tokenizer");
+  // The set carries the tokenizer's file as given, under its kind's name (mm/format.h).
+  MM_RETURN_NOT_OK(WriteText(staging / tok->tokenizer->file_name(), tok->tokenizer->model_bytes()));
+  return tok;
 }
 
 // The tokenizer of the build `header` describes, written nowhere: the trained model it left in
@@ -481,6 +494,10 @@ Status WriteIndex(const BuildOptions& o, InputFormat format, const ImageOptions&
   set.shards = shards;
   index.background = ColourHex(image_options.background);
   index.tokenizer_trained = tok.trained;
+  if (tok.tokenizer != nullptr) {
+    index.tokenizer_kind = tok.tokenizer->kind();
+    index.tokenizer_file = tok.tokenizer->file_name();
+  }
   index.build_options = {
       {"input_format", std::string(ToString(format))}, {"max_pixels", o.max_pixels},
       {"max_caption_bytes", o.max_caption_bytes},      {"shard_size", o.shard_size},

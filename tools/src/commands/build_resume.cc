@@ -191,6 +191,7 @@ Result<std::string> BuildFingerprint(const BuildOptions& o, const std::string& t
   // A given tokenizer by its bytes (its path may move); "" and "none" as themselves.
   h.Add(o.tokenizer.empty() || o.tokenizer == kNoTokenizer ? o.tokenizer : tokenizer_sha256);
   h.Add(static_cast<int64_t>(o.vocab_size));
+  h.Add(o.tokenizer.empty() ? o.tokenizer_sample : int64_t{0});  // what a trained one saw
   h.Add(static_cast<int64_t>(o.max_tokens));
   h.Add(o.max_caption_bytes);
   h.Add(static_cast<int64_t>(o.text.lowercase));

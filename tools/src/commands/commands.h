@@ -16,6 +16,7 @@
 #include "shard/shard_writer.h"
 #include "text/caption.h"
 #include "text/normalize.h"
+#include "text/tokenizer_sample.h"
 
 namespace mm::pack {
 
@@ -34,8 +35,11 @@ struct BuildOptions {
   format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;
   std::string background = "white";  // alpha and pad colour: name, #rrggbb or r,g,b
   int64_t max_pixels = 89478485;     // width*height limit read from the header (PIL's)
-  std::string tokenizer;  // .model file; empty: train one on the captions; kNoTokenizer: none
+  // A tokenizer file (.model, CLIP's bpe_simple_vocab_16e6.txt.gz, tokenizer.json:
+  // text/tokenizer.h); empty: train one on the captions; kNoTokenizer: none
+  std::string tokenizer;
   int vocab_size = 8000;  // when training a tokenizer
+  int64_t tokenizer_sample = kDefaultTokenizerSample;  // captions a trained tokenizer sees
   int max_tokens = 77;    // per caption, bos/eos included
   int64_t max_caption_bytes = kDefaultMaxCaptionBytes;  // longer captions: caption_too_large
   TextOptions text;   // --lowercase, --normalize: before tokenizing only
@@ -161,5 +165,33 @@ struct PreviewOptions {
   int columns = 4;
 };
 Status RunPreview(const PreviewOptions& options, std::ostream& out);
+
+/// `mmpack tokenize --tokenizer FILE`: the ids of captions read from `in`, one JSON string a
+/// line, written to `out` as one JSON array a line ([bos] pieces [eos], as `mmpack build`
+/// stores them, cut to `max_tokens` when above 0) (tokenize.cc). With `threads` above 1 the
+/// lines are tokenized in parallel, the output in input order. Errors: InvalidArgument (a line
+/// that is not a JSON string, naming its number; the tokenizer file), Internal.
+struct TokenizeOptions {
+  std::string tokenizer;
+  int max_tokens = 0;  // 0: no cut
+  int threads = 1;
+  bool quiet = false;  // no rate line on stderr
+};
+Status RunTokenize(const TokenizeOptions& options, std::istream& in, std::ostream& out);
+
+/// `mmpack retokenize SET --tokenizer FILE -o OUT`: SET's samples with the captions tokenized
+/// again (retokenize.cc): OUT gets new token tables, SET's images as they are (each shard's
+/// image dataset copied chunk by chunk, never decoded), the tokenizer file, index.json (last)
+/// and report.json. SET is not changed. Errors: those of reading SET and writing OUT.
+struct RetokenizeOptions {
+  std::string set;
+  std::string output;
+  std::string tokenizer;
+  int max_tokens = 77;
+  TextOptions text;  // --lowercase, --normalize
+  bool overwrite = false;
+  bool quiet = false;
+};
+Status RunRetokenize(const RetokenizeOptions& options);
 
 }  // namespace mm::pack

@@ -105,7 +105,8 @@ void PrintTokenizer(const mm::reader::internal::IndexDocument& index, std::ostre
   if (!info.has_tokenizer) {
     out << "tokenizer:    none (--tokenizer none: captions stored as text only, no token ids)\n";
   } else {
-    out << "tokenizer:    " << Known(index.tokenizer_file) << " (sha256 "
+    out << "tokenizer:    " << Known(index.tokenizer_file) << " ("
+        << mm::format::ToString(index.tokenizer_kind) << ", sha256 "
         << sha.substr(0, std::min<size_t>(sha.size(), 16)) << (sha.size() > 16 ? "..." : "")
         << (index.tokenizer_trained ? ", trained on the captions" : ", pretrained") << "), vocab "
         << info.vocab_size << ", pad " << info.pad_id << ", unk " << info.unk_id << ", bos "

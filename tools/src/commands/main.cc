@@ -168,11 +168,16 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   b->add_option("--tokenizer", o.tokenizer,
-                "SentencePiece .model (default: train one on the captions), or 'none': "
-                "captions as text only, no token ids")
+                "Tokenizer file, told by its content: SentencePiece .model, CLIP's "
+                "bpe_simple_vocab_16e6.txt.gz or a Hugging Face tokenizer.json (default: train "
+                "a SentencePiece model on the captions), or 'none': captions as text only")
       ->check(CLI::IsMember({std::string(mm::pack::kNoTokenizer)}) | CLI::ExistingFile);
   b->add_option("--vocab-size", o.vocab_size, "Vocabulary size when training a tokenizer")
       ->check(CLI::Range(16, 1 << 20))
+      ->capture_default_str();
+  b->add_option("--tokenizer-sample", o.tokenizer_sample,
+                "Train a tokenizer on at most this many captions (a seeded reservoir sample)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->capture_default_str();
   b->add_option("--max-tokens", o.max_tokens, "Tokens per caption, bos/eos included")
       ->check(CLI::Range(1, 1 << 16))
@@ -376,6 +381,40 @@ CLI::App* AddPreview(CLI::App& app, mm::pack::PreviewOptions* p) {
   return pv;
 }
 
+CLI::App* AddTokenize(CLI::App& app, mm::pack::TokenizeOptions* t) {
+  auto* tk = app.add_subcommand("tokenize",
+                                "Token ids of captions: one JSON string a line on stdin, one "
+                                "JSON array a line on stdout");
+  tk->add_option("--tokenizer", t->tokenizer, "Tokenizer file, as mmpack build takes it")
+      ->required()
+      ->check(CLI::ExistingFile);
+  tk->add_option("--max-tokens", t->max_tokens, "Cut each caption to this many ids (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  tk->add_option("-j,--threads", t->threads, "Threads")->check(CLI::Range(1, 256));
+  tk->add_flag("-q,--quiet", t->quiet, "No rate line on stderr");
+  return tk;
+}
+
+CLI::App* AddRetokenize(CLI::App& app, mm::pack::RetokenizeOptions* r, std::string* normalize) {
+  auto* rt = app.add_subcommand(
+      "retokenize", "Copy a shard set with its captions tokenized again; images untouched");
+  rt->add_option("set", r->set, "Shard set directory")->required();
+  rt->add_option("-o,--output", r->output, "New shard set directory")->required();
+  rt->add_option("--tokenizer", r->tokenizer, "Tokenizer file, as mmpack build takes it")
+      ->required()
+      ->check(CLI::ExistingFile);
+  rt->add_option("--max-tokens", r->max_tokens, "Tokens per caption, bos/eos included")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  rt->add_flag("--lowercase", r->text.lowercase, "Lowercase captions before tokenizing");
+  rt->add_option("--normalize", *normalize, "Unicode normalisation before tokenizing")
+      ->check(CLI::IsMember({std::string("none"), std::string("nfkc")}))
+      ->capture_default_str();
+  rt->add_flag("--overwrite", r->overwrite, "Replace OUT if it exists");
+  rt->add_flag("-q,--quiet", r->quiet, "Print only errors and the summary");
+  return rt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -418,6 +457,11 @@ int main(int argc, char** argv) {
     auto* st = AddStats(app, &stats);
     mm::pack::PreviewOptions preview;
     auto* pv = AddPreview(app, &preview);
+    mm::pack::TokenizeOptions tokenize;
+    auto* tk = AddTokenize(app, &tokenize);
+    mm::pack::RetokenizeOptions retokenize;
+    std::string retokenize_normalize = "none";
+    auto* rt = AddRetokenize(app, &retokenize, &retokenize_normalize);
     CLI11_PARSE(app, argc, argv);
 
     if (*b) return FinishBuild(&build) ? Report("build", mm::pack::RunBuild(build.options)) : 2;
@@ -446,6 +490,11 @@ int main(int argc, char** argv) {
     }
     if (*st) return Report("stats", mm::pack::RunStats(stats, std::cout));
     if (*pv) return Report("preview", mm::pack::RunPreview(preview, std::cout));
+    if (*tk) return Report("tokenize", mm::pack::RunTokenize(tokenize, std::cin, std::cout));
+    if (*rt) {
+      retokenize.text.normalize = *mm::pack::ParseTextNormalization(retokenize_normalize);
+      return Report("retokenize", mm::pack::RunRetokenize(retokenize));
+    }
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "mmpack: " << e.what() << std::endl;

@@ -29,6 +29,8 @@ struct IndexDocument {
   std::string background;      // image.background, "#rrggbb"; empty when absent
   int hdf5_filter_id = -1;     // compression.hdf5_filter_id as stored; -1 when absent
   std::string tokenizer_file;  // tokenizer.file as stored (not checked: a name or a path)
+  // tokenizer.kind: which tokenizer made the ids (absent in the file: sentencepiece)
+  mm::format::TokenizerKind tokenizer_kind = mm::format::TokenizerKind::kSentencePiece;
   bool tokenizer_trained = false;
   nlohmann::ordered_json build_options = nlohmann::ordered_json::object();
   /// "totals" as stored (-1 where absent). EncodeIndex writes the sums over info.shards.
@@ -55,7 +57,8 @@ std::string EncodeIndex(const IndexDocument& doc);
 /// directory part), its counts non-negative with captions >= samples; totals.shards, .samples
 /// and .captions, where present, equal the sums over shards. Optional fields (created_by,
 /// image.resize_mode and .background, compression.level and .hdf5_filter_id, tokenizer.file,
-/// .sha256 and .trained, build_options, dropped) are taken when present with the right type.
+/// .kind, .sha256 and .trained, build_options, dropped) are taken when present with the right
+/// type; a tokenizer.kind this reader does not know is Unsupported.
 /// Errors: Corruption (malformed or inconsistent), Unsupported (another format name or
 /// version, naming it and the readable range; an unknown codec).
 [[nodiscard]] Result<IndexDocument> DecodeIndex(std::string_view text, const std::string& root);
