@@ -296,6 +296,42 @@ TEST_F(TrainerTest, DdpTwoRanksFromPlainEnvironmentVariablesMatchOneRank) {
   ExpectDdpMatchesSingleProcess(dir, two);
 }
 
+/// A launcher script standing in for torchrun 2.x's agent: it hosts the job's TCPStore (torch's
+/// own, from Python) on MASTER_PORT and starts two ranks with torchrun's variables, agent store
+/// flag `agent_store`; status non-zero when either rank fails.
+std::string AgentLauncher(const std::string& dir, const std::string& agent_store) {
+  const std::string script = dir + "/agent_" + agent_store + ".sh";
+  std::ofstream(script) << "port=" << FreePort() << "\n"
+                        << "/usr/bin/python3 -c 'import sys, time, torch.distributed as d\n"
+                           "s = d.TCPStore(\"127.0.0.1\", int(sys.argv[1]), 2, True, "
+                           "wait_for_workers=False)\n"
+                           "time.sleep(100)' $port & st=$!\n"
+                           "export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 "
+                           "TORCHELASTIC_RESTART_COUNT=1 TORCHELASTIC_USE_AGENT_STORE="
+                        << agent_store << "\n"
+                        << "RANK=0 LOCAL_RANK=0 \"$@\" & a=$!\n"
+                           "RANK=1 LOCAL_RANK=1 \"$@\" & b=$!\n"
+                           "wait $a; ra=$?; wait $b; rb=$?; kill $st\n"
+                           "exit $((ra|rb))\n";
+  return "sh " + script + " ";
+}
+
+TEST_F(TrainerTest, UnderTorchrunsAgentStoreRankZeroConnectsAsAClient) {
+  // torchrun 2.x hosts the TCPStore in its agent and says so with
+  // TORCHELASTIC_USE_AGENT_STORE=True: every rank, rank 0 included, connects to it as a client.
+  // (Debian's torchrun 1.13 crashes on start: the agent's store is torch's TCPStore from Python.)
+  const std::string dir = TempDir("agent_store"), log = dir + "/log";
+  const std::string args = Mmtrain() + " --shards " + kShards +
+                           "/coco --steps 2 --batch-size 8 --dist-timeout 60" + kSmall;
+  ASSERT_EQ(RunCmd(AgentLauncher(dir, "True") + args, log), 0) << ReadFile(log);
+  EXPECT_NE(ReadFile(log).find("world 2 (torchrun)"), std::string::npos) << ReadFile(log);
+  // The check can fail: told there is no agent store, rank 0 tries to serve one on the port
+  // the agent holds, and the job fails instead of training.
+  const std::string bad = dir + "/log_no_agent";
+  EXPECT_NE(RunCmd(AgentLauncher(dir, "False") + args + " --dist-timeout 15", bad), 0)
+      << ReadFile(bad);
+}
+
 TEST_F(TrainerTest, GlooSocketIfnameNamingNoInterfaceFailsOnEveryRank) {
   // The other side of GLOO_SOCKET_IFNAME=lo above: the variable is read, not ignored.
   const std::string dir = TempDir("ifname"), log = dir + "/log";
