@@ -715,6 +715,56 @@ TEST_F(TrainerTest, MetricsHaveTimestampsAndNoDuplicateStepsAfterAResume) {
   EXPECT_EQ(superseded, (std::vector<int64_t>{8, 10, 12, 12}));
 }
 
+TEST_F(TrainerTest, CpuRunLeavesTheGpuFieldsOutOfItsMetrics) {
+  // No GPU (and no NVML): the train and summary records carry no gpu_* field, rather than
+  // zeros that a plot would draw as an idle GPU; nothing was skipped by a loss scaler.
+  const std::string dir = TempDir("no_gpu"), log = dir + "/log";
+  ASSERT_EQ(RunCmd(Mmtrain() + " --shards " + kShards + "/coco --steps 4 --batch-size 8 " +
+                       "--log-every 2 --out " + dir + "/run" + kSmallModel,
+                   log),
+            0)
+      << ReadFile(log);
+  int train_lines = 0;
+  for (const auto& j : MetricsLines(dir + "/run/metrics.jsonl")) {
+    if (j["event"] != "train" && j["event"] != "summary") continue;
+    train_lines += j["event"] == "train";
+    for (const char* key : {"gpu_util_pct", "gpu_mem_used_mib", "gpu_mem_total_mib"}) {
+      EXPECT_FALSE(j.contains(key)) << j.dump();
+    }
+    EXPECT_EQ(j["skipped_steps"], 0) << j.dump();
+  }
+  EXPECT_EQ(train_lines, 2);
+  EXPECT_FALSE(Summary(dir + "/run").contains("loss_scale"));  // fp32: no scaler
+}
+
+TEST_F(TrainerTest, PlotDrawsGpuUtilisationAndMemoryWhenTheRunHasThem) {
+  // Train lines as a CUDA run writes them (NVML's fields), and the same lines without them.
+  const std::string dir = TempDir("plot_gpu"), log = dir + "/log";
+  for (const std::string run : {"gpu", "cpu"}) {
+    ASSERT_EQ(::mkdir((dir + "/" + run).c_str(), 0755), 0);
+    std::ofstream f(dir + "/" + run + "/metrics.jsonl");
+    for (int step = 10; step <= 100; step += 10) {
+      nlohmann::json r = {
+          {"event", "train"},      {"step", step},         {"loss", 9.0 - step / 50.0},
+          {"contrastive", 3.0},    {"caption", 6.0},       {"lr", 1e-3},
+          {"samples_per_s", 2000}, {"data_wait_pct", 0.8}, {"loss_scale", 65536}};
+      if (run == "gpu") {
+        r["gpu_util_pct"] = 90 + step % 7, r["gpu_mem_used_mib"] = 30000 + 10 * step;
+        r["gpu_mem_total_mib"] = 81559;
+      }
+      f << r.dump() << "\n";
+    }
+  }
+  for (const std::string run : {"gpu", "cpu"}) {
+    ASSERT_EQ(
+        RunCmd(Mmtrain() + " plot " + dir + "/" + run + " -o " + dir + "/" + run + ".png", log), 0)
+        << ReadFile(log);
+  }
+  const std::string gpu_png = ReadFile(dir + "/gpu.png"), cpu_png = ReadFile(dir + "/cpu.png");
+  EXPECT_EQ(gpu_png.compare(1, 3, "PNG"), 0);
+  EXPECT_NE(gpu_png, cpu_png) << "the GPU fields were not drawn";
+}
+
 /// The eval record of a run of 1 step at lr 0 (the initial weights) on `launch` with `flags`.
 nlohmann::json EvalAtInitialWeights(const std::string& dir, const std::string& name,
                                     const std::string& launch, const std::string& flags) {
