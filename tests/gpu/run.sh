@@ -62,8 +62,8 @@ if [ $MODE = cpu ]; then
   AMPS="bf16 off" TRAIN_SECONDS=120
 else
   PER_PHOTO=40 REPEAT_JPG=10 REPEAT_RAW=4 RAW_SIZE=224 PROCS=$(nproc) DEVICE=cuda
-  STEP_ARGS=(--device cuda --model resnet50 --batch 256 --seconds "${STEP_SECONDS:-22}"
-             --warmup-steps 8 --phases synthetic,mmpack-16,pil-16,pil-8)
+  STEP_ARGS=(--device cuda --model resnet50 --batch 256 --warmup-steps 8
+             --phases synthetic,mmpack-16,pil-16,pil-8)
   LOADER_ARGS=(--batch 256 --seconds 6 --threads 1,2,4,8,16)
   TRAIN_ARGS=(--device cuda --preset gpu --batch-size 256 --loader-threads 16 --prefetch 20
               --steps 100000 --warmup 50 --log-every 10)
@@ -166,7 +166,10 @@ say "data: $([ -f "$DATA/ok" ] && echo ready || echo FAILED) (waited ${waited}s)
 # Shares of what is left: (a) 45 %, (b) 40 %, (c) 15 %.
 REST=$(( $(left) - 15 ))
 if [ -f "$DATA/ok" ]; then
-  step feed-step "$(min 300 $(( REST * 45 / 100 )))" env PYTHONPATH="$MODDIR" "$PY" "$HERE/feed.py" step \
+  lim=$(min 300 $(( REST * 45 / 100 )))
+  # Four phases, each its timed window plus ~12 s of warm-up and worker start (device mode).
+  [ $MODE = device ] && STEP_ARGS+=(--seconds "$(min "${STEP_SECONDS:-22}" $(( lim / 4 - 12 )))")
+  step feed-step "$lim" env PYTHONPATH="$MODDIR" "$PY" "$HERE/feed.py" step \
     "${STEP_ARGS[@]}" --jpeg-set "$DATA/jpeg256" --variants "$DATA/variants" --out "$LOG/feed-step.json"
 fi
 
