@@ -145,10 +145,26 @@ TEST(LossScaler, UnscalesHalfPrecisionGradients) {
 }
 
 TEST(LossScaler, KeepsTheScaleWhenGrowingWouldOverflowFloat32) {
-  const double big = std::ldexp(1.0, 127);  // float32's largest power of two
+  // Gradients of 2^-4 scaled by float32's largest power of two stay finite; growing the scale
+  // every finite step (interval 1) would make it inf, so it stays where it is.
+  const float big = std::ldexp(1.0f, 127);
   LossScaler scaler(true, torch::kCPU, big, 2.0, 0.5, 1);
-  ExpectFollowsGradScaler(scaler, GradScalerRules(big, 2.0, 0.5, 1), {F, F, I, F, F});
-  EXPECT_EQ(scaler.scale(), big);
+  GradScalerRules ref(big, 2.0, 0.5, 1);
+  auto p = torch::zeros({3}, torch::requires_grad());
+  for (bool inf : {false, false, true, false}) {
+    auto g = torch::full({3}, 0.0625f) * static_cast<float>(scaler.scale());
+    if (inf) g[1] = std::numeric_limits<float>::infinity();
+    p.mutable_grad() = g;
+    scaler.Unscale({p});
+    EXPECT_EQ(scaler.StepIsFinite(), ref.Step(inf));
+    if (!inf) {
+      EXPECT_TRUE(torch::equal(p.grad(), torch::full({3}, 0.0625f)));
+    }
+    scaler.Update();
+    EXPECT_EQ(static_cast<float>(scaler.scale()), ref.scale());
+  }
+  // Kept at 2^127 twice, backed off to 2^126 by the inf step, grown back by the last.
+  EXPECT_EQ(scaler.scale(), std::ldexp(1.0, 127));
 }
 
 TEST(LossScaler, DisabledScalerChangesNothing) {
