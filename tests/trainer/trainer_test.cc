@@ -296,6 +296,42 @@ TEST_F(TrainerTest, DdpTwoRanksFromPlainEnvironmentVariablesMatchOneRank) {
   ExpectDdpMatchesSingleProcess(dir, two);
 }
 
+/// A launcher script standing in for torchrun 2.x's agent: it hosts the job's TCPStore (torch's
+/// own, from Python) on MASTER_PORT and starts two ranks with torchrun's variables, agent store
+/// flag `agent_store`; status non-zero when either rank fails.
+std::string AgentLauncher(const std::string& dir, const std::string& agent_store) {
+  const std::string script = dir + "/agent_" + agent_store + ".sh";
+  std::ofstream(script) << "port=" << FreePort() << "\n"
+                        << "/usr/bin/python3 -c 'import sys, time, torch.distributed as d\n"
+                           "s = d.TCPStore(\"127.0.0.1\", int(sys.argv[1]), 2, True, "
+                           "wait_for_workers=False)\n"
+                           "time.sleep(100)' $port & st=$!\n"
+                           "export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 "
+                           "TORCHELASTIC_RESTART_COUNT=1 TORCHELASTIC_USE_AGENT_STORE="
+                        << agent_store << "\n"
+                        << "RANK=0 LOCAL_RANK=0 \"$@\" & a=$!\n"
+                           "RANK=1 LOCAL_RANK=1 \"$@\" & b=$!\n"
+                           "wait $a; ra=$?; wait $b; rb=$?; kill $st\n"
+                           "exit $((ra|rb))\n";
+  return "sh " + script + " ";
+}
+
+TEST_F(TrainerTest, UnderTorchrunsAgentStoreRankZeroConnectsAsAClient) {
+  // torchrun 2.x hosts the TCPStore in its agent and says so with
+  // TORCHELASTIC_USE_AGENT_STORE=True: every rank, rank 0 included, connects to it as a client.
+  // (Debian's torchrun 1.13 crashes on start: the agent's store is torch's TCPStore from Python.)
+  const std::string dir = TempDir("agent_store"), log = dir + "/log";
+  const std::string args = Mmtrain() + " --shards " + kShards +
+                           "/coco --steps 2 --batch-size 8 --dist-timeout 60" + kSmall;
+  ASSERT_EQ(RunCmd(AgentLauncher(dir, "True") + args, log), 0) << ReadFile(log);
+  EXPECT_NE(ReadFile(log).find("world 2 (torchrun)"), std::string::npos) << ReadFile(log);
+  // The check can fail: told there is no agent store, rank 0 tries to serve one on the port
+  // the agent holds, and the job fails instead of training.
+  const std::string bad = dir + "/log_no_agent";
+  EXPECT_NE(RunCmd(AgentLauncher(dir, "False") + args + " --dist-timeout 15", bad), 0)
+      << ReadFile(bad);
+}
+
 TEST_F(TrainerTest, GlooSocketIfnameNamingNoInterfaceFailsOnEveryRank) {
   // The other side of GLOO_SOCKET_IFNAME=lo above: the variable is read, not ignored.
   const std::string dir = TempDir("ifname"), log = dir + "/log";
@@ -677,6 +713,56 @@ TEST_F(TrainerTest, MetricsHaveTimestampsAndNoDuplicateStepsAfterAResume) {
   for (const auto& j : MetricsLines(dir + "/run/metrics.superseded.jsonl"))
     superseded.push_back(j["step"]);
   EXPECT_EQ(superseded, (std::vector<int64_t>{8, 10, 12, 12}));
+}
+
+TEST_F(TrainerTest, CpuRunLeavesTheGpuFieldsOutOfItsMetrics) {
+  // No GPU (and no NVML): the train and summary records carry no gpu_* field, rather than
+  // zeros that a plot would draw as an idle GPU; nothing was skipped by a loss scaler.
+  const std::string dir = TempDir("no_gpu"), log = dir + "/log";
+  ASSERT_EQ(RunCmd(Mmtrain() + " --shards " + kShards + "/coco --steps 4 --batch-size 8 " +
+                       "--log-every 2 --out " + dir + "/run" + kSmallModel,
+                   log),
+            0)
+      << ReadFile(log);
+  int train_lines = 0;
+  for (const auto& j : MetricsLines(dir + "/run/metrics.jsonl")) {
+    if (j["event"] != "train" && j["event"] != "summary") continue;
+    train_lines += j["event"] == "train";
+    for (const char* key : {"gpu_util_pct", "gpu_mem_used_mib", "gpu_mem_total_mib"}) {
+      EXPECT_FALSE(j.contains(key)) << j.dump();
+    }
+    EXPECT_EQ(j["skipped_steps"], 0) << j.dump();
+  }
+  EXPECT_EQ(train_lines, 2);
+  EXPECT_FALSE(Summary(dir + "/run").contains("loss_scale"));  // fp32: no scaler
+}
+
+TEST_F(TrainerTest, PlotDrawsGpuUtilisationAndMemoryWhenTheRunHasThem) {
+  // Train lines as a CUDA run writes them (NVML's fields), and the same lines without them.
+  const std::string dir = TempDir("plot_gpu"), log = dir + "/log";
+  for (const std::string run : {"gpu", "cpu"}) {
+    ASSERT_EQ(::mkdir((dir + "/" + run).c_str(), 0755), 0);
+    std::ofstream f(dir + "/" + run + "/metrics.jsonl");
+    for (int step = 10; step <= 100; step += 10) {
+      nlohmann::json r = {
+          {"event", "train"},      {"step", step},         {"loss", 9.0 - step / 50.0},
+          {"contrastive", 3.0},    {"caption", 6.0},       {"lr", 1e-3},
+          {"samples_per_s", 2000}, {"data_wait_pct", 0.8}, {"loss_scale", 65536}};
+      if (run == "gpu") {
+        r["gpu_util_pct"] = 90 + step % 7, r["gpu_mem_used_mib"] = 30000 + 10 * step;
+        r["gpu_mem_total_mib"] = 81559;
+      }
+      f << r.dump() << "\n";
+    }
+  }
+  for (const std::string run : {"gpu", "cpu"}) {
+    ASSERT_EQ(
+        RunCmd(Mmtrain() + " plot " + dir + "/" + run + " -o " + dir + "/" + run + ".png", log), 0)
+        << ReadFile(log);
+  }
+  const std::string gpu_png = ReadFile(dir + "/gpu.png"), cpu_png = ReadFile(dir + "/cpu.png");
+  EXPECT_EQ(gpu_png.compare(1, 3, "PNG"), 0);
+  EXPECT_NE(gpu_png, cpu_png) << "the GPU fields were not drawn";
 }
 
 /// The eval record of a run of 1 step at lr 0 (the initial weights) on `launch` with `flags`.

@@ -2,6 +2,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <cmath>
 #include <stdexcept>
 
 namespace mm::train {
@@ -84,6 +85,28 @@ AutocastScope::~AutocastScope() {
 #endif
 }
 
+namespace {
+
+/// Whether GradScaler's in-place kernels are registered for `device` in this LibTorch: CUDA
+/// always; CPU only from torch 2.3 (1.13 raises "Could not run ... with arguments from the
+/// 'CPU' backend"). Tried once on scalars.
+bool AmpKernelsRun(const torch::Device& device) {
+  if (device.is_cuda()) return true;
+  try {
+    auto f = torch::TensorOptions().dtype(torch::kFloat).device(device);
+    auto scale = torch::ones({}, f), found = torch::zeros({}, f);
+    auto tracker = torch::zeros({}, f.dtype(torch::kInt));
+    std::vector<torch::Tensor> grads{torch::ones({1}, f)};
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found, scale);
+    at::_amp_update_scale_(scale, tracker, found, 2.0, 0.5, 2000);
+    return true;
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 LossScaler::LossScaler(bool enabled, const torch::Device& device, double init_scale,
                        double growth_factor, double backoff_factor, int64_t growth_interval)
     : enabled_(enabled),
@@ -94,6 +117,7 @@ LossScaler::LossScaler(bool enabled, const torch::Device& device, double init_sc
   scale_ = torch::full({}, enabled ? init_scale : 1.0, f);
   growth_tracker_ = torch::zeros({}, f.dtype(torch::kInt));
   found_inf_ = torch::zeros({}, f);
+  kernels_ = enabled && AmpKernelsRun(device);
 }
 
 torch::Tensor LossScaler::Scale(const torch::Tensor& loss) const {
@@ -106,16 +130,50 @@ void LossScaler::Unscale(const std::vector<torch::Tensor>& params) {
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
   found_inf_.zero_();
+  // GradScaler.unscale_: the reciprocal in double, then float32.
   auto inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
-  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale);
+  if (kernels_) {
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale);
+    return;
+  }
+  // The kernel's arithmetic: found_inf = 1 when any element is inf/NaN before scaling; every
+  // gradient multiplied by inv_scale in its own dtype's math (fp32 for fp16 gradients).
+  torch::NoGradGuard no_grad;
+  for (auto& g : grads) {
+    found_inf_.copy_(
+        torch::fmax(found_inf_, torch::isfinite(g).logical_not().any().to(torch::kFloat)));
+    if (g.scalar_type() == torch::kHalf || g.scalar_type() == torch::kBFloat16) {
+      g.copy_(g.to(torch::kFloat) * inv_scale);
+    } else {
+      g.mul_(inv_scale.to(g.scalar_type()));
+    }
+  }
 }
 
 bool LossScaler::StepIsFinite() const { return !enabled_ || found_inf_.item<float>() == 0.0f; }
 
 void LossScaler::Update() {
   if (!enabled_) return;
-  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, growth_factor_, backoff_factor_,
-                         growth_interval_);
+  if (kernels_) {
+    at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, growth_factor_, backoff_factor_,
+                           growth_interval_);
+    return;
+  }
+  // _amp_update_scale_'s arithmetic (aten/src/ATen/native/cuda/AmpKernels.cu), float32 scale.
+  torch::NoGradGuard no_grad;
+  if (found_inf_.item<float>() != 0.0f) {
+    scale_.mul_(static_cast<float>(backoff_factor_));
+    growth_tracker_.zero_();
+    return;
+  }
+  const int64_t successful = growth_tracker_.item<int>() + 1;
+  if (successful == growth_interval_) {
+    auto grown = scale_ * static_cast<float>(growth_factor_);
+    if (std::isfinite(grown.item<float>())) scale_.copy_(grown);
+    growth_tracker_.zero_();
+  } else {
+    growth_tracker_.fill_(successful);
+  }
 }
 
 double LossScaler::scale() const { return scale_.item<double>(); }

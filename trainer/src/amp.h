@@ -2,10 +2,12 @@
 //
 // bf16: autocast on CPU (at::autocast CPU dtype bfloat16) or CUDA; no loss scaling needed
 // (bfloat16 has float32's exponent range).
-// fp16: autocast on CUDA plus dynamic loss scaling built on the AMP kernels that
-// torch.cuda.amp.GradScaler uses (at::_amp_foreach_non_finite_check_and_unscale_,
-// at::_amp_update_scale_), with its defaults: initial scale 2^16, growth 2 every 2000
-// finite steps, backoff 0.5 on inf/NaN (the step is then skipped).
+// fp16: autocast on CUDA plus dynamic loss scaling that behaves as torch.amp.GradScaler, with
+// its defaults: initial scale 2^16, growth 2 every 2000 finite steps in a row, backoff 0.5 on
+// inf/NaN (the step is then skipped). It runs GradScaler's own kernels
+// (at::_amp_foreach_non_finite_check_and_unscale_, at::_amp_update_scale_) where this LibTorch
+// has them for the device (CUDA; CPU from torch 2.3 on), else the same arithmetic in tensor
+// ops (Debian's CPU LibTorch 1.13), which the tests compare with GradScaler's rules.
 #pragma once
 
 #include <torch/torch.h>
@@ -41,12 +43,20 @@ class AutocastScope {
 
 /// Dynamic loss scaler (GradScaler's algorithm). Disabled scalers are identities.
 /// State: scale [] float32, growth_tracker [] int32, both on the training device.
+/// Per optimizer step: Scale(loss).backward(); Unscale(params); StepIsFinite() ? step : skip;
+/// Update(). Update after a step with inf/NaN: scale *= backoff_factor, tracker = 0; after a
+/// finite one: tracker += 1, and when it reaches growth_interval, scale *= growth_factor (kept
+/// only if finite) and tracker = 0 (GradScaler.update, torch/amp/grad_scaler.py).
 class LossScaler {
  public:
   LossScaler(bool enabled, const torch::Device& device, double init_scale = 65536.0,
              double growth_factor = 2.0, double backoff_factor = 0.5,
              int64_t growth_interval = 2000);
   bool enabled() const { return enabled_; }
+  /// Whether Unscale/Update run GradScaler's kernels (else the tensor-op equivalent).
+  bool uses_amp_kernels() const { return kernels_; }
+  /// For tests: run the tensor-op equivalent even where the kernels exist.
+  void ForceTensorOps() { kernels_ = false; }
   /// loss * scale (identity when disabled).
   torch::Tensor Scale(const torch::Tensor& loss) const;
   /// Divides the gradients by the scale in place and records whether any is inf/NaN.
@@ -63,6 +73,7 @@ class LossScaler {
 
  private:
   bool enabled_;
+  bool kernels_ = false;
   double growth_factor_, backoff_factor_;
   int64_t growth_interval_;
   torch::Tensor scale_, growth_tracker_, found_inf_;

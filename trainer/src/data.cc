@@ -39,25 +39,42 @@ std::string DescribeSet(const std::string& identity) {
          j.value("tokenizer_sha256", std::string("?")).substr(0, 12) + "...";
 }
 
-DeviceBatch ToDevice(const reader::Batch& b, const torch::Device& device, int64_t max_tokens) {
-  DeviceBatch d;
+HostBatch ToHost(const reader::Batch& b, int64_t max_tokens, bool pinned) {
+  HostBatch h;
   auto img = torch::from_blob(const_cast<uint8_t*>(b.images.data()), {b.size, b.height, b.width, 3},
                               torch::kUInt8);
-  // uint8 crosses to the device (4x fewer bytes than float), then is normalised there.
-  img = img.to(device, /*non_blocking=*/false, /*copy=*/true).permute({0, 3, 1, 2});
+  h.images = pinned ? img.pin_memory() : img.clone();
+  const int64_t l = std::max<int64_t>(std::min<int64_t>(b.max_length, max_tokens), 1);
+  auto tok =
+      torch::from_blob(const_cast<int32_t*>(b.tokens.data()), {b.size, b.max_length}, torch::kInt);
+  h.tokens = tok.slice(1, 0, l).to(torch::kLong);
+  auto len = torch::from_blob(const_cast<int32_t*>(b.lengths.data()), {b.size}, torch::kInt);
+  h.lengths = len.to(torch::kLong).clamp(1, l);
+  if (pinned) {
+    h.tokens = h.tokens.pin_memory();
+    h.lengths = h.lengths.pin_memory();
+  }
+  h.indices = b.indices;
+  h.caption_tokens = CaptionTokenCount(h.lengths);
+  return h;
+}
+
+DeviceBatch ToDevice(const HostBatch& h, const torch::Device& device, bool non_blocking) {
+  DeviceBatch d;
+  auto img = h.images.to(device, non_blocking).permute({0, 3, 1, 2});
   auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
   auto mean = torch::tensor({kMean[0], kMean[1], kMean[2]}, opts).view({1, 3, 1, 1});
   auto stdv = torch::tensor({kStd[0], kStd[1], kStd[2]}, opts).view({1, 3, 1, 1});
   d.images = ((img.to(torch::kFloat) / 255.0 - mean) / stdv).contiguous();
-  const int64_t l = std::min<int64_t>(b.max_length, max_tokens);
-  auto tok =
-      torch::from_blob(const_cast<int32_t*>(b.tokens.data()), {b.size, b.max_length}, torch::kInt);
-  d.tokens = tok.slice(1, 0, std::max<int64_t>(l, 1)).to(torch::kLong).to(device);
-  auto len = torch::from_blob(const_cast<int32_t*>(b.lengths.data()), {b.size}, torch::kInt);
-  d.lengths = len.to(torch::kLong).clamp(1, std::max<int64_t>(l, 1)).to(device);
-  d.indices = b.indices;
-  d.caption_tokens = CaptionTokenCount(d.lengths.cpu());
+  d.tokens = h.tokens.to(device, non_blocking);
+  d.lengths = h.lengths.to(device, non_blocking);
+  d.indices = h.indices;
+  d.caption_tokens = h.caption_tokens;
   return d;
+}
+
+DeviceBatch ToDevice(const reader::Batch& b, const torch::Device& device, int64_t max_tokens) {
+  return ToDevice(ToHost(b, max_tokens, /*pinned=*/false), device, /*non_blocking=*/false);
 }
 
 reader::BatchPtr BatchStream::Next(double* wait_s) {

@@ -48,8 +48,27 @@ struct DeviceBatch {
   int64_t caption_tokens = 0;    // predicted tokens: sum(max(len-1, 0))
 };
 
-/// Copies `b` to `device` (uint8 crosses, then is normalised there); captions cut to
-/// `max_tokens`, the model's position-table length.
+/// A reader batch copied out of the reader's buffer (which goes back to its pool), still on the
+/// host: what crosses to the device.
+struct HostBatch {
+  torch::Tensor images;          // [B,H,W,3] uint8
+  torch::Tensor tokens;          // [B,L] int64, L = min(batch's longest caption, max_tokens)
+  torch::Tensor lengths;         // [B] int64 in [1, L]
+  std::vector<int64_t> indices;  // [B] global sample index
+  int64_t caption_tokens = 0;    // predicted tokens: sum(max(len-1, 0))
+};
+
+/// Copies `b` out of the reader's buffer, captions cut to `max_tokens` (the model's
+/// position-table length). `pinned`: into page-locked memory, so that a copy to a CUDA device
+/// can run asynchronously (needs a CUDA LibTorch).
+HostBatch ToHost(const reader::Batch& b, int64_t max_tokens, bool pinned);
+
+/// `h` on `device`: uint8 crosses (4x fewer bytes than float), then is normalised there.
+/// `non_blocking`: asynchronous copies on the current stream (from pinned memory), as
+/// Tensor.to(non_blocking=True).
+DeviceBatch ToDevice(const HostBatch& h, const torch::Device& device, bool non_blocking);
+
+/// ToDevice(ToHost(b, max_tokens, false), device, false).
 DeviceBatch ToDevice(const reader::Batch& b, const torch::Device& device, int64_t max_tokens);
 
 /// This rank's stream of micro-batches across epochs. Not thread-safe.

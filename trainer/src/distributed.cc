@@ -1,10 +1,14 @@
 #include "distributed.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
+// Each backend only where this LibTorch's headers have it (trainer/CMakeLists.txt checks and
+// defines torch's own macros): pip's wheels may lack gloo/, Debian's CPU build has no NCCL.
+#ifdef USE_C10D_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -14,6 +18,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 namespace mm::train {
 
@@ -78,6 +83,93 @@ struct Distributed::Impl {
   torch::Device device{torch::kCPU};  // where the group's collectives run (NCCL: the GPU)
 };
 
+namespace {
+
+// LibTorch 1.13: a backend is itself the ProcessGroup. 2.x: a ProcessGroup holds one backend
+// per device type; its constructor lost the Options argument in later 2.x releases (the
+// template picks whichever this LibTorch declares, checked at compile time).
+#if TORCH_VERSION_MAJOR >= 2
+template <typename Backend, typename PG = c10d::ProcessGroup>
+c10::intrusive_ptr<PG> WrapBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   c10::intrusive_ptr<Backend> backend, c10::DeviceType device_type,
+                                   typename PG::BackendType backend_type,
+                                   std::chrono::milliseconds timeout) {
+  c10::intrusive_ptr<PG> group;
+  if constexpr (std::is_constructible_v<PG, const c10::intrusive_ptr<c10d::Store>&, int, int>) {
+    group = c10::make_intrusive<PG>(store, rank, size);
+    (void)timeout;
+  } else {
+    auto options = c10::make_intrusive<typename PG::Options>(backend->getBackendName(), timeout);
+    group = c10::make_intrusive<PG>(store, rank, size, options);
+  }
+  group->setBackend(device_type, backend_type, backend);
+  group->setDefaultBackend(backend_type);
+  return group;
+}
+#endif
+
+c10::intrusive_ptr<c10d::ProcessGroup> MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store,
+                                                     int rank, int size,
+                                                     std::chrono::milliseconds timeout) {
+#ifdef USE_C10D_NCCL
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+#if TORCH_VERSION_MAJOR >= 2
+  return WrapBackend(store, rank, size, backend, c10::DeviceType::CUDA,
+                     c10d::ProcessGroup::BackendType::NCCL, timeout);
+#else
+  return backend;
+#endif
+#else
+  (void)store, (void)rank, (void)size, (void)timeout;
+  throw std::runtime_error(
+      "this mmtrain was built without NCCL, so CUDA ranks cannot communicate (it needs a CUDA "
+      "LibTorch and nccl.h at configure time: MM_TRAIN_NCCL, MM_NCCL_INCLUDE_DIR)");
+#endif
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const DistEnv& env,
+                                                     std::chrono::milliseconds timeout) {
+#ifdef USE_C10D_GLOO
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  // GLOO_SOCKET_IFNAME (a comma-separated list of interfaces, as torch reads it) wins;
+  // otherwise loopback for a local MASTER_ADDR, else the address this host's name resolves to.
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname && *ifname) {
+    std::stringstream list(ifname);
+    std::string iface;
+    while (std::getline(list, iface, ',')) {
+      if (!iface.empty()) {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+      }
+    }
+  }
+  if (opts->devices.empty()) {
+    const bool loopback = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
+    opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                     : c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  opts->threads = 2;
+  auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+#if TORCH_VERSION_MAJOR >= 2
+  return WrapBackend(store, env.rank, env.world_size, backend, c10::DeviceType::CPU,
+                     c10d::ProcessGroup::BackendType::GLOO, timeout);
+#else
+  return backend;
+#endif
+#else
+  (void)store, (void)env, (void)timeout;
+  throw std::runtime_error(
+      "this mmtrain was built without Gloo (this LibTorch's headers have no gloo/), so CPU ranks "
+      "cannot communicate: run one process, or CUDA ranks with NCCL, or rebuild with gloo's "
+      "headers (MM_GLOO_INCLUDE_DIR)");
+#endif
+}
+
+}  // namespace
+
 Distributed::Distributed(const DistEnv& env, const torch::Device& device,
                          std::chrono::milliseconds timeout)
     : env_(env), impl_(std::make_unique<Impl>()) {
@@ -85,7 +177,8 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(env_.master_port);
   so.isServer = env_.rank == 0 && !env_.use_agent_store;
-  so.numWorkers = env_.use_agent_store ? c10::nullopt : c10::optional<std::size_t>(env_.world_size);
+  // torchrun's agent store already knows its workers; our own server waits for all ranks.
+  if (!env_.use_agent_store) so.numWorkers = static_cast<std::size_t>(env_.world_size);
   so.waitWorkers = !env_.use_agent_store;
   so.timeout = timeout;
   auto tcp = c10::make_intrusive<c10d::TCPStore>(env_.master_addr, so);
@@ -93,60 +186,8 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
   // previous attempt's rendezvous: a prefix per attempt (torch uses "/worker/attempt_N").
   impl_->store = c10::make_intrusive<c10d::PrefixStore>(
       "mmtrain/attempt_" + std::to_string(env_.restart_count) + "/", tcp);
-
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
-  if (device.is_cuda()) {
-#ifdef USE_C10D_NCCL
-    auto opts = c10d::ProcessGroupNCCL::Options::create();
-    opts->timeout = timeout;
-#if TORCH_VERSION_MAJOR >= 2
-    auto backend =
-        c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env_.rank, env_.world_size, opts);
-    group = c10::make_intrusive<c10d::ProcessGroup>(impl_->store, env_.rank, env_.world_size);
-    group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
-    group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
-#else
-    group =
-        c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env_.rank, env_.world_size, opts);
-#endif
-#else
-    throw std::runtime_error(
-        "this mmtrain was built without NCCL (configure with -DMM_TRAIN_NCCL=ON against a CUDA "
-        "LibTorch)");
-#endif
-  } else {
-    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    // GLOO_SOCKET_IFNAME (a comma-separated list of interfaces, as torch reads it) wins;
-    // otherwise loopback for a local MASTER_ADDR, else the address this host's name resolves to.
-    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-    if (ifname && *ifname) {
-      std::stringstream list(ifname);
-      std::string iface;
-      while (std::getline(list, iface, ',')) {
-        if (!iface.empty()) {
-          opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
-        }
-      }
-    }
-    if (opts->devices.empty()) {
-      const bool loopback = env_.master_addr == "127.0.0.1" || env_.master_addr == "localhost";
-      opts->devices.push_back(loopback
-                                  ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                  : c10d::ProcessGroupGloo::createDefaultDevice());
-    }
-    opts->threads = 2;
-#if TORCH_VERSION_MAJOR >= 2
-    auto backend =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env_.rank, env_.world_size, opts);
-    group = c10::make_intrusive<c10d::ProcessGroup>(impl_->store, env_.rank, env_.world_size);
-    group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
-    group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
-#else
-    group =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env_.rank, env_.world_size, opts);
-#endif
-  }
-  impl_->group = group;
+  impl_->group = device.is_cuda() ? MakeNcclGroup(impl_->store, env_.rank, env_.world_size, timeout)
+                                  : MakeGlooGroup(impl_->store, env_, timeout);
   impl_->device = device;
 }
 
@@ -237,6 +278,46 @@ class CountingAllReduceHook : public c10d::CommHookInterface {
 
 }  // namespace
 
+namespace {
+
+/// c10d::Reducer's constructor as this LibTorch declares it: 1.13 to 2.6 take per-bucket size
+/// limits; later 2.x drop them and add skip_all_reduce_unused_params and use_python_reducer
+/// (both false here: every parameter is used, the C++ Reducer is the one that runs), some also
+/// a per-bucket cap list (empty: bucket_bytes_cap for every bucket). Chosen at compile time.
+template <typename R = c10d::Reducer>
+std::unique_ptr<R> MakeReducer(std::vector<torch::Tensor> params,
+                               std::vector<std::vector<size_t>> buckets, std::vector<size_t> limits,
+                               c10::intrusive_ptr<c10d::ProcessGroup> group,
+                               std::vector<bool> sparse, int64_t bucket_bytes,
+                               int64_t first_bucket_bytes) {
+  using Params = std::vector<torch::Tensor>;
+  using Buckets = std::vector<std::vector<size_t>>;
+  using Group = c10::intrusive_ptr<c10d::ProcessGroup>;
+  using Names = std::unordered_map<size_t, std::string>;
+  Names names;
+  const bool find_unused = false, as_view = false, skip_unused = false, python_reducer = false;
+  if constexpr (std::is_constructible_v<R, Params, Buckets, std::vector<size_t>, Group,
+                                        std::vector<bool>, int64_t, bool, bool, Names, int64_t>) {
+    return std::make_unique<R>(std::move(params), std::move(buckets), std::move(limits),
+                               std::move(group), std::move(sparse), bucket_bytes, find_unused,
+                               as_view, std::move(names), first_bucket_bytes);
+  } else if constexpr (std::is_constructible_v<R, Params, Buckets, Group, std::vector<bool>,
+                                               int64_t, bool, bool, Names, int64_t, bool, bool>) {
+    (void)limits;
+    return std::make_unique<R>(std::move(params), std::move(buckets), std::move(group),
+                               std::move(sparse), bucket_bytes, find_unused, as_view,
+                               std::move(names), first_bucket_bytes, skip_unused, python_reducer);
+  } else {
+    (void)limits;
+    return std::make_unique<R>(std::move(params), std::move(buckets), std::move(group),
+                               std::move(sparse), bucket_bytes, find_unused, as_view,
+                               std::move(names), first_bucket_bytes, skip_unused, python_reducer,
+                               std::vector<int64_t>{});
+  }
+}
+
+}  // namespace
+
 GradReducer::GradReducer(std::vector<torch::Tensor> params, Distributed& dist, int64_t bucket_bytes,
                          int64_t first_bucket_bytes)
     : counters_(std::make_shared<Counters>()) {
@@ -249,12 +330,8 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, Distributed& dist, i
   // registration, so the buckets are listed last-parameters-first.
   std::reverse(buckets.begin(), buckets.end());
   std::reverse(limits.begin(), limits.end());
-  std::unordered_map<size_t, std::string> names;
-  reducer_ = std::make_unique<c10d::Reducer>(
-      std::move(params), std::move(buckets), std::move(limits), dist.group(), std::move(sparse),
-      /*bucket_bytes_cap=*/bucket_bytes, /*find_unused_parameters=*/false,
-      /*gradient_as_bucket_view=*/false, std::move(names),
-      /*first_bucket_bytes_cap=*/first_bucket_bytes);
+  reducer_ = MakeReducer(std::move(params), std::move(buckets), std::move(limits), dist.group(),
+                         std::move(sparse), bucket_bytes, first_bucket_bytes);
   reducer_->register_comm_hook(std::make_unique<CountingAllReduceHook>(dist.group(), counters_));
 }
 

@@ -11,7 +11,14 @@ namespace mm::train {
 
 void MetricsWindow::Add(const StepStats& s) {
   wait_s += s.wait_s, time_s += s.time_s, loss += s.loss, contrastive += s.contrastive,
-      caption += s.caption, steps += 1, samples += s.samples;
+      caption += s.caption, steps += 1, samples += s.samples, skipped += s.skipped;
+}
+
+void AddGpuFields(const GpuStats& gpu, nlohmann::json* record) {
+  if (gpu.samples == 0) return;
+  (*record)["gpu_util_pct"] = gpu.util_mean_pct();
+  (*record)["gpu_mem_used_mib"] = gpu.mem_used_max_mib;
+  (*record)["gpu_mem_total_mib"] = gpu.mem_total_mib;
 }
 
 void MetricsLog::Open(const std::string& path) {
@@ -69,7 +76,10 @@ nlohmann::json SummaryRecord(const RunSummary& r) {
                       {"stopped_early", r.stopped_early},
                       {"steps_run", r.steps_run},
                       {"allreduce_rounds", r.allreduce_rounds},
-                      {"allreduce_buckets", r.allreduce_buckets}};
+                      {"allreduce_buckets", r.allreduce_buckets},
+                      {"skipped_steps", r.run.skipped}};
+  if (r.fp16) s["loss_scale"] = r.loss_scale;
+  AddGpuFields(r.run.gpu, &s);
   if (r.last_eval.n > 0) {
     s["val_caption_loss"] = r.last_eval.caption_loss;
     s["val_perplexity"] = r.last_eval.perplexity;
@@ -92,27 +102,40 @@ void PrintSummaryLine(const RunSummary& r) {
 
 nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,
                            int64_t epoch, double loss_scale) {
-  return {{"event", "train"},
-          {"step", step},
-          {"loss", w.mean_loss()},
-          {"contrastive", w.mean_contrastive()},
-          {"caption", w.mean_caption()},
-          {"lr", last.lr},
-          {"grad_norm", last.grad_norm},
-          {"samples_per_s", w.samples_per_s()},
-          {"data_wait_pct", w.wait_pct()},
-          {"epoch", epoch},
-          {"loss_scale", loss_scale}};
+  nlohmann::json r = {{"event", "train"},
+                      {"step", step},
+                      {"loss", w.mean_loss()},
+                      {"contrastive", w.mean_contrastive()},
+                      {"caption", w.mean_caption()},
+                      {"lr", last.lr},
+                      {"grad_norm", last.grad_norm},
+                      {"samples_per_s", w.samples_per_s()},
+                      {"data_wait_pct", w.wait_pct()},
+                      {"epoch", epoch},
+                      {"loss_scale", loss_scale},
+                      {"skipped_steps", w.skipped}};
+  AddGpuFields(w.gpu, &r);
+  return r;
 }
 
 void PrintTrainLine(int64_t step, int64_t total_steps, const MetricsWindow& w, double lr,
                     bool show_scale, double loss_scale) {
+  std::string extra;
+  if (w.gpu.samples > 0) {
+    char gpu[96];
+    std::snprintf(gpu, sizeof gpu, "  gpu %.0f%% %.0f/%.0f MiB", w.gpu.util_mean_pct(),
+                  w.gpu.mem_used_max_mib, w.gpu.mem_total_mib);
+    extra += gpu;
+  }
+  if (show_scale) {
+    extra += "  scale " + std::to_string(loss_scale);
+    if (w.skipped > 0) extra += " (" + std::to_string(w.skipped) + " skipped)";
+  }
   std::printf(
       "step %6lld/%lld  loss %.4f (contrastive %.4f caption %.4f)  lr %.3e  %.1f samples/s  "
       "data-wait %.1f%%%s\n",
       static_cast<long long>(step), static_cast<long long>(total_steps), w.mean_loss(),
-      w.mean_contrastive(), w.mean_caption(), lr, w.samples_per_s(), w.wait_pct(),
-      show_scale ? ("  scale " + std::to_string(loss_scale)).c_str() : "");
+      w.mean_contrastive(), w.mean_caption(), lr, w.samples_per_s(), w.wait_pct(), extra.c_str());
   std::fflush(stdout);
 }
 

@@ -12,6 +12,7 @@
 
 #include "evaluate.h"
 #include "files.h"
+#include "gpu_monitor.h"
 
 namespace mm::train {
 
@@ -25,12 +26,15 @@ struct StepStats {
   double wait_s = 0;     // seconds blocked in the reader
   double time_s = 0;     // seconds of the whole step
   int64_t samples = 0;   // items in the global batch
+  bool skipped = false;  // fp16: inf/NaN gradients, the optimizer step was skipped
 };
 
 /// Sums over a span of steps (a log window, or the whole run).
 struct MetricsWindow {
   double wait_s = 0, time_s = 0, loss = 0, contrastive = 0, caption = 0;
   int64_t steps = 0, samples = 0;
+  int64_t skipped = 0;  // steps skipped by the loss scaler (inf/NaN gradients)
+  GpuStats gpu;         // GPU samples over the span (none without NVML or a GPU)
 
   void Add(const StepStats& s);
   double samples_per_s() const { return samples / std::max(time_s, 1e-9); }
@@ -74,15 +78,21 @@ struct RunSummary {
   int64_t allreduce_rounds = 0, allreduce_buckets = 0;
   EvalResult last_eval;  // n == 0: none
   double best_val = 0;   // best val caption loss
+  bool fp16 = false;     // loss scaling on: the summary reports the final scale
+  double loss_scale = 1;
 };
 nlohmann::json SummaryRecord(const RunSummary& r);
 void PrintSummaryLine(const RunSummary& r);
 
-/// The "train" record of a window ending at `step`, and its stdout line.
+/// The "train" record of a window ending at `step`, and its stdout line. GPU fields
+/// (gpu_util_pct: mean utilisation over the window's samples, gpu_mem_used_mib: the most
+/// memory in use on the device, gpu_mem_total_mib) only when the window has GPU samples.
 nlohmann::json TrainRecord(int64_t step, const MetricsWindow& w, const StepStats& last,
                            int64_t epoch, double loss_scale);
 void PrintTrainLine(int64_t step, int64_t total_steps, const MetricsWindow& w, double lr,
                     bool show_scale, double loss_scale);
+/// Adds the GPU fields of `gpu` to `record` (nothing when it has no samples).
+void AddGpuFields(const GpuStats& gpu, nlohmann::json* record);
 
 /// The "eval" record of an evaluation at `step`, and its stdout line (`seconds` it took).
 nlohmann::json EvalRecord(int64_t step, const EvalResult& e);

@@ -123,10 +123,28 @@ def draw(runs, out):
     a = ax[1][2]
     for i, (train, _) in enumerate(data):
         x, y = series(train, "data_wait_pct")
-        a.plot(x, y, styles[i], color=run_colour[i], label=names[i])
-    a.set_title("data wait (blocked on the reader)")
-    a.set_ylabel("% of step time")
-    a.set_ylim(bottom=0)
+        a.plot(x, y, styles[i], color=run_colour[i], label="%s: data wait" % names[i])
+    # GPU fields (NVML; see trainer/src/gpu_monitor.h): utilisation on the same % axis, memory
+    # in use on a second axis. Runs without them (CPU, no NVML) draw as before.
+    gpu_runs = [i for i, (train, _) in enumerate(data) if any("gpu_util_pct" in r for r in train)]
+    if gpu_runs:
+        mem = a.twinx()
+        for i in gpu_runs:
+            x, y = series(data[i][0], "gpu_util_pct")
+            a.plot(x, y, styles[i], color="C2", marker=".", label="%s: GPU busy" % names[i])
+            x, y = series(data[i][0], "gpu_mem_used_mib", 1.0 / 1024)
+            mem.plot(x, y, styles[i], color="C4", linewidth=1, label="%s: GPU memory" % names[i])
+        total = max(r.get("gpu_mem_total_mib", 0) for i in gpu_runs for r in data[i][0]) / 1024
+        mem.set_ylim(0, total * 1.05 if total > 0 else None)
+        mem.set_ylabel("GPU memory in use (GiB)", color="C4")
+        mem.legend(fontsize=7, loc="upper right")
+        a.set_title("data wait; GPU busy and memory (NVML)")
+        a.set_ylabel("% of step time (wait) / of time (GPU busy)")
+        a.set_ylim(0, 105)
+    else:
+        a.set_title("data wait (blocked on the reader)")
+        a.set_ylabel("% of step time")
+        a.set_ylim(bottom=0)
 
     for row in ax:
         for a in row:

@@ -1,5 +1,6 @@
 #include "trainer.h"
 
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <time.h>
 
 #include <cmath>
@@ -73,6 +74,15 @@ Trainer::Trainer(const TrainConfig& given) : c_(given) {
   if (device_.is_cuda() && !torch::cuda::is_available()) {
     throw std::invalid_argument("--device " + c_.device + ": this LibTorch has no CUDA device");
   }
+  if (device_.is_cuda()) {
+    if (device_.index() >= static_cast<int>(torch::cuda::device_count())) {
+      throw std::invalid_argument("--device " + device_.str() + ": this machine has " +
+                                  std::to_string(torch::cuda::device_count()) + " CUDA devices");
+    }
+    // This rank's GPU is the current device: NCCL's communicator, the side stream and pinned
+    // memory all belong to it.
+    c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).setDevice(device_);
+  }
   amp_ = ParseAmp(c_.amp);
   CheckAmpSupported(amp_, device_);
   dist_ = std::make_unique<Distributed>(
@@ -85,6 +95,15 @@ Trainer::Trainer(const TrainConfig& given) : c_(given) {
   BuildOptimizer();
   CreateLoader();
   MaybeResume();
+  feeder_ = std::make_unique<DeviceFeeder>(*stream_, device_, mc_.max_tokens, c_.accum_steps);
+  if (lead_ && device_.is_cuda()) {
+    gpu_ = std::make_unique<GpuMonitor>(device_.index());
+    if (!gpu_->available()) {
+      std::fprintf(stderr, "mmtrain: no GPU utilisation in the metrics: %s\n",
+                   gpu_->unavailable_reason().c_str());
+      gpu_.reset();
+    }
+  }
   if (dist_->enabled()) reducer_ = std::make_unique<GradReducer>(params_, *dist_);
   step_context_ = {model_,       dist_.get(),   reducer_.get(), scaler_.get(), c_.w_contrastive,
                    c_.w_caption, c_.local_loss, amp_,           device_};
@@ -274,7 +293,7 @@ StepStats Trainer::TrainStep() {
   const StepLosses losses = ForwardBackward(step_context_, micro, global_tokens);
   micro.clear();
   s.lr = LearningRate(c_.lr, step_, total_steps_, warmup_);
-  s.grad_norm = ClipAndStep(s.lr);
+  ClipAndStep(&s);
 
   // Loss as the whole world saw it: InfoNCE of the global batch (with --local-loss the mean of
   // the ranks' row losses, the same number), caption CE per token of the global batch.
@@ -299,30 +318,26 @@ StepStats Trainer::TrainStep() {
 
 std::vector<DeviceBatch> Trainer::FetchMicroBatches(double* wait_s) {
   if (c_.reuse_batches && !reused_micro_.empty()) return reused_micro_;
-  std::vector<DeviceBatch> micro;
-  for (int k = 0; k < c_.accum_steps; ++k) {
-    reader::BatchPtr b = stream_->Next(wait_s);  // back to the loader's pool at scope end
-    micro.push_back(ToDevice(*b, device_, mc_.max_tokens));
-  }
+  std::vector<DeviceBatch> micro = feeder_->NextStep(wait_s);
   if (c_.reuse_batches) reused_micro_ = micro;
   return micro;
 }
 
-double Trainer::ClipAndStep(double lr) {
+void Trainer::ClipAndStep(StepStats* s) {
   scaler_->Unscale(params_);
   if (!c_.dump_grads.empty() && step_ == 0 && c_.resume.empty()) {
     DumpTensors(params_, /*grads=*/true, WithRankSuffix(c_.dump_grads, *dist_));
   }
-  double grad_norm = 0;
-  if (c_.clip_grad > 0) grad_norm = torch::nn::utils::clip_grad_norm_(params_, c_.clip_grad);
+  s->grad_norm = 0;
+  if (c_.clip_grad > 0) s->grad_norm = torch::nn::utils::clip_grad_norm_(params_, c_.clip_grad);
   for (auto& g : optimizer_->param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    static_cast<torch::optim::AdamWOptions&>(g.options()).lr(s->lr);
   }
-  if (scaler_->StepIsFinite()) optimizer_->step();
+  s->skipped = !scaler_->StepIsFinite();
+  if (!s->skipped) optimizer_->step();
   scaler_->Update();
   ++step_;
   ++steps_run_;
-  return grad_norm;
 }
 
 void Trainer::MaybeLog(const StepStats& s) {
@@ -330,10 +345,14 @@ void Trainer::MaybeLog(const StepStats& s) {
   run_.Add(s);
   if (c_.log_every <= 0 || !lead_) return;
   if (step_ % c_.log_every != 0 && step_ != total_steps_) return;
+  if (gpu_) {
+    window_.gpu = gpu_->TakeWindow();
+    run_.gpu.Add(window_.gpu);
+  }
   if (!c_.quiet) {
     PrintTrainLine(step_, total_steps_, window_, s.lr, scaler_->enabled(), scaler_->scale());
   }
-  metrics_.Emit(TrainRecord(step_, window_, s, stream_->state().epoch, scaler_->scale()));
+  metrics_.Emit(TrainRecord(step_, window_, s, feeder_->state().epoch, scaler_->scale()));
   window_ = MetricsWindow{};
 }
 
@@ -374,10 +393,10 @@ void Trainer::SaveCheckpointTo(const std::string& path) {
   if (!lead_ || c_.out.empty()) return;
   CheckpointMeta m;
   m.step = step_;
-  m.epoch = stream_->state().epoch;
+  m.epoch = feeder_->state().epoch;
   m.best_val = best_val_;
   m.evals_since_best = evals_since_best_;
-  m.loader_state = stream_->state().ToJson();
+  m.loader_state = feeder_->state().ToJson();  // the last batch trained on, not the reader's
   m.config = c_.ToJson();
   m.model_config = mc_.ToJson();
   m.shards_identity = SetIdentity(set_->info());
@@ -396,12 +415,14 @@ void Trainer::Finish() {
   r.step = step_, r.steps_run = steps_run_;
   r.wall_s = Seconds(run_start_, Clock::now());
   r.cpu_s = ProcessCpuSeconds() - cpu_start_;
-  r.run = run_;
   r.final_loss = last_loss_, r.first_caption = first_caption_, r.final_caption = last_caption_;
   r.stopped_early = stopped_early_;
   r.allreduce_rounds = reducer_ ? reducer_->allreduce_rounds() : 0;
   r.allreduce_buckets = reducer_ ? reducer_->allreduce_buckets() : 0;
   r.last_eval = last_eval_, r.best_val = best_val_;
+  r.fp16 = scaler_->enabled(), r.loss_scale = scaler_->scale();
+  if (gpu_) run_.gpu.Add(gpu_->TakeWindow());
+  r.run = run_;
   PrintSummaryLine(r);
   const nlohmann::json s = SummaryRecord(r);
   metrics_.Emit(s);

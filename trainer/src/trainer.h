@@ -14,8 +14,10 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "data.h"
+#include "device_feeder.h"
 #include "distributed.h"
 #include "evaluate.h"
+#include "gpu_monitor.h"
 #include "metrics.h"
 #include "model.h"
 #include "resume_plan.h"
@@ -54,9 +56,10 @@ class Trainer {
   void LogStart();
   StepStats TrainStep();
   std::vector<DeviceBatch> FetchMicroBatches(double* wait_s);
-  /// Unscales, (dumps the first step's gradients,) clips, sets `lr` and steps the optimizer.
-  /// Returns the gradient norm before clipping (0 when clipping is off).
-  double ClipAndStep(double lr);
+  /// Unscales, (dumps the first step's gradients,) clips, sets s->lr and steps the optimizer
+  /// unless the loss scaler found inf/NaN gradients. Sets s->grad_norm (before clipping, 0
+  /// when clipping is off) and s->skipped.
+  void ClipAndStep(StepStats* s);
   void MaybeLog(const StepStats& s);
   void MaybeEvaluate();
   void MaybeCheckpoint();
@@ -79,6 +82,8 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<BatchStream> stream_;
+  std::unique_ptr<DeviceFeeder> feeder_;  // reads stream_ (declared after it: destroyed first)
+  std::unique_ptr<GpuMonitor> gpu_;       // rank 0 on CUDA; null elsewhere
   std::unique_ptr<GradReducer> reducer_;
   StepContext step_context_;
   MetricsLog metrics_;
