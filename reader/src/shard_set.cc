@@ -65,7 +65,7 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
     return part;
   }
   HttpRequest request;
-  request.url = part.location.FileUrl(std::string(mm::format::kIndexFile));
+  MM_ASSIGN_OR_RETURN(request.url, part.location.FileUrl(std::string(mm::format::kIndexFile)));
   request.s3 = part.location.kind == LocationKind::kS3 ? &part.location.s3 : nullptr;
   MM_ASSIGN_OR_RETURN(std::string text,
                       ThreadHttpClient().GetText(request, options.remote, kMaxRemoteIndexBytes));

@@ -177,6 +177,9 @@ Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retr
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(curl, CURLOPT_URL, r.url.c_str());
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  // Keys are not paths: send the path as it is, never with dot segments resolved away
+  // (location.h refuses them before this; this keeps anything else from being rewritten).
+  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, ("mmpack/" + std::string(kVersion)).c_str());
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.connect_timeout_s));
