@@ -113,6 +113,32 @@ def test_bad_options_are_value_errors(coco, options, message):
         mmpack.Loader(coco, **options)
 
 
+@pytest.mark.parametrize("options,name", [
+    ({"batch_size": 2 ** 31}, "batch_size"),
+    ({"batch_size": 4, "seed": -1}, "seed"),
+    ({"batch_size": 4, "seed": 2 ** 64}, "seed"),
+    ({"batch_size": 4, "rank": 2 ** 40, "world_size": 2}, "rank"),
+    ({"batch_size": 4, "world_size": -2 ** 33}, "world_size"),
+    ({"batch_size": 4, "num_threads": 2 ** 32}, "num_threads"),
+    ({"batch_size": 4, "prefetch": 2 ** 31}, "prefetch"),
+    ({"batch_size": 4, "shuffle_window": 2 ** 31}, "shuffle_window"),
+    ({"batch_size": 4, "output_size": (2 ** 31, 2)}, "output_size"),
+    ({"batch_size": 4, "cache_limit": 2 ** 63}, "byte size"),
+    ({"batch_size": 4, "cache_limit": -1}, "byte size"),
+])
+def test_integers_out_of_the_c_range_are_value_errors_naming_the_option(coco, options, name):
+    # Not pybind11's "incompatible function arguments ... Invoked with: <LoaderOptions ...>".
+    with pytest.raises(ValueError, match=name) as raised:
+        mmpack.Loader(coco, **options)
+    assert "Invoked with" not in str(raised.value)
+
+
+def test_an_epoch_out_of_range_is_a_value_error(coco):
+    loader = mmpack.Loader(coco, batch_size=4)
+    with pytest.raises(ValueError, match="epoch"):
+        loader.set_epoch(2 ** 63)
+
+
 def test_wrong_types_are_type_errors(coco):
     with pytest.raises(TypeError):
         mmpack.Loader(coco, "4")

@@ -276,6 +276,27 @@ TEST(RemoteLocation, DotSegmentsAreRefusedNotResolvedIntoAnotherBucket) {
   EXPECT_NE(opened.status().message().find("'..' path segment"), std::string::npos);
 }
 
+// An access key id without its secret would be signed with an empty secret and refused by the
+// server as "SignatureDoesNotMatch", which does not say what is missing.
+TEST(RemoteSet, AnAccessKeyWithoutASecretNamesTheMissingVariable) {
+  ScopedEnv env;
+  env.Set("AWS_ENDPOINT_URL", "http://127.0.0.1:9");  // never asked: the check comes first
+  env.Set("AWS_ACCESS_KEY_ID", "S3RVER");
+  for (bool unset : {false, true}) {
+    if (unset) {
+      env.Unset("AWS_SECRET_ACCESS_KEY");
+    } else {
+      env.Set("AWS_SECRET_ACCESS_KEY", "");
+    }
+    auto r = ShardSet::Open("s3://bkt/set");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("AWS_SECRET_ACCESS_KEY is empty or unset"),
+              std::string::npos)
+        << r.status().ToString();
+  }
+}
+
 TEST(RemoteLocation, S3AddressingFollowsTheEnvironment) {
   internal::S3Settings aws;
   aws.region = "eu-west-1";

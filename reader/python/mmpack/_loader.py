@@ -1,6 +1,7 @@
 """mmpack.Loader: this rank's batches of a shard set, for PyTorch training loops."""
 
 import json
+import operator
 import os
 import sys
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
@@ -34,8 +35,28 @@ def _augmentation(options: "_mmpack.LoaderOptions", crop: str,
                          % (interpolation,))
     options.interpolation = _INTERPOLATIONS[interpolation]
     if output_size is not None:
-        options.output_height, options.output_width = (int(v) for v in output_size)
+        options.output_height, options.output_width = (
+            _integer("output_size", v, *_INT32) for v in output_size)
     options.horizontal_flip = bool(horizontal_flip)
+
+
+_INT32 = (-(2 ** 31), 2 ** 31 - 1)
+
+
+def _integer(name: str, value: Any, low: int, high: int) -> int:
+    """`value` as an int in [low, high] for the C++ option `name`: TypeError when it is not an
+    integer, ValueError naming the option when it is out of range (pybind11 would only say
+    "incompatible function arguments ... Invoked with: <LoaderOptions>"). The C++ Loader checks
+    the meaning (batch_size >= 1, rank < world_size...) with its own messages."""
+    if isinstance(value, bool):
+        raise TypeError("%s must be an integer, not %r" % (name, value))
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, not %r" % (name, value)) from None
+    if not low <= number <= high:
+        raise ValueError("%s must be an integer in [%d, %d], not %d" % (name, low, high, number))
+    return number
 
 
 def _env_int(name: str, default: int) -> int:
@@ -157,17 +178,18 @@ class Loader:
             self._set = ShardSet(path_or_set, cache_dir=cache_dir, cache_limit=cache_limit)
         default_rank, default_world = default_rank_and_world_size()
         options = _mmpack.LoaderOptions()
-        options.batch_size = batch_size
+        options.batch_size = _integer("batch_size", batch_size, *_INT32)
         options.shuffle = shuffle
-        options.seed = seed
-        options.rank = default_rank if rank is None else rank
-        options.world_size = default_world if world_size is None else world_size
+        options.seed = _integer("seed", seed, 0, 2 ** 64 - 1)
+        options.rank = _integer("rank", default_rank if rank is None else rank, *_INT32)
+        options.world_size = _integer(
+            "world_size", default_world if world_size is None else world_size, *_INT32)
         options.drop_last = drop_last
-        options.num_threads = num_threads
-        options.prefetch_batches = prefetch
+        options.num_threads = _integer("num_threads", num_threads, *_INT32)
+        options.prefetch_batches = _integer("prefetch", prefetch, *_INT32)
         options.caption_mode = _CAPTION_MODES[caption_mode]
         options.shuffle_mode = _SHUFFLE_MODES[shuffle_mode]
-        options.shuffle_window = shuffle_window
+        options.shuffle_window = _integer("shuffle_window", shuffle_window, *_INT32)
         _augmentation(options, crop, output_size, horizontal_flip, interpolation)
         self._options = options
         self._impl = _mmpack.Loader(self._set._set, options)
@@ -218,7 +240,7 @@ class Loader:
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration run epoch `epoch` (>= 0), as DistributedSampler.set_epoch.
         After load_state_dict, set_epoch with the restored epoch keeps the restored position."""
-        epoch = int(epoch)
+        epoch = _integer("epoch", epoch, -(2 ** 63), 2 ** 63 - 1)
         if epoch < 0:
             raise ValueError("epoch must be >= 0, not %d" % epoch)
         if self._resume and epoch == self._epoch:

@@ -95,6 +95,12 @@ Result<Location> ParseS3(const std::string& text, const S3Settings& s3) {
                                    "' is not letters, digits, '.', '-' and '_'");
   }
   MM_RETURN_NOT_OK(CheckNoDotSegments(loc.prefix, /*encoded=*/false, text));
+  if (!s3.access_key_id.empty() && s3.secret_access_key.empty()) {
+    // Signing with an empty secret only earns the server's SignatureDoesNotMatch.
+    return Status::InvalidArgument(text +
+                                   ": AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is "
+                                   "empty or unset: set both (or neither, for a public bucket)");
+  }
   loc.text = "s3://" + loc.bucket + (loc.prefix.empty() ? "" : "/" + loc.prefix);
   std::string root;
   if (!s3.endpoint.empty()) {

@@ -62,7 +62,8 @@ bool IsRemoteLocation(const std::string& text);
 
 /// Parses `text`: "s3://BUCKET[/PREFIX]", "http[s]://HOST[:PORT]/PATH" or a local path.
 /// Errors: InvalidArgument (an empty bucket or host; a bucket name outside [A-Za-z0-9._-]; a
-/// "." or ".." segment in the prefix or URL path; a query or fragment in an http(s) URL;
+/// "." or ".." segment in the prefix or URL path; a query or fragment in an http(s) URL; an
+/// s3:// location with an access key id but no secret, naming AWS_SECRET_ACCESS_KEY;
 /// another scheme such as ftp://; a malformed AWS_ENDPOINT_URL, naming it).
 Result<Location> ParseLocation(const std::string& text, const S3Settings& s3);
 
