@@ -105,6 +105,27 @@ def test_state_before_and_between_epochs(coco):
     assert len(list(other)) == 5
 
 
+def test_a_state_is_refused_by_a_loader_of_another_order(coco_multi):
+    # Every key reaches the C++ Restore: a block-shuffle state used to restore under the global
+    # order (or another window) silently, the same positions then being other items.
+    a = mmpack.Loader(coco_multi, 4, seed=3, shuffle_mode="block", shuffle_window=2)
+    _, it = take(a, 3)
+    state = a.state_dict()
+    assert (state["order"], state["shuffle_window"]) == ("block", 2)
+    for other in ({"shuffle_mode": "global"}, {"shuffle_mode": "block", "shuffle_window": 3},
+                  {"shuffle": False}):
+        b = mmpack.Loader(coco_multi, 4, **other)
+        with pytest.raises(ValueError, match="saved under order 'block' \\(window 2\\)"):
+            b.load_state_dict(state)
+    # Between epochs too (set_epoch moved on, nothing read): the state names its order.
+    a.set_epoch(4)
+    with pytest.raises(ValueError, match="order 'block'"):
+        mmpack.Loader(coco_multi, 4).load_state_dict(a.state_dict())
+    same = mmpack.Loader(coco_multi, 4, shuffle_mode="block", shuffle_window=2)
+    same.load_state_dict(state)
+    assert [x["indices"].tolist() for x in same] == [x["indices"].tolist() for x in it]
+
+
 def test_bad_states_are_value_errors(coco):
     loader = mmpack.Loader(coco, 10)
     with pytest.raises(ValueError, match="lacks consumed"):

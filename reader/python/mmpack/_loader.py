@@ -14,7 +14,6 @@ _ARRAY_KEYS = ("images", "tokens", "lengths", "indices", "caption_index")
 _CAPTION_MODES = {"random": _mmpack.CaptionMode.RANDOM, "all": _mmpack.CaptionMode.ALL}
 _SHUFFLE_MODES = {"auto": _mmpack.ShuffleMode.AUTO, "global": _mmpack.ShuffleMode.GLOBAL,
                   "block": _mmpack.ShuffleMode.BLOCK}
-_STATE_KEYS = ("seed", "epoch", "consumed", "world_size", "batch_size")
 
 
 _CROPS = {"none": _mmpack.ImageCrop.NONE, "center": _mmpack.ImageCrop.CENTER,
@@ -77,6 +76,21 @@ def default_rank_and_world_size() -> Tuple[int, int]:
     if dist is not None and dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
+
+
+def _plain_state(state: Dict[str, Any]) -> Dict[str, Any]:
+    """`state` with JSON types only: strs stay, integers (numpy's, torch's 0-d tensors after a
+    round trip) become ints. ValueError for anything else, naming the key."""
+    plain: Dict[str, Any] = {}
+    for key, value in state.items():
+        if isinstance(value, str):
+            plain[key] = value
+            continue
+        try:
+            plain[key] = operator.index(value)
+        except TypeError:
+            raise ValueError("loader state: %r is %r, not an int or a str" % (key, value)) from None
+    return plain
 
 
 class Loader:
@@ -248,26 +262,24 @@ class Loader:
         self._resume = False
         self._epoch = epoch
 
-    def state_dict(self) -> Dict[str, int]:
+    def state_dict(self) -> Dict[str, Any]:
         """Where this loader is, after the last batch it gave: {"seed", "epoch", "consumed" (items
         of the epoch's global order handed out over all ranks), "world_size", "batch_size",
-        "items_per_epoch"}, ints, and once a batch was read "order" ("global", "block" or "none")
-        and "shuffle_window" (the C++ LoaderState's; load_state_dict refuses another order);
-        torch.save-able. Save it on any rank (ranks in lockstep agree)."""
-        if self._run_epoch == self._epoch:
-            state = json.loads(self._impl.state_json())
-        else:  # set_epoch moved on and nothing ran yet: the start of that epoch
-            state = {"seed": self._seed, "epoch": self._epoch, "consumed": 0,
-                     "world_size": self._options.world_size,
-                     "batch_size": self._options.batch_size}
+        "items_per_epoch"}, ints, "order" ("global", "block" or "none") and "shuffle_window"
+        (the C++ LoaderState's; load_state_dict refuses another order); torch.save-able. Save
+        it on any rank (ranks in lockstep agree)."""
+        state = json.loads(self._impl.state_json())  # every field the C++ state has
+        if self._run_epoch != self._epoch:  # set_epoch moved on, nothing ran yet: its start
+            state.update({"seed": self._seed, "epoch": self._epoch, "consumed": 0})
         state["items_per_epoch"] = self._impl.items_per_epoch
         return state
 
-    def load_state_dict(self, state: Dict[str, int]) -> None:
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Continues from `state` (a state_dict() of a Loader over the same set and
         caption_mode, at any world size and batch size): the next iteration gives the rest of
-        that epoch. Errors: ValueError (missing keys, consumed past the epoch, a state from a
-        set or caption_mode with another number of items per epoch)."""
+        that epoch. Every key of `state` reaches the C++ LoaderState. Errors: ValueError
+        (missing keys, consumed past the epoch, a state from a set or caption_mode with another
+        number of items per epoch, a state saved under another order or block window)."""
         missing = [k for k in ("seed", "epoch", "consumed") if k not in state]
         if missing:
             raise ValueError("loader state lacks %s" % ", ".join(missing))
@@ -276,7 +288,9 @@ class Loader:
             raise ValueError("loader state is from a loader with %d items per epoch, this one "
                              "has %d (another set or caption_mode?)"
                              % (int(state["items_per_epoch"]), items))
-        self._impl.restore_json(json.dumps({k: int(state[k]) for k in _STATE_KEYS if k in state}))
+        # Every key goes to the C++ Restore, which checks what it knows (the order and its
+        # window; 23.10: passing five keys let a block-shuffle state restore under another order).
+        self._impl.restore_json(json.dumps(_plain_state(state)))
         self._epoch = self._run_epoch = int(state["epoch"])
         self._seed = int(state["seed"])
         self._resume = True
