@@ -21,6 +21,7 @@
 #include <system_error>
 #include <thread>
 
+#include "loader_state.h"
 #include "mm/reader.h"
 #include "mm/sample_text.h"
 #include "order.h"
@@ -164,6 +165,9 @@ class LoaderImpl final : public Loader {
     s.batch_size = options_.batch_size;
     s.order = internal::OrderName(order_.arrangement);
     s.shuffle_window = order_.arrangement == internal::Arrangement::kBlock ? order_.window : 0;
+    s.set = impl_.identity();
+    s.set_source = set_->info().root;
+    s.caption_mode = options_.caption_mode == CaptionMode::kAllCaptions ? "all" : "random";
     return s;
   }
 
@@ -173,15 +177,7 @@ class LoaderImpl final : public Loader {
                                      " outside the epoch's " + std::to_string(items_) + " items");
     }
     if (state.epoch < 0) return Status::InvalidArgument("loader state epoch < 0");
-    const LoaderState mine = this->state();
-    if (!state.order.empty() &&
-        (state.order != mine.order || state.shuffle_window != mine.shuffle_window)) {
-      return Status::InvalidArgument(
-          "loader state was saved under order '" + state.order + "' (window " +
-          std::to_string(state.shuffle_window) + "), this loader reads '" + mine.order +
-          "' (window " + std::to_string(mine.shuffle_window) +
-          "): the same positions would be other items; use the saved shuffle options");
-    }
+    MM_RETURN_NOT_OK(internal::CheckRestorable(state, this->state()));
     Reset(state.epoch, state.consumed, state.seed);
     return Status::OK();
   }

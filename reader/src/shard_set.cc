@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "mixture.h"
+#include "mm/internal/checksum.h"
 #include "mm/internal/index_json.h"
 #include "mm/internal/set_path.h"
 #include "mm/internal/set_rules.h"
@@ -47,6 +48,28 @@ Status CheckCompatible(const ShardSetImpl::Part& first, const ShardSetImpl::Part
 }
 
 }  // namespace
+
+// One line per shard of every part, each part's weight, the epoch size: what the epoch order
+// and the items it names are made of (not where the files live).
+std::string ShardSetImpl::Identity(const ShardSetImpl& set) {
+  std::string text = "mmpack order identity 1\n";
+  char line[160];
+  for (const Part& p : set.parts_) {
+    std::snprintf(line, sizeof line, "set weight %.17g shards %zu\n", p.weight,
+                  p.info.shards.size());
+    text += line;
+    for (const ShardEntry& e : p.info.shards) {
+      text += e.file;
+      std::snprintf(line, sizeof line, " %lld %lld %lld %lld ", static_cast<long long>(e.samples),
+                    static_cast<long long>(e.captions), static_cast<long long>(e.tokens),
+                    static_cast<long long>(e.bytes));
+      text += line + e.xxh3_64 + "\n";
+    }
+  }
+  text += "weighted " + std::to_string(set.weighted_) + " epoch_size " +
+          std::to_string(set.epoch_size_) + "\n";
+  return Xxh3Hex(text.data(), text.size());
+}
 
 Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
                                                   const OpenOptions& options,
@@ -133,6 +156,7 @@ Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& location
     }
   }
   if (set->remote_) set->cache_limit_ = options.remote.cache_limit;
+  set->identity_ = Identity(*set);
   return std::shared_ptr<ShardSet>(std::move(set));
 }
 

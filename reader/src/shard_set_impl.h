@@ -59,6 +59,9 @@ class ShardSetImpl final : public ShardSet {
   /// A weighted mixture (the order draws each part's quota; epoch_order.h).
   bool weighted() const { return weighted_; }
   int64_t epoch_size() const { return epoch_size_; }
+  /// 16 hex digits naming what an epoch order is drawn from (LoaderState::set): the XXH3-64 of
+  /// every part's shard table, its weight and the mixture's epoch_size; not its location.
+  const std::string& identity() const { return identity_; }
   /// RemoteOptions::cache_limit of the remote parts (0: none, or no remote part).
   int64_t cache_limit() const { return cache_limit_; }
   /// The remote parts' RemoteOptions (nullptr: no remote part).
@@ -77,6 +80,7 @@ class ShardSetImpl final : public ShardSet {
   static Result<Part> OpenPart(const std::string& location, const OpenOptions& options,
                                std::vector<std::unique_ptr<Shard>>* opened);
   Status AddPart(Part part, std::vector<std::unique_ptr<Shard>> opened);
+  static std::string Identity(const ShardSetImpl& set);
   const Shard* Resident(size_t k) const;
   [[noreturn]] void NotPinned(size_t k, int64_t i) const;
 
@@ -90,6 +94,7 @@ class ShardSetImpl final : public ShardSet {
   bool weighted_ = false;
   int64_t epoch_size_ = 0;
   int64_t cache_limit_ = 0;
+  std::string identity_;
 };
 
 }  // namespace mm::reader::internal

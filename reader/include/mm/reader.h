@@ -50,8 +50,8 @@ struct SetInfo {
   // How images are stored (index.json "image.codec", format 2): "raw" pixels, or "jpeg" bytes
   // decoded by the Loader's threads. Raw sets are format version 1.
   std::string image_codec = "raw";
-  int jpeg_quality = 0;  // codec jpeg: libjpeg quality 1..100; 0 otherwise
-  int max_size = 0;      // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
+  int jpeg_quality = 0;     // codec jpeg: libjpeg quality 1..100; 0 otherwise
+  int max_size = 0;         // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
   std::string compression;  // raw pixels' HDF5 filter: "zstd" | "none" (jpeg sets: "none")
   int compression_level = 0;
   // Tokenizer (the ids the shards hold). has_tokenizer false: built with `--tokenizer none`
@@ -355,8 +355,20 @@ struct LoaderState {
   /// Restore refuses a state whose order differs from the loader's.
   std::string order;
   int shuffle_window = 0;
+  /// What the state belongs to: Restore refuses a state of another set, mixture or caption
+  /// mode. Empty: not recorded (states saved before identities existed restore unchecked, as
+  /// they always did).
+  ///  - set: 16 hex digits, the XXH3-64 of every set's shard table (file, samples, captions,
+  ///    tokens, bytes, xxh3_64, in order), each set's weight and a mixture's epoch_size: the
+  ///    same for the same files at any location (a set copied to s3:// keeps it);
+  ///  - set_source: the location the loader's set was opened from (for messages only);
+  ///  - caption_mode: "random" or "all".
+  std::string set;
+  std::string set_source;
+  std::string caption_mode;
   /// One-line JSON: {"seed":..,"epoch":..,"consumed":..,"world_size":..,"batch_size":..,
-  /// "order":..,"shuffle_window":..}.
+  /// "order":..,"shuffle_window":..,"set":..,"set_source":..,"caption_mode":..} (the strings
+  /// only when recorded).
   std::string ToJson() const;
   static Result<LoaderState> FromJson(std::string_view json);
 };
@@ -388,9 +400,10 @@ class Loader {
   /// State after the last batch Next() returned.
   virtual LoaderState state() const = 0;
   /// Continues from `state`: the same global order from item state.consumed on, split over
-  /// this loader's world size. Errors: InvalidArgument (consumed past the epoch's end).
+  /// this loader's world size.
   /// Errors: InvalidArgument (consumed past the epoch's end; a state saved under another
-  /// order: "block" with another window, or another shuffle mode).
+  /// order: "block" with another window, or another shuffle mode; a state of another set or
+  /// mixture (other files, weights or epoch_size) or caption mode, naming both).
   virtual Status Restore(const LoaderState& state) = 0;
   /// The options in force: shuffle_mode and shuffle_window resolved (never kAuto or 0 when
   /// shuffling).
