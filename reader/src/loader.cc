@@ -12,6 +12,8 @@
 // the consumer releases go back to a free list of at most prefetch_batches. Batches the
 // consumer holds are its own: holding them never blocks the loader (no hang), it only costs
 // their memory.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
@@ -134,6 +136,12 @@ class LoaderImpl final : public Loader {
   void StartEpoch(int64_t epoch) override { Reset(epoch, 0, shared_seed()); }
 
   Result<BatchPtr> Next() override {
+    if (::getpid() != creator_) {  // a forked child: the decode threads are not here
+      return Status::Internal("loader: used in process " + std::to_string(::getpid()) +
+                              ", a fork of process " + std::to_string(creator_) +
+                              " that created it; its decode threads run only there: create "
+                              "the Loader in the process that reads it");
+    }
     if (!started_) StartEpoch(0);
     std::unique_lock<std::mutex> lock(shared_->mu);
     if (next_deliver_ >= shared_->total) return BatchPtr();
@@ -387,6 +395,7 @@ class LoaderImpl final : public Loader {
   std::shared_ptr<Shared> shared_;
   std::vector<std::thread> threads_;
   std::unique_ptr<internal::Prefetcher> prefetcher_;  // a remote set only
+  const pid_t creator_ = ::getpid();                  // the process whose threads decode
   bool started_ = false;                              // consumer thread only
   int64_t next_deliver_ = 0;                          // consumer thread only
 };

@@ -5,6 +5,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -138,3 +139,31 @@ def test_cache_limit_takes_a_size_with_a_unit(s3, tmp_path, capfd):
 def test_a_missing_remote_set_is_file_not_found_naming_the_url(s3, tmp_path):
     with pytest.raises(FileNotFoundError, match="/bkt/nothing/index.json"):
         mmpack.ShardSet("s3://bkt/nothing", cache_dir=tmp_path / "cache")
+
+
+def test_forked_children_read_a_remote_set_on_connections_of_their_own(s3, tmp_path):
+    # As DataLoader workers (fork) do with a remote ShardSet of the parent: each child used the
+    # parent's libcurl connection, and both read each other's responses ("Received HTTP/0.9",
+    # XXH3-64 mismatches, the parent's next request failing too).
+    remote = mmpack.ShardSet(URL, cache_dir=tmp_path / "cache")
+    local = mmpack.ShardSet(s3)
+    text = remote._set.index_text()
+    remote.image(0)  # shard 0 downloaded: the parent's connection is open (keep-alive)
+    firsts = [i for i in range(len(local)) if local.locate(i).endswith(" sample 0")][1:]
+    assert firsts, "the set needs several shards"
+    pids = []
+    for first in firsts:  # one child per other shard, each downloading it
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                signal.alarm(120)
+                code = 0 if np.array_equal(remote.image(first), local.image(first)) else 2
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    parent = [remote._set.index_text() == text for _ in range(60)]  # meanwhile, in the parent
+    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
+    assert all(parent) and codes == [0] * len(firsts)
+    for i in range(0, len(local), 7):
+        np.testing.assert_array_equal(remote.image(i), local.image(i))

@@ -374,7 +374,9 @@ struct LoaderState {
 };
 
 /// This rank's batches. Not thread-safe: one consumer thread calls Next/Restore/StartEpoch;
-/// the loader runs its own decode threads.
+/// the loader runs its own decode threads. Not fork-safe: a forked child has none of them, so
+/// Next() there fails at once (Internal, naming both processes); create a Loader in the process
+/// that reads it.
 class Loader {
  public:
   /// Starts options.num_threads decode threads.

@@ -142,12 +142,21 @@ size_t OnUpload(char* buffer, size_t size, size_t n, void* user) {
 
 }  // namespace
 
-HttpClient::HttpClient() {
-  if (CurlReady()) curl_ = curl_easy_init();
-}
+HttpClient::HttpClient() { (void)EnsureHandle(); }
 
 HttpClient::~HttpClient() {
-  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  // Another process's handle (inherited through fork) is left alone: see http.h.
+  if (curl_ && pid_ == ::getpid()) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+Status HttpClient::EnsureHandle() {
+  const int pid = static_cast<int>(::getpid());
+  if (curl_ && pid_ == pid) return Status::OK();
+  curl_ = nullptr;  // a parent's handle, inherited: abandoned, never cleaned up here
+  if (CurlReady()) curl_ = curl_easy_init();
+  pid_ = pid;
+  if (!curl_) return Status::Internal("libcurl could not be initialised");
+  return Status::OK();
 }
 
 HttpClient& ThreadHttpClient() {
@@ -243,7 +252,7 @@ Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retr
 }
 
 Status HttpClient::Perform(Transfer* t, const RemoteOptions& options) {
-  if (!curl_) return Status::Internal("libcurl could not be initialised");
+  MM_RETURN_NOT_OK(EnsureHandle());  // after a fork: this process's own connection
   t->client = this;
   const auto begin = std::chrono::steady_clock::now();
   thread_local std::minstd_rand jitter(std::random_device{}());
