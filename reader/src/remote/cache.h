@@ -11,6 +11,18 @@
 // A cached file's name holds index.json's XXH3-64 of it, so a set rewritten in place under the
 // same shard names misses instead of reading stale bytes.
 //
+// Ownership: the cache reads, counts and removes only what it wrote. A set folder is the
+// cache's when it is a real folder (opened with O_NOFOLLOW: a symlink at DIR/sets or
+// DIR/sets/<X> is never followed, and is refused when the cache would write there) whose
+// location file's XXH3-64 is its name; in it, only regular files named exactly as above, and a
+// shard file only when it starts with HDF5's signature. Removals go through the folder's
+// descriptor (unlinkat), so a path swapped for a symlink meanwhile leads nowhere else.
+//
+// Lock files: a download's lock file is removed by its holder before it lets go (a process
+// that locked a file removed meanwhile locks the new one: LockDownload), and a reservation
+// removes one that no process holds (its holder died). So they exist only while a shard is
+// being fetched or waited for, never one per shard ever cached.
+//
 // Pins: a reader holds a shared flock on the cached file for as long as it is mapped. Eviction
 // (under DIR/.lock) takes an exclusive non-blocking flock on a candidate and unlinks it only if
 // it got it: a pinned file is never evicted. A reader that opened a file being evicted sees the
