@@ -439,8 +439,9 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
   auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
   if (!impl) return Status::InvalidArgument("Loader::Create: not a set opened by ShardSet::Open");
   MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(*impl, options));
-  const int64_t items =
-      internal::EpochItems(*internal::MakeOrderShape(*impl, options.caption_mode));
+  const auto shape = internal::MakeOrderShape(*impl, options.caption_mode);
+  MM_RETURN_NOT_OK(internal::CheckOrderSize(*shape));  // before any order is allocated
+  const int64_t items = internal::EpochItems(*shape);
   if (items == 0) return Status::InvalidArgument("the shard set is empty");
   const int64_t global = static_cast<int64_t>(options.world_size) * options.batch_size;
   if (options.drop_last && items < global) {

@@ -181,8 +181,10 @@ Item GlobalItem(const ShardSet& set, const LoaderOptions& options, int64_t epoch
   if (!impl) return Item{-1, -1};
   Result<internal::ResolvedOrder> resolved = internal::ResolveOrder(*impl, options);
   if (!resolved.ok()) return Item{-1, -1};
-  const internal::EpochOrder order(internal::MakeOrderShape(*impl, options.caption_mode),
-                                   resolved->arrangement, resolved->window, options.seed, epoch);
+  auto shape = internal::MakeOrderShape(*impl, options.caption_mode);
+  if (!internal::CheckOrderSize(*shape).ok()) return Item{-1, -1};
+  const internal::EpochOrder order(std::move(shape), resolved->arrangement, resolved->window,
+                                   options.seed, epoch);
   return internal::ResolveDraw(*impl, options, epoch, order.At(pos));
 }
 
