@@ -376,6 +376,8 @@ class LoaderImpl final : public Loader {
                     toks[j].size() * sizeof(int32_t));
       }
     }
+    // Everything above was read from the mappings: none changed meanwhile (shard.h).
+    for (int j = 0; j < B; ++j) MM_RETURN_NOT_OK(impl_.CheckIntact(b.indices[j]));
     return Status::OK();
   }
 

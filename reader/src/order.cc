@@ -164,7 +164,12 @@ Item ResolveDraw(const ShardSetImpl& set, const LoaderOptions& options, int64_t 
   const int64_t first = set.first_sample(draw.shard);
   if (options.caption_mode == CaptionMode::kAllCaptions) {
     const int64_t s = shard.SampleOfCaption(draw.local);
-    return Item{first + s, static_cast<int32_t>(draw.local - shard.CaptionBegin(s))};
+    int64_t caption = draw.local - shard.CaptionBegin(s);
+    if (caption < 0 || caption >= shard.NumCaptions(s)) {  // the mapping changed (shard.h)
+      shard.MarkInconsistent();
+      caption = 0;
+    }
+    return Item{first + s, static_cast<int32_t>(caption)};
   }
   const int64_t sample = first + draw.local;
   const uint64_t key = static_cast<uint64_t>(sample) +

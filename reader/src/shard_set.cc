@@ -20,6 +20,11 @@ Result<std::shared_ptr<ShardSet>> ShardSet::Open(const std::string& location,
   return internal::ShardSetImpl::Open(location, options);
 }
 
+Status ShardSet::CheckIntact(int64_t i) const {
+  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(this);
+  return impl ? impl->CheckIntact(i) : Status::OK();  // another implementation maps nothing
+}
+
 namespace internal {
 namespace {
 
@@ -263,6 +268,11 @@ int64_t ShardSetImpl::StoredImageBytes(int64_t i) const {
 void ShardSetImpl::ImageSize(int64_t i, int* width, int* height) const {
   int64_t local = 0;
   ShardOf(i, &local).ImageSize(local, width, height);
+}
+
+Status ShardSetImpl::CheckIntact(int64_t i) const {
+  int64_t local = 0;
+  return ShardOf(i, &local).CheckIntact();
 }
 
 Status ShardSetImpl::ReadImage(int64_t i, uint8_t* dst) const {

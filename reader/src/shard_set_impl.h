@@ -47,6 +47,8 @@ class ShardSetImpl final : public ShardSet {
   int64_t StoredImageBytes(int64_t i) const override;
   void ImageSize(int64_t i, int* width, int* height) const override;
   Status ReadImage(int64_t i, uint8_t* dst) const override;
+  /// ShardSet::CheckIntact: the sample's shard's Shard::CheckIntact.
+  Status CheckIntact(int64_t i) const;
 
   /// The shard holding global sample `i` and `i`'s index in it (resident: see the file comment).
   const Shard& ShardOf(int64_t i, int64_t* local) const;

@@ -58,6 +58,21 @@ def test_truncated_shard_is_corruption_naming_it(coco_multi, copy_of):
         mmpack.Loader(root, 4)
 
 
+def test_a_shard_truncated_under_a_loader_is_an_error_not_sigbus(coco_multi, copy_of):
+    # While mapped: touching its lost pages raised SIGBUS and killed the interpreter.
+    root = copy_of(coco_multi)
+    loader = mmpack.Loader(root, 4, shuffle=False, prefetch=1)
+    it = iter(loader)
+    next(it)
+    os.truncate(os.path.join(root, "shard-000001.h5"), 4096)  # as `cp` over it begins
+    with pytest.raises(mmpack.CorruptionError,
+                       match="shard-000001.h5: the file changed while it was read"):
+        for _ in it:
+            pass
+    with pytest.raises(mmpack.CorruptionError, match="changed while it was read"):
+        loader.dataset.tokens(20)
+
+
 def flip_chunk_bytes(path, sample):
     """Overwrites 64 bytes in the middle of `sample`'s stored image chunk (same file size)."""
     with h5py.File(path, "r") as f:

@@ -223,6 +223,14 @@ class ShardSet {
   /// keep-ratio modes (the shard's image_size table). Precondition as Key.
   virtual void ImageSize(int64_t i, int* width, int* height) const = 0;
 
+  /// OK, or Corruption naming the shard of sample `i` when its file changed while mapped (it
+  /// was truncated: its pages past the new end read as zeros; or a value read from it broke
+  /// the format's bounds): what Tokens, Key and NumCaptions gave for its samples since must
+  /// not be used. Sets must not be modified while read; reading one that is never crashes the
+  /// process (reader/README.md, "Files changed while mapped"). ReadImage and the Loader check
+  /// it themselves. Precondition as Key.
+  Status CheckIntact(int64_t i) const;
+
   /// Decodes sample `i`'s stored image into `dst`, which holds width * height * 3 bytes of
   /// ImageSize(i) (image_bytes() in the fixed-size modes): [height, width, 3] uint8, row-major
   /// RGB. Codec raw: the zstd frame (or the raw chunk); codec jpeg: the whole JPEG, decoded
