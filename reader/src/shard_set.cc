@@ -183,6 +183,13 @@ const RemoteOptions* ShardSetImpl::remote_options() const {
   return nullptr;
 }
 
+std::shared_ptr<CacheDir> ShardSetImpl::cache_dir() const {
+  for (const Part& p : parts_) {
+    if (p.remote) return p.remote->cache();
+  }
+  return nullptr;
+}
+
 void ShardSetImpl::NotPinned(size_t k, int64_t i) const {
   std::fprintf(stderr,
                "mm::reader: sample %lld of %s was read while its shard was not pinned "

@@ -19,6 +19,7 @@
 
 namespace mm::reader::internal {
 
+class CacheDir;      // remote/cache.h
 class RemoteShards;  // remote/remote_shards.h
 
 class ShardSetImpl final : public ShardSet {
@@ -68,6 +69,8 @@ class ShardSetImpl final : public ShardSet {
   int64_t cache_limit() const { return cache_limit_; }
   /// The remote parts' RemoteOptions (nullptr: no remote part).
   const RemoteOptions* remote_options() const;
+  /// The remote parts' cache directory (they share OpenOptions; nullptr: no remote part).
+  std::shared_ptr<CacheDir> cache_dir() const;
   /// The cached file of shard k while pinned ("" for a local shard or an unpinned one); a
   /// local shard's path is info().root + "/" + its file.
   std::string LocalPath(size_t k) const;

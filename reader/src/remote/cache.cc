@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -56,6 +57,13 @@ std::vector<std::string> ListDir(int dir) {
   return names;
 }
 
+// The pid in a waiter's name ("<ns>.<pid>.<n>").
+int WaiterPid(const std::string& name) {
+  const size_t a = name.find('.'), b = name.find('.', a + 1);
+  if (a == std::string::npos || b == std::string::npos) return -1;
+  return std::atoi(name.substr(a + 1, b - a - 1).c_str());
+}
+
 bool IsHex16(const std::string& s) {
   return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
            return std::isxdigit(static_cast<unsigned char>(c)) &&
@@ -64,6 +72,7 @@ bool IsHex16(const std::string& s) {
 }
 
 constexpr char kLockSuffix[] = ".lock";
+constexpr char kWaitingDir[] = "waiting";
 constexpr char kLocationFile[] = "location";
 constexpr char kHdf5Signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
 
@@ -316,6 +325,7 @@ Result<std::shared_ptr<CacheDir>> CacheDir::Get(const std::string& requested) {
   const std::string dir = requested.empty() ? DefaultDir() : requested;
   std::error_code ec;
   std::filesystem::create_directories(dir + "/sets", ec);
+  if (!ec) std::filesystem::create_directories(dir + "/" + kWaitingDir, ec);
   if (ec) return Status::IOError("cache: cannot create " + dir + ": " + ec.message());
   const std::string canonical = std::filesystem::canonical(dir, ec).string();
   if (ec) return Status::IOError("cache: " + dir + ": " + ec.message());
@@ -339,6 +349,86 @@ Result<UniqueFd> CacheDir::LockDir() const {
 void CacheDir::Released() {
   std::lock_guard<std::mutex> lock(mu_);
   released_.notify_all();
+}
+
+int CacheDir::AddYielder(std::function<void()> yield) {
+  std::lock_guard<std::mutex> lock(yield_mu_);
+  yielders_[next_yielder_] = std::move(yield);
+  return next_yielder_++;
+}
+
+void CacheDir::RemoveYielder(int id) {
+  std::lock_guard<std::mutex> lock(yield_mu_);
+  yielders_.erase(id);
+}
+
+void CacheDir::YieldAll() {
+  std::lock_guard<std::mutex> lock(yield_mu_);
+  for (auto& [id, yield] : yielders_) yield();
+}
+
+Result<CacheDir::Waiter> CacheDir::StartWaiting() {
+  const auto since = std::chrono::system_clock::now().time_since_epoch();
+  char name[96];
+  std::snprintf(name, sizeof name, "%020lld.%d.%llu",
+                static_cast<long long>(std::chrono::nanoseconds(since).count()),
+                static_cast<int>(::getpid()), static_cast<unsigned long long>(temp_counter_++));
+  Waiter w;
+  w.name = name;
+  // Locked before it is visible (made under another name, then renamed): a waiter whose file
+  // is unlocked is dead.
+  const std::string waiting = dir_ + "/" + kWaitingDir + "/";
+  const std::string temp = waiting + "." + w.name;
+  w.fd = UniqueFd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!w.fd.valid()) return ErrnoStatus(errno, "cache: cannot create " + temp);
+  Flock(w.fd.get(), LOCK_EX);
+  if (::rename(temp.c_str(), (waiting + w.name).c_str()) != 0) {
+    Status st = ErrnoStatus(errno, "cache: cannot rename " + temp);
+    ::unlink(temp.c_str());
+    return st;
+  }
+  return w;
+}
+
+void CacheDir::StopWaiting(Waiter* waiter) {
+  if (!waiter->fd.valid()) return;
+  ::unlink((dir_ + "/" + kWaitingDir + "/" + waiter->name).c_str());
+  waiter->fd.Reset();
+}
+
+std::string CacheDir::OldestWaiter() const {
+  Result<DirFd> waiting = OpenDirNoFollow(AT_FDCWD, dir_ + "/" + kWaitingDir, kWaitingDir);
+  if (!waiting.ok()) return "";
+  std::vector<std::string> names = ListDir(waiting.value()->get());
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    if (name.empty() || name[0] == '.') continue;  // being made: locked once renamed
+    UniqueFd fd(::openat(waiting.value()->get(), name.c_str(),
+                         O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) continue;
+    if (Flock(fd.get(), LOCK_SH | LOCK_NB) == 0) {  // its waiter died: not waiting any more
+      ::unlinkat(waiting.value()->get(), name.c_str(), 0);
+      continue;
+    }
+    return name;
+  }
+  return "";
+}
+
+bool CacheDir::MustYield() {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (now - must_yield_checked_ns_.load(std::memory_order_acquire) < 100'000'000) {
+    return must_yield_.load(std::memory_order_acquire);
+  }
+  std::unique_lock<std::mutex> lock(must_yield_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return must_yield_.load(std::memory_order_acquire);  // being refreshed
+  const std::string oldest = OldestWaiter();
+  must_yield_.store(!oldest.empty() && WaiterPid(oldest) != static_cast<int>(::getpid()),
+                    std::memory_order_release);
+  must_yield_checked_ns_.store(now, std::memory_order_release);
+  return must_yield_.load(std::memory_order_acquire);
 }
 
 // The cached file at `path`, pinned (shared lock, mtime set to now), or an empty CachedFile
@@ -445,8 +535,19 @@ Result<CachedFile> CacheDir::Reserve(const std::string& final_path, int64_t byte
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(options.cache_wait_s);
+  Waiter waiter;  // registered once this reservation has to wait (see cache.h)
+  struct StopOnExit {
+    CacheDir* cache;
+    Waiter* waiter;
+    ~StopOnExit() { cache->StopWaiting(waiter); }
+  } stop_on_exit{this, &waiter};
   for (;;) {
     int64_t used = 0;
+    // Served in the order waits began, over all processes: another process's older waiter
+    // goes first (this one neither takes room meanwhile nor keeps idle pins).
+    const std::string oldest = limit > 0 ? OldestWaiter() : std::string();
+    const bool behind = !oldest.empty() && oldest != waiter.name &&
+                        WaiterPid(oldest) != static_cast<int>(::getpid());
     {
       MM_ASSIGN_OR_RETURN(UniqueFd dir_lock, LockDir());
       std::vector<CacheEntry> entries = Scan(dir_);
@@ -468,7 +569,7 @@ Result<CachedFile> CacheDir::Reserve(const std::string& final_path, int64_t byte
           ++counters->evictions;
         }
       }
-      if (limit == 0 || used + bytes <= limit) {
+      if (limit == 0 || (used + bytes <= limit && !behind)) {
         CachedFile temp;
         temp.path = final_path + kPartMark + std::to_string(::getpid()) + "." +
                     std::to_string(temp_counter_++);
@@ -494,6 +595,10 @@ Result<CachedFile> CacheDir::Reserve(const std::string& final_path, int64_t byte
                              " bytes are pinned by readers (waited " +
                              std::to_string(options.cache_wait_s) + " s)");
     }
+    if (!waiter.fd.valid()) {
+      MM_ASSIGN_OR_RETURN(waiter, StartWaiting());
+    }
+    if (behind) YieldAll();  // this process's idle pins: room for the older waiter
     std::unique_lock<std::mutex> lock(mu_);
     released_.wait_for(lock, std::chrono::milliseconds(100));  // a pin dropped here, or poll
   }

@@ -44,6 +44,14 @@
 // bytes held. So the cache directory never holds more than the limit, temporary files included,
 // unless it held more when this process found it.
 //
+// Sharing the limit (the ranks of a node): every reader sizes its windows for the whole limit,
+// so two readers may each pin part of what they need and wait for the rest. A reservation
+// that has to wait registers itself in DIR/waiting (a file named for when it began waiting,
+// flocked while it waits); the oldest waiter of all processes is served first: a reservation
+// of another process neither takes room while it waits, and that process's Loaders give back
+// every pin no batch is reading (AddYielder, MustYield; prefetcher.h). The oldest waiter's own
+// process never yields, so it is served as soon as batches in decode elsewhere finish.
+//
 // Thread-safe: CacheDir::Get returns one shared object per directory per process.
 #pragma once
 
@@ -51,6 +59,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -96,6 +105,16 @@ class CacheDir {
   /// A pin was dropped in this process: reservations waiting for room look again.
   void Released();
 
+  /// Registers `yield`, which gives back pins no batch of this process is reading (a Loader's
+  /// prefetcher). It is called by a reservation of this process that waits behind an older one
+  /// of another process, never after RemoveYielder(id) returned.
+  int AddYielder(std::function<void()> yield);
+  void RemoveYielder(int id);
+  /// True while the oldest reservation waiting for room in this directory belongs to another
+  /// process: then this process's readers take no new pins and give back idle ones. Looks at
+  /// DIR/waiting at most every 100 ms.
+  bool MustYield();
+
   const std::string& dir() const { return dir_; }
 
  private:
@@ -108,11 +127,27 @@ class CacheDir {
                              const std::string& display, const RemoteOptions& options,
                              CacheCounters* counters);
   Result<UniqueFd> LockDir() const;
+  // A reservation waiting for room: DIR/waiting/<name>, flocked while it lives.
+  struct Waiter {
+    std::string name;  // "<ns since the epoch, 20 digits>.<pid>.<n>": older sorts first
+    UniqueFd fd;
+  };
+  Result<Waiter> StartWaiting();
+  void StopWaiting(Waiter* waiter);
+  // The oldest live waiter's name ("" when none), removing the files of dead ones.
+  std::string OldestWaiter() const;
+  void YieldAll();
 
   std::string dir_;
   std::mutex mu_;
   std::condition_variable released_;
   std::atomic<uint64_t> temp_counter_{0};
+  std::mutex yield_mu_;  // yielders_; held while they run (RemoveYielder waits for them)
+  std::map<int, std::function<void()>> yielders_;
+  int next_yielder_ = 0;
+  std::mutex must_yield_mu_;  // one refresh at a time
+  std::atomic<int64_t> must_yield_checked_ns_{0};
+  std::atomic<bool> must_yield_{false};
 };
 
 }  // namespace mm::reader::internal
