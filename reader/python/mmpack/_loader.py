@@ -131,7 +131,9 @@ class Loader:
         where it stopped. A following set_epoch with the same epoch keeps the position.
 
     Threads: iterate from one thread at a time; calls from other threads (state_dict, close)
-    are serialised with it in C++ and never hold the GIL while they wait.
+    are serialised with it in C++ and never hold the GIL while they wait. Processes: a Loader
+    decodes in threads of the process that created it; used in a fork (a DataLoader worker) it
+    raises RuntimeError at once (it decodes in parallel already: no DataLoader workers needed).
 
     Args:
         path_or_set: a set directory, a remote set's URL (s3://, http(s)://; opened with
