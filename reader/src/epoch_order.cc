@@ -2,7 +2,9 @@
 #include "epoch_order.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <string>
 #include <unordered_set>
 
 #include "sampler.h"
@@ -29,26 +31,85 @@ int64_t EpochItems(const OrderShape& shape) {
 
 std::vector<int64_t> PartQuotas(const OrderShape& shape) {
   const int64_t total = EpochItems(shape);
-  double weights = 0;
-  for (const auto& p : shape.parts) weights += p.weight;
-  std::vector<int64_t> quota(shape.parts.size(), 0);
-  std::vector<double> fraction(shape.parts.size(), 0);
+  const size_t n = shape.parts.size();
+  std::vector<int64_t> quota(n, 0);
+  if (n == 0 || total <= 0) return quota;
+  double weights = 0, largest = 0;
+  for (const auto& p : shape.parts) {
+    weights += p.weight;
+    largest = std::max(largest, p.weight);
+  }
+  if (!(largest > 0)) return quota;
+  // Each share in [0, total]. Weights whose sum or product with the epoch size would overflow
+  // (A:1e308,B:1) are taken relative to the largest first; otherwise exactly as always (a
+  // state saved before keeps its order).
+  const bool overflows = !std::isfinite(weights) || !std::isfinite(double(total) * largest);
+  std::vector<long double> exact(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const double w = shape.parts[i].weight;
+    if (!overflows) {
+      exact[i] = static_cast<double>(total) * w / weights;
+    } else {
+      long double relative_sum = 0;
+      for (const auto& p : shape.parts)
+        relative_sum += static_cast<long double>(p.weight) / largest;
+      exact[i] =
+          static_cast<long double>(total) * (static_cast<long double>(w) / largest) / relative_sum;
+    }
+  }
+  std::vector<long double> fraction(n, 0);
   int64_t given = 0;
-  for (size_t i = 0; i < shape.parts.size(); ++i) {
-    const double exact =
-        weights > 0 ? static_cast<double>(total) * shape.parts[i].weight / weights : 0.0;
-    quota[i] = static_cast<int64_t>(exact);
-    fraction[i] = exact - static_cast<double>(quota[i]);
+  for (size_t i = 0; i < n; ++i) {
+    const long double e = std::min<long double>(std::max<long double>(exact[i], 0), total);
+    quota[i] = std::min<int64_t>(static_cast<int64_t>(std::floor(e)), total - given);
+    fraction[i] = e - static_cast<long double>(quota[i]);
     given += quota[i];
   }
-  std::vector<size_t> by_fraction(shape.parts.size());
+  // The rest (fewer than n items: each floor is within one of its share) one by one to the
+  // largest fractional parts, ties to the earlier part; computed, never counted out one by one.
+  std::vector<size_t> by_fraction(n);
   std::iota(by_fraction.begin(), by_fraction.end(), size_t{0});
   std::stable_sort(by_fraction.begin(), by_fraction.end(),
                    [&](size_t a, size_t b) { return fraction[a] > fraction[b]; });
-  for (size_t t = 0; given < total && !by_fraction.empty(); ++t, ++given) {
-    ++quota[by_fraction[t % by_fraction.size()]];
+  const int64_t rest = total - given;
+  const int64_t each = rest / static_cast<int64_t>(n), extra = rest % static_cast<int64_t>(n);
+  for (size_t t = 0; t < n; ++t) {
+    quota[by_fraction[t]] += each + (static_cast<int64_t>(t) < extra ? 1 : 0);
   }
   return quota;
+}
+
+int64_t PlannedVisits(const OrderShape& shape) {
+  if (!shape.mixture) {
+    return std::count_if(shape.shard_items.begin(), shape.shard_items.end(),
+                         [](int64_t n) { return n > 0; });
+  }
+  const std::vector<int64_t> quota = PartQuotas(shape);
+  int64_t visits = 0;
+  for (size_t i = 0; i < shape.parts.size(); ++i) {
+    const OrderShape::Part& part = shape.parts[i];
+    int64_t items = 0, shards = 0;
+    for (size_t k = part.first_shard; k < part.end_shard; ++k) {
+      items += shape.shard_items[k];
+      shards += shape.shard_items[k] > 0 ? 1 : 0;
+    }
+    if (items == 0) continue;
+    const int64_t passes = quota[i] / items;
+    if (shards > 0 && passes > (kMaxEpochVisits + 1 - visits) / shards) return kMaxEpochVisits + 1;
+    visits += passes * shards + (quota[i] % items > 0 ? std::min(shards, quota[i] % items) : 0);
+    if (visits > kMaxEpochVisits) return kMaxEpochVisits + 1;
+  }
+  return visits;
+}
+
+Status CheckOrderSize(const OrderShape& shape) {
+  const int64_t visits = PlannedVisits(shape);
+  if (visits <= kMaxEpochVisits) return Status::OK();
+  return Status::InvalidArgument(
+      "an epoch of " + std::to_string(EpochItems(shape)) + " items reads its sets' shards over " +
+      std::string(visits > kMaxEpochVisits ? "more than " : "") + std::to_string(kMaxEpochVisits) +
+      " times (upsampling by weight or epoch_size): at most " + std::to_string(kMaxEpochVisits) +
+      " shard visits an epoch; lower epoch_size or the weights' spread");
 }
 
 EpochOrder::EpochOrder(std::shared_ptr<const OrderShape> shape, Arrangement arrangement, int window,

@@ -20,7 +20,8 @@
 //               at most W distinct shards, so a cache needs only the window read and the next.
 // Every item of the plan appears exactly once per epoch in every arrangement.
 //
-// Cost: building is O(visits) time and memory (visits = shards for a single set); At(pos) is
+// Cost: building is O(visits) time and memory (visits = shards for a single set; at most
+// kMaxEpochVisits: Loader::Create refuses more, CheckOrderSize); At(pos) is
 // one or two Feistel evaluations and one or two binary searches. Immutable after construction:
 // thread-safe.
 #pragma once
@@ -47,10 +48,23 @@ struct OrderShape {
 };
 
 /// Items each part gets per epoch: weight_i / sum(weights) * E, rounded down, the remainder
-/// given one by one to the largest fractional parts (ties: the earlier part). Sums to E.
+/// given one by one to the largest fractional parts (ties: the earlier part). Sums to E; each
+/// in [0, E] whatever the weights (finite and positive: mixture.h): weights that would overflow
+/// a double (1e308) are taken relative to the largest. O(parts).
 std::vector<int64_t> PartQuotas(const OrderShape& shape);
 /// E: shape.epoch_size, or the sum of shard_items.
 int64_t EpochItems(const OrderShape& shape);
+
+/// Most visits (shard reads) an epoch may plan: an EpochOrder holds 24 bytes per visit (and a
+/// Loader's prefetcher a window per visit in file order), so an epoch that upsamples a small
+/// set by a huge weight or epoch_size would need gigabytes (epoch_size 1e10 over a 4-shard set:
+/// 8e8 visits). Refused instead, before anything is allocated.
+inline constexpr int64_t kMaxEpochVisits = int64_t{1} << 20;
+/// The visits `shape`'s epoch plans (at most kMaxEpochVisits + 1: counting stops there), in
+/// O(shards) time and O(parts) memory.
+int64_t PlannedVisits(const OrderShape& shape);
+/// InvalidArgument, naming the epoch's size and the bound, when PlannedVisits exceeds it.
+Status CheckOrderSize(const OrderShape& shape);
 
 enum class Arrangement { kFileOrder, kGlobal, kBlock };
 

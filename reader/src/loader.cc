@@ -12,6 +12,8 @@
 // the consumer releases go back to a free list of at most prefetch_batches. Batches the
 // consumer holds are its own: holding them never blocks the loader (no hang), it only costs
 // their memory.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
@@ -21,6 +23,7 @@
 #include <system_error>
 #include <thread>
 
+#include "loader_state.h"
 #include "mm/reader.h"
 #include "mm/sample_text.h"
 #include "order.h"
@@ -133,6 +136,12 @@ class LoaderImpl final : public Loader {
   void StartEpoch(int64_t epoch) override { Reset(epoch, 0, shared_seed()); }
 
   Result<BatchPtr> Next() override {
+    if (::getpid() != creator_) {  // a forked child: the decode threads are not here
+      return Status::Internal("loader: used in process " + std::to_string(::getpid()) +
+                              ", a fork of process " + std::to_string(creator_) +
+                              " that created it; its decode threads run only there: create "
+                              "the Loader in the process that reads it");
+    }
     if (!started_) StartEpoch(0);
     std::unique_lock<std::mutex> lock(shared_->mu);
     if (next_deliver_ >= shared_->total) return BatchPtr();
@@ -164,6 +173,9 @@ class LoaderImpl final : public Loader {
     s.batch_size = options_.batch_size;
     s.order = internal::OrderName(order_.arrangement);
     s.shuffle_window = order_.arrangement == internal::Arrangement::kBlock ? order_.window : 0;
+    s.set = impl_.identity();
+    s.set_source = set_->info().root;
+    s.caption_mode = options_.caption_mode == CaptionMode::kAllCaptions ? "all" : "random";
     return s;
   }
 
@@ -173,15 +185,7 @@ class LoaderImpl final : public Loader {
                                      " outside the epoch's " + std::to_string(items_) + " items");
     }
     if (state.epoch < 0) return Status::InvalidArgument("loader state epoch < 0");
-    const LoaderState mine = this->state();
-    if (!state.order.empty() &&
-        (state.order != mine.order || state.shuffle_window != mine.shuffle_window)) {
-      return Status::InvalidArgument(
-          "loader state was saved under order '" + state.order + "' (window " +
-          std::to_string(state.shuffle_window) + "), this loader reads '" + mine.order +
-          "' (window " + std::to_string(mine.shuffle_window) +
-          "): the same positions would be other items; use the saved shuffle options");
-    }
+    MM_RETURN_NOT_OK(internal::CheckRestorable(state, this->state()));
     Reset(state.epoch, state.consumed, state.seed);
     return Status::OK();
   }
@@ -372,6 +376,8 @@ class LoaderImpl final : public Loader {
                     toks[j].size() * sizeof(int32_t));
       }
     }
+    // Everything above was read from the mappings: none changed meanwhile (shard.h).
+    for (int j = 0; j < B; ++j) MM_RETURN_NOT_OK(impl_.CheckIntact(b.indices[j]));
     return Status::OK();
   }
 
@@ -391,6 +397,7 @@ class LoaderImpl final : public Loader {
   std::shared_ptr<Shared> shared_;
   std::vector<std::thread> threads_;
   std::unique_ptr<internal::Prefetcher> prefetcher_;  // a remote set only
+  const pid_t creator_ = ::getpid();                  // the process whose threads decode
   bool started_ = false;                              // consumer thread only
   int64_t next_deliver_ = 0;                          // consumer thread only
 };
@@ -434,8 +441,9 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
   auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
   if (!impl) return Status::InvalidArgument("Loader::Create: not a set opened by ShardSet::Open");
   MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(*impl, options));
-  const int64_t items =
-      internal::EpochItems(*internal::MakeOrderShape(*impl, options.caption_mode));
+  const auto shape = internal::MakeOrderShape(*impl, options.caption_mode);
+  MM_RETURN_NOT_OK(internal::CheckOrderSize(*shape));  // before any order is allocated
+  const int64_t items = internal::EpochItems(*shape);
   if (items == 0) return Status::InvalidArgument("the shard set is empty");
   const int64_t global = static_cast<int64_t>(options.world_size) * options.batch_size;
   if (options.drop_last && items < global) {

@@ -1,5 +1,7 @@
 // loader_state.cc: LoaderState's one-line JSON (mm/reader.h), what a checkpoint stores to
-// resume a Loader.
+// resume a Loader, and what a loader accepts to restore (loader_state.h).
+#include "loader_state.h"
+
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,6 +20,9 @@ std::string LoaderState::ToJson() const {
     j["order"] = order;
     j["shuffle_window"] = shuffle_window;
   }
+  if (!set.empty()) j["set"] = set;
+  if (!set_source.empty()) j["set_source"] = set_source;
+  if (!caption_mode.empty()) j["caption_mode"] = caption_mode;
   return j.dump();
 }
 
@@ -38,6 +43,9 @@ Result<LoaderState> LoaderState::FromJson(std::string_view text) {
     s.batch_size = j.value("batch_size", 0);
     s.order = j.value("order", std::string());
     s.shuffle_window = j.value("shuffle_window", 0);
+    s.set = j.value("set", std::string());
+    s.set_source = j.value("set_source", std::string());
+    s.caption_mode = j.value("caption_mode", std::string());
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(std::string("loader state: ") + e.what());
   }
@@ -47,4 +55,31 @@ Result<LoaderState> LoaderState::FromJson(std::string_view text) {
   return s;
 }
 
+namespace internal {
+
+Status CheckRestorable(const LoaderState& saved, const LoaderState& mine) {
+  if (!saved.order.empty() &&
+      (saved.order != mine.order || saved.shuffle_window != mine.shuffle_window)) {
+    return Status::InvalidArgument(
+        "loader state was saved under order '" + saved.order + "' (window " +
+        std::to_string(saved.shuffle_window) + "), this loader reads '" + mine.order +
+        "' (window " + std::to_string(mine.shuffle_window) +
+        "): the same positions would be other items; use the saved shuffle options");
+  }
+  if (!saved.set.empty() && saved.set != mine.set) {
+    return Status::InvalidArgument(
+        "loader state belongs to another set or mixture: saved reading '" + saved.set_source +
+        "' (set " + saved.set + "), this loader reads '" + mine.set_source + "' (set " + mine.set +
+        "): other shards, weights or epoch_size make the same positions other items; restore "
+        "it into a loader of the saved set");
+  }
+  if (!saved.caption_mode.empty() && saved.caption_mode != mine.caption_mode) {
+    return Status::InvalidArgument("loader state was saved with caption mode '" +
+                                   saved.caption_mode + "', this loader uses '" +
+                                   mine.caption_mode + "'");
+  }
+  return Status::OK();
+}
+
+}  // namespace internal
 }  // namespace mm::reader

@@ -23,24 +23,30 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& pa
     void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_SHARED, fd.get(), 0);
     if (p == MAP_FAILED) return ErrnoStatus(errno, path + ": mmap");
     file->data_ = static_cast<const uint8_t*>(p);
+    file->guard_ = RegisterMapping(p, file->size_);
   }
   // The mapping stays valid after the descriptor is closed.
   return std::shared_ptr<const MappedFile>(std::move(file));
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      guard_(std::exchange(other.guard_, nullptr)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
+    UnregisterMapping(guard_);
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    guard_ = std::exchange(other.guard_, nullptr);
   }
   return *this;
 }
 
 MappedFile::~MappedFile() {
+  UnregisterMapping(guard_);  // before the range can be mapped again by another file
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 

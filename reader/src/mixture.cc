@@ -92,10 +92,16 @@ Result<MixtureSpec> ParseFile(const std::string& path) {
     spec.sets.push_back(std::move(set));
   }
   if (doc.contains("epoch_size")) {
-    if (!doc["epoch_size"].is_number_integer() || doc["epoch_size"].get<int64_t>() < 1) {
-      return bad("\"epoch_size\" is not an integer >= 1");
-    }
-    spec.epoch_size = doc["epoch_size"].get<int64_t>();
+    const auto& size = doc["epoch_size"];
+    // nlohmann keeps a positive integer unsigned (up to 2^64 - 1): compare before narrowing.
+    const bool in_range = size.is_number_unsigned()
+                              ? size.get<uint64_t>() >= 1 &&
+                                    size.get<uint64_t>() <= static_cast<uint64_t>(kMaxEpochSize)
+                          : size.is_number_integer()
+                              ? size.get<int64_t>() >= 1 && size.get<int64_t>() <= kMaxEpochSize
+                              : false;
+    if (!in_range) return bad("\"epoch_size\" is not an integer in [1, 2^53]");
+    spec.epoch_size = size.get<int64_t>();
   }
   return spec;
 }

@@ -33,9 +33,14 @@ struct MixtureSpec {
   int64_t epoch_size = 0;  // 0: the sum of the sets' items
 };
 
+/// Largest "epoch_size": positions and batch arithmetic stay far inside int64, and a larger
+/// epoch is a typo (the epoch's shard visits are bounded too: epoch_order.h).
+inline constexpr int64_t kMaxEpochSize = int64_t{1} << 53;
+
 /// The mixture `location` names, or nullopt for a single set (a directory, a set URL).
 /// Errors: InvalidArgument (a malformed list or JSON file, a weight that is not a positive
-/// finite number, weights on some sets only, an epoch_size below 1), those of reading the file.
+/// finite number, weights on some sets only, an epoch_size outside [1, kMaxEpochSize]), those
+/// of reading the file.
 Result<std::optional<MixtureSpec>> ParseMixture(const std::string& location);
 
 }  // namespace mm::reader::internal

@@ -164,7 +164,12 @@ Item ResolveDraw(const ShardSetImpl& set, const LoaderOptions& options, int64_t 
   const int64_t first = set.first_sample(draw.shard);
   if (options.caption_mode == CaptionMode::kAllCaptions) {
     const int64_t s = shard.SampleOfCaption(draw.local);
-    return Item{first + s, static_cast<int32_t>(draw.local - shard.CaptionBegin(s))};
+    int64_t caption = draw.local - shard.CaptionBegin(s);
+    if (caption < 0 || caption >= shard.NumCaptions(s)) {  // the mapping changed (shard.h)
+      shard.MarkInconsistent();
+      caption = 0;
+    }
+    return Item{first + s, static_cast<int32_t>(caption)};
   }
   const int64_t sample = first + draw.local;
   const uint64_t key = static_cast<uint64_t>(sample) +
@@ -181,8 +186,10 @@ Item GlobalItem(const ShardSet& set, const LoaderOptions& options, int64_t epoch
   if (!impl) return Item{-1, -1};
   Result<internal::ResolvedOrder> resolved = internal::ResolveOrder(*impl, options);
   if (!resolved.ok()) return Item{-1, -1};
-  const internal::EpochOrder order(internal::MakeOrderShape(*impl, options.caption_mode),
-                                   resolved->arrangement, resolved->window, options.seed, epoch);
+  auto shape = internal::MakeOrderShape(*impl, options.caption_mode);
+  if (!internal::CheckOrderSize(*shape).ok()) return Item{-1, -1};
+  const internal::EpochOrder order(std::move(shape), resolved->arrangement, resolved->window,
+                                   options.seed, epoch);
   return internal::ResolveDraw(*impl, options, epoch, order.At(pos));
 }
 

@@ -2,16 +2,35 @@
 #include "prefetcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <system_error>
+
+#include "remote/remote_shards.h"
+#include "shard_set_impl.h"
 
 namespace mm::reader::internal {
 
+namespace {
+
+constexpr auto kYieldPoll = std::chrono::milliseconds(200);
+
+std::shared_ptr<CacheDir> CacheOf(const ShardSet& set) {
+  auto* impl = dynamic_cast<const ShardSetImpl*>(&set);
+  return impl ? impl->cache_dir() : nullptr;
+}
+
+}  // namespace
+
 Prefetcher::Prefetcher(std::shared_ptr<const ShardSet> set, OrderFor order_for, int64_t limit)
-    : set_(std::move(set)), order_for_(std::move(order_for)), limit_(limit) {}
+    : set_(std::move(set)),
+      order_for_(std::move(order_for)),
+      limit_(limit),
+      cache_(CacheOf(*set_)) {}
 
 Prefetcher::~Prefetcher() { Stop(); }
 
 Status Prefetcher::Start(int threads) {
+  if (cache_ && yielder_ < 0) yielder_ = cache_->AddYielder([this] { Yield(); });
   for (int t = 0; t < threads; ++t) {
     try {
       threads_.emplace_back([this] { Work(); });
@@ -24,6 +43,10 @@ Status Prefetcher::Start(int threads) {
 }
 
 void Prefetcher::Stop() {
+  if (cache_ && yielder_ >= 0) {
+    cache_->RemoveYielder(yielder_);  // no Yield() runs or starts after this returns
+    yielder_ = -1;
+  }
   std::vector<ShardPin> drop;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -105,6 +128,7 @@ size_t Prefetcher::Horizon(size_t low) const {
 
 bool Prefetcher::NextTask(size_t* window, uint32_t* shard) {
   if (windows_.empty()) return false;
+  if (cache_ && cache_->MustYield()) return false;  // an older wait of another process first
   const size_t horizon = Horizon(low_);
   auto wanted = [&](uint32_t k) {
     return !held_.count(k) && !in_flight_.count(k) && !failed_.count(k);
@@ -149,8 +173,15 @@ void Prefetcher::Work() {
     uint64_t gen = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || NextTask(&window, &shard); });
+      const bool woken =
+          work_cv_.wait_for(lock, kYieldPoll, [&] { return stop_ || NextTask(&window, &shard); });
       if (stop_) return;
+      if (!woken) {  // nothing to fetch: another process may wait for what this one holds
+        const bool yield = cache_ && cache_->MustYield();
+        lock.unlock();
+        if (yield) Yield();
+        continue;
+      }
       in_flight_.insert(shard);
       gen = run_.gen;
     }
@@ -201,9 +232,40 @@ Result<std::vector<ShardPin>> Prefetcher::Acquire(uint64_t gen,
   for (uint32_t s : shards) {
     auto failed = failed_.find(s);
     if (failed != failed_.end()) return failed->second;
-    pins.push_back(held_[s]);
   }
+  for (uint32_t s : shards) pins.push_back(Lend(s, held_[s]));
   return pins;
+}
+
+// Caller holds mu_. The lent pin's deleter runs in the decode thread that drops it, without mu_.
+ShardPin Prefetcher::Lend(uint32_t shard, const ShardPin& pin) {
+  ++busy_[shard];
+  auto* lent = new ShardPin(pin);
+  return ShardPin(std::shared_ptr<const void>(lent, [this, shard, lent](const void*) {
+    delete lent;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--busy_[shard] == 0) busy_.erase(shard);
+  }));
+}
+
+void Prefetcher::Yield() {
+  std::vector<ShardPin> drop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = held_.begin(); it != held_.end();) {
+      if (busy_.count(it->first)) {
+        ++it;
+        continue;
+      }
+      drop.push_back(std::move(it->second));
+      it = held_.erase(it);
+    }
+    drop.insert(drop.end(), retired_.begin(), retired_.end());
+    retired_.clear();
+    for (size_t w = low_; w < windows_.size(); ++w) windows_[w].handed_out = 0;  // fetch again
+  }
+  drop.clear();  // outside mu_: the last pin of a shard unmaps it and wakes reservations
+  work_cv_.notify_all();
 }
 
 // A shard of the windows left behind stays held only when a window within the new horizon

@@ -18,6 +18,17 @@
 // A shard that fails to download fails (with its error) every batch of the run that reads it;
 // the next run tries it again.
 //
+// Sharing a cache with other processes (the ranks of a node; CacheDir): each process's windows
+// fit the limit alone, not together, so two could each pin part of what they need and wait
+// for the rest (23.4). When a reservation of another process that began waiting before any of
+// this process's waits for room (CacheDir::MustYield), this prefetcher gives back every pin no
+// batch is reading (they stay cached until evicted) and takes none until that waiter is served;
+// a reservation of this process that waits behind such an older one makes it do so at once.
+// The oldest waiter never yields, so it is served as soon as the batches being decoded
+// elsewhere finish: no process waits for pins that nobody will release. The download threads
+// look every 200 ms, also when idle (a rank blocked in an all-reduce still gives its pins back).
+
+//
 // Thread safety: Reset (the consumer thread), Acquire and Finish (decode threads) and the
 // download threads synchronise on one mutex; pins are dropped outside it. Stop releases every
 // pin, wakes the waiting decode threads (their Acquire fails) and joins the download threads
@@ -37,6 +48,7 @@
 
 #include "epoch_order.h"
 #include "mm/reader.h"
+#include "remote/cache.h"
 
 namespace mm::reader::internal {
 
@@ -86,6 +98,10 @@ class Prefetcher {
     size_t handed_out = 0;  // shards considered for download, in order
   };
   void Work();
+  // Gives back the pins no batch is reading (see the file comment).
+  void Yield();
+  // `pin` of `shard`, counted busy until the decode thread drops it.
+  ShardPin Lend(uint32_t shard, const ShardPin& pin);
   bool NextTask(size_t* window, uint32_t* shard);  // caller holds mu_
   size_t WindowOf(int64_t pos) const;              // caller holds mu_
   // The first window past those from `low` that fit in the limit together (low always fits).
@@ -111,7 +127,10 @@ class Prefetcher {
   std::set<uint32_t> in_flight_;       // shards being fetched
   std::deque<uint32_t> demanded_;      // shards a waiting batch needs
   std::vector<ShardPin> retired_;  // the previous run's pins, kept until this run's first window
+  std::map<uint32_t, int> busy_;   // shards lent to decode threads (Lend), how many times
   std::vector<std::thread> threads_;
+  const std::shared_ptr<CacheDir> cache_;  // the set's cache directory (null: none)
+  int yielder_ = -1;                       // this prefetcher's registration with cache_
 };
 
 }  // namespace mm::reader::internal

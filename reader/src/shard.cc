@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
@@ -32,13 +33,14 @@ Result<std::unique_ptr<Shard>> Shard::Open(const std::string& path, const ShardE
   MM_RETURN_NOT_OK(shard->Init(entry, info));
   MM_RETURN_NOT_OK(shard->MapFile(path, entry));
   if (options.verify_checksums) MM_RETURN_NOT_OK(shard->VerifyChecksum(entry));
-  ShardQuery query{path,        shard->name_,      &entry, &info, shard->file_.get(),
-                   shard->image_bytes_, shard->jpeg_};
+  ShardQuery query{
+      path, shard->name_, &entry, &info, shard->file_.get(), shard->image_bytes_, shard->jpeg_};
   MM_ASSIGN_OR_RETURN(ShardLayout layout, QueryShardLayout(query, options));
   // From here on HDF5 is closed and only the mapping is read.
   shard->TakeLayout(&layout);
   MM_RETURN_NOT_OK(shard->PlaceTables(&layout));
   MM_RETURN_NOT_OK(shard->CheckTables(entry, info));
+  MM_RETURN_NOT_OK(shard->CheckIntact());  // the file did not change while it was checked
   return shard;
 }
 
@@ -55,6 +57,10 @@ Status Shard::Init(const ShardEntry& entry, const SetInfo& info) {
   }
   num_samples_ = entry.samples;
   num_captions_ = entry.captions;
+  num_tokens_ = entry.tokens;
+  max_tokens_ = info.max_tokens;
+  vocab_size_ = info.vocab_size;
+  file_bytes_ = entry.bytes;
   return Status::OK();
 }
 
@@ -69,6 +75,7 @@ Status Shard::MapFile(const std::string& path, const ShardEntry& entry) {
                               " bytes, index.json says " + std::to_string(entry.bytes) +
                               (st.st_size < entry.bytes ? " (truncated)" : ""));
   }
+  path_ = path;
   MM_ASSIGN_OR_RETURN(file_, MappedFile::Open(path));
   if (file_->size() != static_cast<uint64_t>(entry.bytes)) {
     return Status::Corruption(name_ + ": file changed size while opening");
@@ -142,6 +149,58 @@ Status Shard::CheckTables(const ShardEntry& entry, const SetInfo& info) const {
   return CheckTokenTables(name_, t, info).status();
 }
 
+int64_t Shard::CaptionBegin(int64_t s) const {
+  const int64_t b = LoadI64(caption_offsets_, s);
+  if (b < 0 || b > num_captions_) {
+    MarkInconsistent();
+    return 0;
+  }
+  return b;
+}
+
+int Shard::NumCaptions(int64_t s) const {
+  const int64_t b = LoadI64(caption_offsets_, s), e = LoadI64(caption_offsets_, s + 1);
+  if (b < 0 || e <= b || e > num_captions_ || e - b > (int64_t{1} << 30)) {
+    MarkInconsistent();
+    return 1;  // a divisor, never 0
+  }
+  return static_cast<int>(e - b);
+}
+
+Span<const int32_t> Shard::CaptionTokens(int64_t c) const {
+  if (c < 0 || c >= num_captions_) {
+    MarkInconsistent();
+    return {};
+  }
+  const int64_t b = LoadI64(token_offsets_, c), e = LoadI64(token_offsets_, c + 1);
+  if (b < 0 || e < b || e > num_tokens_ || e - b > max_tokens_) {
+    MarkInconsistent();
+    return {};
+  }
+  const Span<const int32_t> ids(tokens_ + b, static_cast<size_t>(e - b));
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= vocab_size_) {  // an embedding row that does not exist
+      MarkInconsistent();
+      return {};
+    }
+  }
+  return ids;
+}
+
+Status Shard::CheckIntact() const {
+  const bool faulted = !file_->intact();
+  if (!faulted && !inconsistent_.load(std::memory_order_relaxed)) return Status::OK();
+  struct stat st;
+  const std::string now = ::stat(path_.c_str(), &st) == 0
+                              ? std::to_string(st.st_size) + " bytes"
+                              : std::string("gone (") + std::strerror(errno) + ")";
+  return Status::Corruption(
+      name_ + ": the file changed while it was read (" +
+      (faulted ? "pages past its end were touched" : "a table read from it is out of bounds") +
+      "; it is now " + now + ", index.json says " + std::to_string(file_bytes_) +
+      " bytes): a set must not be modified while it is read; reopen it");
+}
+
 int64_t Shard::SampleOfCaption(int64_t c) const {
   // Largest s with caption_offsets[s] <= c.
   int64_t lo = 0, hi = num_samples_;  // invariant: offsets[lo] <= c < offsets[hi]
@@ -162,18 +221,20 @@ Status Shard::ReadImage(int64_t s, uint8_t* dst) const {
   }
   const uint8_t* src = file_->data() + chunk_offset_[s];
   uint32_t stored = chunk_size_[s];
+  Status decoded;
   if (jpeg_) {
     int w = 0, h = 0;
     ImageSize(s, &w, &h);
-    return DecodeJpeg(src, stored & kSizeMask, w, h, dst)
-        .WithContext(name_ + " sample " + std::to_string(s));
-  }
-  if (stored & kRawFlag) {
+    decoded = DecodeJpeg(src, stored & kSizeMask, w, h, dst)
+                  .WithContext(name_ + " sample " + std::to_string(s));
+  } else if (stored & kRawFlag) {
     std::memcpy(dst, src, image_bytes_);
-    return Status::OK();
+  } else {
+    decoded = ZstdDecode(src, stored & kSizeMask, dst, image_bytes_,
+                         name_ + " sample " + std::to_string(s));
   }
-  return ZstdDecode(src, stored & kSizeMask, dst, image_bytes_,
-                    name_ + " sample " + std::to_string(s));
+  MM_RETURN_NOT_OK(CheckIntact());  // before the decoder's view of zeros, say why
+  return decoded;
 }
 
 std::string_view Shard::StoredChunk(int64_t s, bool* compressed) const {

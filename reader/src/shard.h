@@ -27,6 +27,7 @@
 // what mmpack writes) is read into memory at Open instead. Thread-safe after Open.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -59,19 +60,28 @@ class Shard {
   int64_t num_samples() const { return num_samples_; }
   int64_t num_captions() const { return num_captions_; }
 
-  /// Index of sample `s`'s first caption among the shard's captions.
-  int64_t CaptionBegin(int64_t s) const { return LoadI64(caption_offsets_, s); }
-  int NumCaptions(int64_t s) const {
-    return static_cast<int>(LoadI64(caption_offsets_, s + 1) - LoadI64(caption_offsets_, s));
-  }
-  /// The sample that caption `c` (0 <= c < num_captions()) belongs to: binary search over the
-  /// mapped caption_offsets.
+  // Values read from the mapping. Open checked every table, but the file may change under the
+  // reader afterwards (zeroed, rewritten in place, or truncated: its pages then read as zeros,
+  // mapping_guard.h), so each value is checked again where it is used; one out of bounds marks
+  // the shard inconsistent (CheckIntact reports it, naming the shard) and a harmless value
+  // stands in for it: no division by zero, no read outside the tables.
+
+  /// Index of sample `s`'s first caption among the shard's captions, in [0, C].
+  int64_t CaptionBegin(int64_t s) const;
+  /// Captions of sample `s`, >= 1 (1 when the mapping is inconsistent).
+  int NumCaptions(int64_t s) const;
+  /// The sample that caption `c` (0 <= c < num_captions()) belongs to, in [0, N): binary search
+  /// over the mapped caption_offsets.
   int64_t SampleOfCaption(int64_t c) const;
-  /// Token ids of caption `c` of the shard (not of a sample).
-  Span<const int32_t> CaptionTokens(int64_t c) const {
-    int64_t b = LoadI64(token_offsets_, c), e = LoadI64(token_offsets_, c + 1);
-    return Span<const int32_t>(tokens_ + b, static_cast<size_t>(e - b));
-  }
+  /// Token ids of caption `c` of the shard (not of a sample), each in [0, vocab_size), at most
+  /// max_tokens of them (empty when `c` or the mapping is out of bounds).
+  Span<const int32_t> CaptionTokens(int64_t c) const;
+  /// Marks the shard inconsistent (a value read from it broke the format's bounds).
+  void MarkInconsistent() const { inconsistent_.store(true, std::memory_order_relaxed); }
+  /// OK, or Corruption naming the shard when its file changed while mapped: a page past its
+  /// end was touched (truncated) or a value read from it broke the format's bounds; what was
+  /// read from it since must not be used. One atomic load or two when intact.
+  Status CheckIntact() const;
   std::string_view Key(int64_t s) const {
     const char* p = reinterpret_cast<const char*>(keys_) + s * key_size_;
     return std::string_view(p, strnlen(p, key_size_));
@@ -113,11 +123,17 @@ class Shard {
     return v;
   }
   std::string name_;
+  std::string path_;  // the file opened (for CheckIntact's message)
   std::shared_ptr<const MappedFile> file_;
+  int64_t num_tokens_ = 0;  // index.json's T
+  int max_tokens_ = 0;      // longest caption, in tokens
+  int vocab_size_ = 0;      // token ids lie in [0, vocab_size_)
+  int64_t file_bytes_ = 0;  // index.json's size of the file
+  mutable std::atomic<bool> inconsistent_{false};
   int64_t num_samples_ = 0;
   int64_t num_captions_ = 0;
   size_t image_bytes_ = 0;
-  int width_ = 0, height_ = 0;          // the set's image size
+  int width_ = 0, height_ = 0;  // the set's image size
   bool jpeg_ = false;
   std::vector<int32_t> image_size_;     // [N, 2] codec jpeg: [width, height]
   std::vector<uint64_t> chunk_offset_;  // [N] file offset of each image chunk

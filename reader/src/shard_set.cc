@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "mixture.h"
+#include "mm/internal/checksum.h"
 #include "mm/internal/index_json.h"
 #include "mm/internal/set_path.h"
 #include "mm/internal/set_rules.h"
@@ -17,6 +18,11 @@ namespace mm::reader {
 Result<std::shared_ptr<ShardSet>> ShardSet::Open(const std::string& location,
                                                  const OpenOptions& options) {
   return internal::ShardSetImpl::Open(location, options);
+}
+
+Status ShardSet::CheckIntact(int64_t i) const {
+  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(this);
+  return impl ? impl->CheckIntact(i) : Status::OK();  // another implementation maps nothing
 }
 
 namespace internal {
@@ -48,6 +54,28 @@ Status CheckCompatible(const ShardSetImpl::Part& first, const ShardSetImpl::Part
 
 }  // namespace
 
+// One line per shard of every part, each part's weight, the epoch size: what the epoch order
+// and the items it names are made of (not where the files live).
+std::string ShardSetImpl::Identity(const ShardSetImpl& set) {
+  std::string text = "mmpack order identity 1\n";
+  char line[160];
+  for (const Part& p : set.parts_) {
+    std::snprintf(line, sizeof line, "set weight %.17g shards %zu\n", p.weight,
+                  p.info.shards.size());
+    text += line;
+    for (const ShardEntry& e : p.info.shards) {
+      text += e.file;
+      std::snprintf(line, sizeof line, " %lld %lld %lld %lld ", static_cast<long long>(e.samples),
+                    static_cast<long long>(e.captions), static_cast<long long>(e.tokens),
+                    static_cast<long long>(e.bytes));
+      text += line + e.xxh3_64 + "\n";
+    }
+  }
+  text += "weighted " + std::to_string(set.weighted_) + " epoch_size " +
+          std::to_string(set.epoch_size_) + "\n";
+  return Xxh3Hex(text.data(), text.size());
+}
+
 Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
                                                   const OpenOptions& options,
                                                   std::vector<std::unique_ptr<Shard>>* opened) {
@@ -65,7 +93,7 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
     return part;
   }
   HttpRequest request;
-  request.url = part.location.FileUrl(std::string(mm::format::kIndexFile));
+  MM_ASSIGN_OR_RETURN(request.url, part.location.FileUrl(std::string(mm::format::kIndexFile)));
   request.s3 = part.location.kind == LocationKind::kS3 ? &part.location.s3 : nullptr;
   MM_ASSIGN_OR_RETURN(std::string text,
                       ThreadHttpClient().GetText(request, options.remote, kMaxRemoteIndexBytes));
@@ -133,6 +161,7 @@ Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& location
     }
   }
   if (set->remote_) set->cache_limit_ = options.remote.cache_limit;
+  set->identity_ = Identity(*set);
   return std::shared_ptr<ShardSet>(std::move(set));
 }
 
@@ -150,6 +179,13 @@ const Shard* ShardSetImpl::Resident(size_t k) const {
 const RemoteOptions* ShardSetImpl::remote_options() const {
   for (const Part& p : parts_) {
     if (p.remote) return &p.remote->options();
+  }
+  return nullptr;
+}
+
+std::shared_ptr<CacheDir> ShardSetImpl::cache_dir() const {
+  for (const Part& p : parts_) {
+    if (p.remote) return p.remote->cache();
   }
   return nullptr;
 }
@@ -239,6 +275,11 @@ int64_t ShardSetImpl::StoredImageBytes(int64_t i) const {
 void ShardSetImpl::ImageSize(int64_t i, int* width, int* height) const {
   int64_t local = 0;
   ShardOf(i, &local).ImageSize(local, width, height);
+}
+
+Status ShardSetImpl::CheckIntact(int64_t i) const {
+  int64_t local = 0;
+  return ShardOf(i, &local).CheckIntact();
 }
 
 Status ShardSetImpl::ReadImage(int64_t i, uint8_t* dst) const {

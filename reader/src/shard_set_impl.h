@@ -19,6 +19,7 @@
 
 namespace mm::reader::internal {
 
+class CacheDir;      // remote/cache.h
 class RemoteShards;  // remote/remote_shards.h
 
 class ShardSetImpl final : public ShardSet {
@@ -47,6 +48,8 @@ class ShardSetImpl final : public ShardSet {
   int64_t StoredImageBytes(int64_t i) const override;
   void ImageSize(int64_t i, int* width, int* height) const override;
   Status ReadImage(int64_t i, uint8_t* dst) const override;
+  /// ShardSet::CheckIntact: the sample's shard's Shard::CheckIntact.
+  Status CheckIntact(int64_t i) const;
 
   /// The shard holding global sample `i` and `i`'s index in it (resident: see the file comment).
   const Shard& ShardOf(int64_t i, int64_t* local) const;
@@ -59,10 +62,15 @@ class ShardSetImpl final : public ShardSet {
   /// A weighted mixture (the order draws each part's quota; epoch_order.h).
   bool weighted() const { return weighted_; }
   int64_t epoch_size() const { return epoch_size_; }
+  /// 16 hex digits naming what an epoch order is drawn from (LoaderState::set): the XXH3-64 of
+  /// every part's shard table, its weight and the mixture's epoch_size; not its location.
+  const std::string& identity() const { return identity_; }
   /// RemoteOptions::cache_limit of the remote parts (0: none, or no remote part).
   int64_t cache_limit() const { return cache_limit_; }
   /// The remote parts' RemoteOptions (nullptr: no remote part).
   const RemoteOptions* remote_options() const;
+  /// The remote parts' cache directory (they share OpenOptions; nullptr: no remote part).
+  std::shared_ptr<CacheDir> cache_dir() const;
   /// The cached file of shard k while pinned ("" for a local shard or an unpinned one); a
   /// local shard's path is info().root + "/" + its file.
   std::string LocalPath(size_t k) const;
@@ -77,6 +85,7 @@ class ShardSetImpl final : public ShardSet {
   static Result<Part> OpenPart(const std::string& location, const OpenOptions& options,
                                std::vector<std::unique_ptr<Shard>>* opened);
   Status AddPart(Part part, std::vector<std::unique_ptr<Shard>> opened);
+  static std::string Identity(const ShardSetImpl& set);
   const Shard* Resident(size_t k) const;
   [[noreturn]] void NotPinned(size_t k, int64_t i) const;
 
@@ -90,6 +99,7 @@ class ShardSetImpl final : public ShardSet {
   bool weighted_ = false;
   int64_t epoch_size_ = 0;
   int64_t cache_limit_ = 0;
+  std::string identity_;
 };
 
 }  // namespace mm::reader::internal

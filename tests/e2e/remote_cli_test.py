@@ -102,7 +102,8 @@ class RemoteCliTest(u.TempDirTest):
         u.build(os.path.join(u.DATA_DIR, "coco-cc", "captions.jsonl"), cls.local,
                 "--samples-per-shard", "12", "--image-size", "64")
         cls.s3 = Server([NODE, S3RVER, "-d", os.path.join(cls.tmp, "s3"), "-a", "127.0.0.1",
-                         "-p", "0", "--silent", "--configure-bucket", "bkt"],
+                         "-p", "0", "--silent", "--configure-bucket", "bkt",
+                         "--configure-bucket", "other"],
                         os.path.join(cls.tmp, "s3.log"), r"listening on 127\.0\.0\.1:([0-9]+)")
         cls.addClassCleanup(cls.s3.stop)
         upload_set(cls.s3.url, "bkt", "sets/coco", cls.local)
@@ -122,6 +123,31 @@ class RemoteCliTest(u.TempDirTest):
         v = run([u.MMPACK, "verify", "s3://bkt/sets/coco"] + self.cache("verify"), self.env)
         self.assertEqual(v.rc, 0, str(v))
         self.assertIn("verify: OK: %d shards" % len(self.index["shards"]), v.stdout)
+
+    def test_dot_segments_never_reach_another_bucket(self):
+        # Bucket "other" holds a set; "bkt/x/../../other/victim" must not name it (libcurl
+        # resolved the dots away: upload deleted and replaced it, info read it).
+        victim = "s3://other/victim"
+        put = run([u.MMPACK, "upload", "-q", self.local, victim], self.env)
+        self.assertEqual(put.rc, 0, str(put))
+        before = run([u.MMPACK, "info", victim] + self.cache("dots"), self.env)
+        self.assertEqual(before.rc, 0, str(before))
+        small = os.path.join(self.tmp, "small-for-dots")
+        u.build(os.path.join(u.DATA_DIR, "coco-cc", "captions.jsonl"), small,
+                "--samples-per-shard", "12", "--image-size", "32")
+        for url in ("s3://bkt/x/../../other/victim", "s3://bkt/../other/victim",
+                    "s3://bkt/./../other/victim"):
+            up = run([u.MMPACK, "upload", "-q", small, url], self.env)
+            self.assertNotEqual(up.rc, 0, str(up))
+            self.assertEqual(len(up.stderr.strip().splitlines()), 1, up.stderr)
+            self.assertIn("path segment", up.stderr)
+            for command in ("info", "verify"):
+                r = run([u.MMPACK, command, url] + self.cache("dots"), self.env)
+                self.assertNotEqual(r.rc, 0, str(r))
+                self.assertIn("path segment", r.stderr)
+        after = run([u.MMPACK, "info", victim] + self.cache("dots2"), self.env)
+        self.assertEqual(after.rc, 0, str(after))
+        self.assertEqual(after.stdout, before.stdout)
 
     def test_show_reads_one_sample_from_s3_like_local(self):
         want = u.mmpack("show", self.local, 30, "-o", os.path.join(self.tmp, "l.png"))

@@ -58,6 +58,21 @@ def test_truncated_shard_is_corruption_naming_it(coco_multi, copy_of):
         mmpack.Loader(root, 4)
 
 
+def test_a_shard_truncated_under_a_loader_is_an_error_not_sigbus(coco_multi, copy_of):
+    # While mapped: touching its lost pages raised SIGBUS and killed the interpreter.
+    root = copy_of(coco_multi)
+    loader = mmpack.Loader(root, 4, shuffle=False, prefetch=1)
+    it = iter(loader)
+    next(it)
+    os.truncate(os.path.join(root, "shard-000001.h5"), 4096)  # as `cp` over it begins
+    with pytest.raises(mmpack.CorruptionError,
+                       match="shard-000001.h5: the file changed while it was read"):
+        for _ in it:
+            pass
+    with pytest.raises(mmpack.CorruptionError, match="changed while it was read"):
+        loader.dataset.tokens(20)
+
+
 def flip_chunk_bytes(path, sample):
     """Overwrites 64 bytes in the middle of `sample`'s stored image chunk (same file size)."""
     with h5py.File(path, "r") as f:
@@ -111,6 +126,32 @@ def test_unsupported_format_version_names_it(coco, copy_of):
 def test_bad_options_are_value_errors(coco, options, message):
     with pytest.raises(ValueError, match=message):
         mmpack.Loader(coco, **options)
+
+
+@pytest.mark.parametrize("options,name", [
+    ({"batch_size": 2 ** 31}, "batch_size"),
+    ({"batch_size": 4, "seed": -1}, "seed"),
+    ({"batch_size": 4, "seed": 2 ** 64}, "seed"),
+    ({"batch_size": 4, "rank": 2 ** 40, "world_size": 2}, "rank"),
+    ({"batch_size": 4, "world_size": -2 ** 33}, "world_size"),
+    ({"batch_size": 4, "num_threads": 2 ** 32}, "num_threads"),
+    ({"batch_size": 4, "prefetch": 2 ** 31}, "prefetch"),
+    ({"batch_size": 4, "shuffle_window": 2 ** 31}, "shuffle_window"),
+    ({"batch_size": 4, "output_size": (2 ** 31, 2)}, "output_size"),
+    ({"batch_size": 4, "cache_limit": 2 ** 63}, "byte size"),
+    ({"batch_size": 4, "cache_limit": -1}, "byte size"),
+])
+def test_integers_out_of_the_c_range_are_value_errors_naming_the_option(coco, options, name):
+    # Not pybind11's "incompatible function arguments ... Invoked with: <LoaderOptions ...>".
+    with pytest.raises(ValueError, match=name) as raised:
+        mmpack.Loader(coco, **options)
+    assert "Invoked with" not in str(raised.value)
+
+
+def test_an_epoch_out_of_range_is_a_value_error(coco):
+    loader = mmpack.Loader(coco, batch_size=4)
+    with pytest.raises(ValueError, match="epoch"):
+        loader.set_epoch(2 ** 63)
 
 
 def test_wrong_types_are_type_errors(coco):

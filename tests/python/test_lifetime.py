@@ -2,6 +2,8 @@
 batches; the GIL is free while the loader decodes."""
 
 import gc
+import os
+import signal
 import sys
 import threading
 
@@ -116,3 +118,41 @@ def test_the_gil_is_released_while_a_sample_is_read(build_set):
     # HDF5 reads take tens of microseconds: too short to see another thread run under load.)
     s = mmpack.ShardSet(build_set("skimage_big"))
     assert other_thread_runs_during(lambda i: s.image(i % len(s)), 200)
+
+
+def test_a_loader_used_in_a_forked_child_raises_at_once_naming_the_fix(coco):
+    # A forked child (a DataLoader worker) has none of the Loader's threads: next() there
+    # waited for ever, and closing it joined threads that do not exist.
+    loader = mmpack.Loader(coco, 4, num_threads=2)
+    it = iter(loader)
+    first = next(it)["indices"].tolist()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        report = b"no error"
+        try:
+            signal.alarm(20)  # before the fix: stuck here until the alarm kills the child
+            try:
+                next(iter(loader))
+            except RuntimeError as e:
+                report = ("RuntimeError: " + str(e)).encode()
+            loader.close()  # leaves the parent's threads alone
+            del loader
+            gc.collect()
+            report += b" | closed"
+        except BaseException as e:  # noqa: BLE001  (reported to the parent)
+            report = repr(e).encode()
+        finally:
+            os.write(write, report[:4000])
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        report = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, report
+    assert report.startswith("RuntimeError: mmpack.Loader was created in process %d and is "
+                             "used in process %d" % (os.getpid(), pid)), report
+    assert "num_workers=0" in report and report.endswith(" | closed"), report
+    # The parent's loader is untouched: the same epoch again gives the same first batch.
+    assert next(iter(loader))["indices"].tolist() == first

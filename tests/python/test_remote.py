@@ -5,7 +5,9 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -138,3 +140,77 @@ def test_cache_limit_takes_a_size_with_a_unit(s3, tmp_path, capfd):
 def test_a_missing_remote_set_is_file_not_found_naming_the_url(s3, tmp_path):
     with pytest.raises(FileNotFoundError, match="/bkt/nothing/index.json"):
         mmpack.ShardSet("s3://bkt/nothing", cache_dir=tmp_path / "cache")
+
+
+def test_forked_children_read_a_remote_set_on_connections_of_their_own(s3, tmp_path):
+    # As DataLoader workers (fork) do with a remote ShardSet of the parent: each child used the
+    # parent's libcurl connection, and both read each other's responses ("Received HTTP/0.9",
+    # XXH3-64 mismatches, the parent's next request failing too).
+    remote = mmpack.ShardSet(URL, cache_dir=tmp_path / "cache")
+    local = mmpack.ShardSet(s3)
+    text = remote._set.index_text()
+    remote.image(0)  # shard 0 downloaded: the parent's connection is open (keep-alive)
+    firsts = [i for i in range(len(local)) if local.locate(i).endswith(" sample 0")][1:]
+    assert firsts, "the set needs several shards"
+    pids = []
+    for first in firsts:  # one child per other shard, each downloading it
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                signal.alarm(120)
+                code = 0 if np.array_equal(remote.image(first), local.image(first)) else 2
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    parent = [remote._set.index_text() == text for _ in range(60)]  # meanwhile, in the parent
+    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
+    assert all(parent) and codes == [0] * len(firsts)
+    for i in range(0, len(local), 7):
+        np.testing.assert_array_equal(remote.image(i), local.image(i))
+
+
+_SHARER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import mmpack
+url, cache, limit, seed = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+loader = mmpack.Loader(url, batch_size=4, seed=seed, shuffle_mode="block", rank=0, world_size=1,
+                       drop_last=False, cache_dir=cache, cache_limit=limit, num_threads=1)
+items = 0
+for epoch in range(3):
+    loader.set_epoch(epoch)
+    items += sum(len(b["indices"]) for b in loader)
+print(items)
+"""
+
+
+def test_two_loaders_sharing_a_limited_cache_both_finish(s3, tmp_path):
+    # The ranks of a node: one cache, one limit, each loader's windows sized for the whole
+    # limit. Each pinned part of what it needed and waited 600 s for the rest (then one failed
+    # and the other crawled); now the younger waiter's process gives its idle pins back.
+    from conftest import ALBERT, DATA_DIR, PYTHON_DIR
+    local, url = str(tmp_path / "small"), "s3://bkt/sets/small"  # 13 shards of 4 samples
+    mmpack.build(os.path.join(DATA_DIR, "coco-cc", "captions.jsonl"), local, tokenizer=ALBERT,
+                 lowercase=True, threads=2, samples_per_shard=4, image_size=64)
+    up = subprocess.run([os.environ["MMPACK_BIN"], "upload", "-q", local, url],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    assert up.returncode == 0, up.stderr.decode()
+    limit = 3 * shard_bytes(local) + shard_bytes(local) // 2  # the set holds 13
+    cache = str(tmp_path / "cache")
+    procs = [subprocess.Popen([sys.executable, "-c", _SHARER, PYTHON_DIR, url, cache, str(limit),
+                               str(seed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for seed in (1, 2)]
+    try:
+        outs = [p.communicate(timeout=240) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    n = len(mmpack.ShardSet(local))
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err.decode()
+        assert int(out) == 3 * (-(-n // 4) * 4)  # three epochs, the last batch padded
+    cached = sum(f.stat().st_size for f in (tmp_path / "cache").rglob("*.h5"))
+    assert cached <= limit

@@ -21,8 +21,11 @@ def test_resume_gives_the_same_remaining_batches(coco_multi):
     a.set_epoch(2)
     _, it = take(a, 5)
     state = a.state_dict()
+    identity = {k: state.pop(k) for k in ("set", "set_source", "caption_mode")}
     assert state == {"seed": 5, "epoch": 2, "consumed": 20, "world_size": 1, "batch_size": 4,
                      "items_per_epoch": N, "order": "global", "shuffle_window": 0}
+    assert identity["set_source"] == coco_multi and identity["caption_mode"] == "random"
+    state.update(identity)
     rest = list(it)
     assert len(rest) == 13 - 5
 
@@ -103,6 +106,51 @@ def test_state_before_and_between_epochs(coco):
     other.load_state_dict({"seed": 4, "epoch": 6, "consumed": 20})
     other.set_epoch(8)
     assert len(list(other)) == 5
+
+
+def test_a_state_is_refused_by_a_loader_of_another_order(coco_multi):
+    # Every key reaches the C++ Restore: a block-shuffle state used to restore under the global
+    # order (or another window) silently, the same positions then being other items.
+    a = mmpack.Loader(coco_multi, 4, seed=3, shuffle_mode="block", shuffle_window=2)
+    _, it = take(a, 3)
+    state = a.state_dict()
+    assert (state["order"], state["shuffle_window"]) == ("block", 2)
+    for other in ({"shuffle_mode": "global"}, {"shuffle_mode": "block", "shuffle_window": 3},
+                  {"shuffle": False}):
+        b = mmpack.Loader(coco_multi, 4, **other)
+        with pytest.raises(ValueError, match="saved under order 'block' \\(window 2\\)"):
+            b.load_state_dict(state)
+    # Between epochs too (set_epoch moved on, nothing read): the state names its order.
+    a.set_epoch(4)
+    with pytest.raises(ValueError, match="order 'block'"):
+        mmpack.Loader(coco_multi, 4).load_state_dict(a.state_dict())
+    same = mmpack.Loader(coco_multi, 4, shuffle_mode="block", shuffle_window=2)
+    same.load_state_dict(state)
+    assert [x["indices"].tolist() for x in same] == [x["indices"].tolist() for x in it]
+
+
+def test_a_state_is_refused_by_a_loader_of_another_set_or_mixture(coco, coco_multi):
+    # Same items per epoch (the old check), other items at the same positions.
+    mix, swapped = ("%s:0.7,%s:0.3" % (coco, coco_multi), "%s:0.3,%s:0.7" % (coco, coco_multi))
+    a = mmpack.Loader(mix, 8, seed=1)
+    _, it = take(a, 2)
+    state = a.state_dict()
+    assert len(state["set"]) == 16 and state["caption_mode"] == "random"
+    b = mmpack.Loader(swapped, 8)
+    assert b.items_per_epoch == a.items_per_epoch
+    with pytest.raises(ValueError, match="another set or mixture"):
+        b.load_state_dict(state)
+    single = mmpack.Loader(coco, 8)
+    take(single, 1)
+    with pytest.raises(ValueError, match="saved reading '%s'" % coco):
+        mmpack.Loader(coco_multi, 8).load_state_dict(single.state_dict())
+    # The same sets and weights: accepted, the rest of the epoch as the first loader gives it.
+    same = mmpack.Loader(mix, 8)
+    same.load_state_dict(state)
+    assert [x["indices"].tolist() for x in same] == [x["indices"].tolist() for x in it]
+    # A state saved before identities existed restores unchecked, as it always did.
+    old = {k: state[k] for k in ("seed", "epoch", "consumed", "world_size", "batch_size")}
+    mmpack.Loader(swapped, 8).load_state_dict(old)
 
 
 def test_bad_states_are_value_errors(coco):

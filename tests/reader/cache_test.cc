@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "mm/internal/checksum.h"
 #include "mm/reader.h"
 #include "remote_util.h"
 
@@ -151,6 +153,101 @@ TEST(RemoteCache, TemporaryFilesOfDeadDownloadsAreRemoved) {
   EXPECT_TRUE(std::filesystem::exists(live));
   EXPECT_TRUE(std::filesystem::exists(foreign));
   ::close(fd);
+}
+
+// The cache set folder of the (only) set in `cache`.
+std::string OnlySetFolder(const std::string& cache) {
+  std::string set_dir;
+  for (const auto& e : std::filesystem::directory_iterator(cache + "/sets")) {
+    set_dir = e.path().string();
+  }
+  return set_dir;
+}
+
+void MakeOld(const std::string& path) {  // least recently used of all: evicted first
+  const struct timespec times[2] = {{1, 0}, {1, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << path;
+}
+
+// Eviction removed every file named <16 hex>.<anything> under CACHE/sets/<16 hex>/, whoever
+// wrote it, and went through a symlinked set folder, deleting such files outside the cache.
+TEST(RemoteCache, EvictsOnlyItsOwnFilesAndNeverThroughASymlink) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  const std::string cache = s.tmp / "cache";
+  const int64_t largest = *std::max_element(s.bytes.begin(), s.bytes.end());
+  OpenOptions o = testing::CacheOptions(cache, 2 * largest);  // every third pin evicts
+  o.remote.cache_wait_s = 1;
+  auto set = ShardSet::Open(s.url(), o);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  { ASSERT_TRUE((*set)->PinShard(0).ok()); }
+  const std::string set_dir = OnlySetFolder(cache);
+  const std::string shard0 = testing::ReadFile(s.local + "/shard-000000.h5");
+  // A file of the user's with a cache-like name, in the set's own folder (not HDF5).
+  const std::string foreign = set_dir + "/0123456789abcdef.notes.txt";
+  testing::WriteFile(foreign, std::string(1000, 'x'));
+  // A folder outside the cache, linked in as a set folder, with what the cache would write
+  // there: a location file whose XXH3-64 is the folder's name and a real shard.
+  const std::string outside = s.tmp / "outside", location = "s3://someone/else";
+  std::filesystem::create_directories(outside);
+  testing::WriteFile(outside + "/location", location);
+  const std::string victim = outside + "/0123456789abcdef.shard-000000.h5";
+  testing::WriteFile(victim, shard0);
+  const std::string link = cache + "/sets/" + Xxh3Hex(location.data(), location.size());
+  std::filesystem::create_directory_symlink(outside, link);
+  for (const std::string& p : {foreign, victim}) MakeOld(p);
+  for (size_t k = 1; k < s.bytes.size(); ++k) {
+    auto pin = (*set)->PinShard(k);
+    ASSERT_TRUE(pin.ok()) << pin.status().ToString();
+  }
+  EXPECT_GE((*set)->cache_stats().evictions, 2);  // its own shards still go
+  EXPECT_TRUE(std::filesystem::exists(foreign));
+  EXPECT_EQ(testing::ReadFile(victim), shard0);
+  // A set whose folder is a symlink is refused, never written through.
+  std::filesystem::remove(link);
+  const std::string own = Xxh3Hex(s.url().data(), s.url().size());
+  std::filesystem::rename(set_dir, s.tmp / "moved");
+  std::filesystem::create_directory_symlink(outside, cache + "/sets/" + own);
+  auto refused = (*set)->PinShard(0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("symlink"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(outside),
+                          std::filesystem::directory_iterator()),
+            2);  // location and the shard: nothing written there
+  EXPECT_EQ(testing::ReadFile(victim), shard0);
+}
+
+// One <xxh3>.<shard>.lock file stayed per shard ever cached, unbounded by the limit.
+TEST(RemoteCache, DownloadLocksLiveOnlyWhileADownloadDoes) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  const std::string cache = s.tmp / "cache";
+  auto set = ShardSet::Open(s.url(), testing::CacheOptions(cache, int64_t{1} << 30));
+  ASSERT_TRUE(set.ok());
+  auto locks = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(cache)) {
+      n += e.path().extension() == ".lock" && e.path().parent_path() != cache ? 1 : 0;
+    }
+    return n;
+  };
+  { ASSERT_TRUE((*set)->PinShard(0).ok()); }
+  EXPECT_EQ(locks(), 0);
+  // A lock left by a process that died (no one holds it) goes at the next reservation; one
+  // that a live download holds stays.
+  const std::string set_dir = OnlySetFolder(cache);
+  const std::string dead = set_dir + "/0123456789abcdef.shard-000009.h5.lock";
+  const std::string held = set_dir + "/0123456789abcdef.shard-000008.h5.lock";
+  testing::WriteFile(dead, "");
+  testing::WriteFile(held, "");
+  const int fd = ::open(held.c_str(), O_RDONLY);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  for (size_t k = 1; k < s.bytes.size(); ++k) ASSERT_TRUE((*set)->PinShard(k).ok());
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(held));
+  ::close(fd);
+  EXPECT_EQ(locks(), 1);  // the one held above, until a reservation finds it free
 }
 
 // Run only as a child of SharedByTwoProcessesDownloadsEachShardOnce: opens the set and pins

@@ -13,6 +13,7 @@ namespace {
 
 using mm::testing::CocoSet;
 using mm::testing::FixtureOptions;
+using mm::testing::TempDir;
 
 FixtureOptions Shards20() {
   FixtureOptions o;
@@ -77,6 +78,76 @@ TEST(Mixture, RefusesSetsOfAnotherImageSizeAndMalformedWeights) {
     EXPECT_TRUE(!r.ok() && r.status().code() == StatusCode::kInvalidArgument)
         << bad << ": " << r.status().ToString();
   }
+}
+
+// Weights and epoch sizes at the ends of their ranges: A:1e308,B:1 overflowed int64 in the
+// quotas and spun at 100% CPU before the first batch.
+TEST(Mixture, ExtremeWeightsGiveBoundedQuotasAndABatchAtOnce) {
+  const std::string a = CocoSet(Shards20());
+  FixtureOptions ob = Shards20();
+  ob.samples_per_shard = 17;
+  const std::string b = CocoSet(ob);
+  for (const std::string& spec : {a + ":1e308," + b + ":1", a + ":1e-300," + b + ":1e300",
+                                  a + ":1.7976931348623157e308," + b + ":1.7976931348623157e308"}) {
+    auto set = ShardSet::Open(spec);
+    ASSERT_TRUE(set.ok()) << spec << ": " << set.status().ToString();
+    LoaderOptions o;
+    o.batch_size = 6;
+    auto loader = Loader::Create(*set, o);
+    ASSERT_TRUE(loader.ok()) << spec << ": " << loader.status().ToString();
+    EXPECT_EQ((*loader)->items_per_epoch(), 102);
+    int64_t from_a = 0, n = 0;
+    for (;;) {
+      auto batch = (*loader)->Next();
+      ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+      if (!*batch) break;
+      for (int64_t i : (*batch)->indices) from_a += i < 51 ? 1 : 0;
+      n += (*batch)->size;
+    }
+    EXPECT_EQ(n, 102 / 6 * 6);
+    const int64_t want = spec.find(":1e308,") != std::string::npos    ? n
+                         : spec.find(":1e-300,") != std::string::npos ? 0
+                                                                      : n / 2;
+    EXPECT_EQ(from_a, want) << spec;
+  }
+}
+
+// An epoch_size of 2^63 - 1 spun in the quotas; 1e10 over a small set planned one visit per
+// shard per pass (bad_alloc, or tens of GB). Refused at once, naming the bound.
+TEST(Mixture, HugeEpochSizesAreRefusedBeforeAnythingIsAllocated) {
+  TempDir tmp("mm_mixture");
+  const std::string a = CocoSet(Shards20());
+  auto spec = [&](const std::string& epoch_size) {
+    const std::string path = tmp / ("mix-" + epoch_size + ".json");
+    testing::WriteFile(path, "{\"sets\": [{\"path\": \"" + a + "\", \"weight\": 1}], " +
+                                 "\"epoch_size\": " + epoch_size + "}");
+    return path;
+  };
+  for (const char* huge :
+       {"9223372036854775807", "18446744073709551615", "9007199254740993", "0", "-5"}) {
+    auto set = ShardSet::Open(spec(huge));
+    ASSERT_FALSE(set.ok()) << huge;
+    EXPECT_EQ(set.status().code(), StatusCode::kInvalidArgument) << set.status().ToString();
+    EXPECT_NE(set.status().message().find("epoch_size"), std::string::npos)
+        << set.status().ToString();
+  }
+  for (const char* big : {"10000000000", "9007199254740992"}) {
+    auto set = ShardSet::Open(spec(big));
+    ASSERT_TRUE(set.ok()) << set.status().ToString();
+    auto loader = Loader::Create(*set, LoaderOptions{});
+    ASSERT_FALSE(loader.ok()) << big;
+    EXPECT_EQ(loader.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(loader.status().message().find("at most 1048576 shard visits"), std::string::npos)
+        << loader.status().ToString();
+  }
+  // Upsampling within the bound still works: 5000 passes over 3 shards.
+  auto set = ShardSet::Open(spec("255000"));
+  ASSERT_TRUE(set.ok());
+  auto loader = Loader::Create(*set, LoaderOptions{});
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  EXPECT_EQ((*loader)->items_per_epoch(), 255000);
+  auto first = (*loader)->Next();
+  ASSERT_TRUE(first.ok() && *first);
 }
 
 }  // namespace

@@ -241,19 +241,75 @@ TEST(RemoteSet, MalformedLocationsAreInvalidArguments) {
   EXPECT_NE(r.status().message().find("AWS_ENDPOINT_URL"), std::string::npos);
 }
 
+// Keys are not paths: a "." or ".." segment would be resolved away by libcurl or the server and
+// name another prefix or bucket ("s3://bkt/../other/set" read bucket "other"'s set).
+TEST(RemoteLocation, DotSegmentsAreRefusedNotResolvedIntoAnotherBucket) {
+  internal::S3Settings aws;
+  aws.endpoint = "http://127.0.0.1:9";
+  for (const char* bad :
+       {"s3://bkt/../other/victim", "s3://bkt/x/../../other/victim", "s3://bkt/./set",
+        "s3://bkt/set/..", "s3://../other", "s3://./x", "s3://b%2fk/set", "http://h/a/../b",
+        "http://h/a/%2E%2e/b", "https://h/./b", "http://h/set?x=1", "http://h/set#frag"}) {
+    auto r = internal::ParseLocation(bad, aws);
+    ASSERT_FALSE(r.ok()) << bad << " -> " << r->base_url;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().ToString();
+  }
+  // Dots inside a segment are ordinary key characters.
+  for (const char* good : {"s3://bkt/a..b/.c/d.", "s3://my.bucket/x", "http://h/a..b/.c"}) {
+    auto r = internal::ParseLocation(good, aws);
+    EXPECT_TRUE(r.ok()) << good << ": " << r.status().ToString();
+  }
+  auto set = internal::ParseLocation("s3://bkt/sets/a", aws);
+  ASSERT_TRUE(set.ok());
+  for (const char* name : {"../../other/victim/index.json", "..", "x/./y", "/abs"}) {
+    auto url = set->FileUrl(name);
+    EXPECT_FALSE(url.ok()) << name << " -> " << *url;
+  }
+  EXPECT_EQ(*set->FileUrl("shard..000.h5"), "http://127.0.0.1:9/bkt/sets/a/shard..000.h5");
+  // ShardSet::Open refuses before any request (the endpoint does not listen).
+  ScopedEnv env;
+  env.Set("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
+  auto opened = ShardSet::Open("s3://bkt/../other/victim");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), StatusCode::kInvalidArgument) << opened.status().ToString();
+  EXPECT_NE(opened.status().message().find("'..' path segment"), std::string::npos);
+}
+
+// An access key id without its secret would be signed with an empty secret and refused by the
+// server as "SignatureDoesNotMatch", which does not say what is missing.
+TEST(RemoteSet, AnAccessKeyWithoutASecretNamesTheMissingVariable) {
+  ScopedEnv env;
+  env.Set("AWS_ENDPOINT_URL", "http://127.0.0.1:9");  // never asked: the check comes first
+  env.Set("AWS_ACCESS_KEY_ID", "S3RVER");
+  for (bool unset : {false, true}) {
+    if (unset) {
+      env.Unset("AWS_SECRET_ACCESS_KEY");
+    } else {
+      env.Set("AWS_SECRET_ACCESS_KEY", "");
+    }
+    auto r = ShardSet::Open("s3://bkt/set");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("AWS_SECRET_ACCESS_KEY is empty or unset"),
+              std::string::npos)
+        << r.status().ToString();
+  }
+}
+
 TEST(RemoteLocation, S3AddressingFollowsTheEnvironment) {
   internal::S3Settings aws;
   aws.region = "eu-west-1";
   auto hosted = internal::ParseLocation("s3://my-bucket/a b/c/", aws);
   ASSERT_TRUE(hosted.ok());
   EXPECT_EQ(hosted->text, "s3://my-bucket/a b/c");
-  EXPECT_EQ(hosted->FileUrl("index.json"),
+  EXPECT_EQ(*hosted->FileUrl("index.json"),
             "https://my-bucket.s3.eu-west-1.amazonaws.com/a%20b/c/index.json");
   auto dotted = internal::ParseLocation("s3://my.bucket/x", aws);
-  EXPECT_EQ(dotted->FileUrl("f"), "https://s3.eu-west-1.amazonaws.com/my.bucket/x/f");
+  EXPECT_EQ(*dotted->FileUrl("f"), "https://s3.eu-west-1.amazonaws.com/my.bucket/x/f");
   aws.endpoint = "http://127.0.0.1:9000";
   auto path_style = internal::ParseLocation("s3://bkt", aws);
-  EXPECT_EQ(path_style->FileUrl("shard-000000.h5"), "http://127.0.0.1:9000/bkt/shard-000000.h5");
+  EXPECT_EQ(*path_style->FileUrl("shard-000000.h5"), "http://127.0.0.1:9000/bkt/shard-000000.h5");
   ScopedEnv env;
   env.Unset("AWS_REGION");
   env.Set("AWS_DEFAULT_REGION", "ap-south-1");

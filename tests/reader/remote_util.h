@@ -55,7 +55,7 @@ inline Status Upload(const std::string& dir, const std::string& url,
   reader::RemoteOptions options;
   for (const std::string& name : names) {
     reader::internal::HttpRequest request;
-    request.url = loc.FileUrl(name);
+    MM_ASSIGN_OR_RETURN(request.url, loc.FileUrl(name));
     request.s3 = loc.kind == reader::internal::LocationKind::kS3 ? &loc.s3 : nullptr;
     MM_RETURN_NOT_OK(
         reader::internal::ThreadHttpClient().PutFile(request, options, dir + "/" + name));

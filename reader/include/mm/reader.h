@@ -50,8 +50,8 @@ struct SetInfo {
   // How images are stored (index.json "image.codec", format 2): "raw" pixels, or "jpeg" bytes
   // decoded by the Loader's threads. Raw sets are format version 1.
   std::string image_codec = "raw";
-  int jpeg_quality = 0;  // codec jpeg: libjpeg quality 1..100; 0 otherwise
-  int max_size = 0;      // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
+  int jpeg_quality = 0;     // codec jpeg: libjpeg quality 1..100; 0 otherwise
+  int max_size = 0;         // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
   std::string compression;  // raw pixels' HDF5 filter: "zstd" | "none" (jpeg sets: "none")
   int compression_level = 0;
   // Tokenizer (the ids the shards hold). has_tokenizer false: built with `--tokenizer none`
@@ -223,6 +223,14 @@ class ShardSet {
   /// keep-ratio modes (the shard's image_size table). Precondition as Key.
   virtual void ImageSize(int64_t i, int* width, int* height) const = 0;
 
+  /// OK, or Corruption naming the shard of sample `i` when its file changed while mapped (it
+  /// was truncated: its pages past the new end read as zeros; or a value read from it broke
+  /// the format's bounds): what Tokens, Key and NumCaptions gave for its samples since must
+  /// not be used. Sets must not be modified while read; reading one that is never crashes the
+  /// process (reader/README.md, "Files changed while mapped"). ReadImage and the Loader check
+  /// it themselves. Precondition as Key.
+  Status CheckIntact(int64_t i) const;
+
   /// Decodes sample `i`'s stored image into `dst`, which holds width * height * 3 bytes of
   /// ImageSize(i) (image_bytes() in the fixed-size modes): [height, width, 3] uint8, row-major
   /// RGB. Codec raw: the zstd frame (or the raw chunk); codec jpeg: the whole JPEG, decoded
@@ -355,14 +363,28 @@ struct LoaderState {
   /// Restore refuses a state whose order differs from the loader's.
   std::string order;
   int shuffle_window = 0;
+  /// What the state belongs to: Restore refuses a state of another set, mixture or caption
+  /// mode. Empty: not recorded (states saved before identities existed restore unchecked, as
+  /// they always did).
+  ///  - set: 16 hex digits, the XXH3-64 of every set's shard table (file, samples, captions,
+  ///    tokens, bytes, xxh3_64, in order), each set's weight and a mixture's epoch_size: the
+  ///    same for the same files at any location (a set copied to s3:// keeps it);
+  ///  - set_source: the location the loader's set was opened from (for messages only);
+  ///  - caption_mode: "random" or "all".
+  std::string set;
+  std::string set_source;
+  std::string caption_mode;
   /// One-line JSON: {"seed":..,"epoch":..,"consumed":..,"world_size":..,"batch_size":..,
-  /// "order":..,"shuffle_window":..}.
+  /// "order":..,"shuffle_window":..,"set":..,"set_source":..,"caption_mode":..} (the strings
+  /// only when recorded).
   std::string ToJson() const;
   static Result<LoaderState> FromJson(std::string_view json);
 };
 
 /// This rank's batches. Not thread-safe: one consumer thread calls Next/Restore/StartEpoch;
-/// the loader runs its own decode threads.
+/// the loader runs its own decode threads. Not fork-safe: a forked child has none of them, so
+/// Next() there fails at once (Internal, naming both processes); create a Loader in the process
+/// that reads it.
 class Loader {
  public:
   /// Starts options.num_threads decode threads.
@@ -388,9 +410,10 @@ class Loader {
   /// State after the last batch Next() returned.
   virtual LoaderState state() const = 0;
   /// Continues from `state`: the same global order from item state.consumed on, split over
-  /// this loader's world size. Errors: InvalidArgument (consumed past the epoch's end).
+  /// this loader's world size.
   /// Errors: InvalidArgument (consumed past the epoch's end; a state saved under another
-  /// order: "block" with another window, or another shuffle mode).
+  /// order: "block" with another window, or another shuffle mode; a state of another set or
+  /// mixture (other files, weights or epoch_size) or caption mode, naming both).
   virtual Status Restore(const LoaderState& state) = 0;
   /// The options in force: shuffle_mode and shuffle_window resolved (never kAuto or 0 when
   /// shuffling).

@@ -1,6 +1,7 @@
 """mmpack.Loader: this rank's batches of a shard set, for PyTorch training loops."""
 
 import json
+import operator
 import os
 import sys
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
@@ -13,7 +14,6 @@ _ARRAY_KEYS = ("images", "tokens", "lengths", "indices", "caption_index")
 _CAPTION_MODES = {"random": _mmpack.CaptionMode.RANDOM, "all": _mmpack.CaptionMode.ALL}
 _SHUFFLE_MODES = {"auto": _mmpack.ShuffleMode.AUTO, "global": _mmpack.ShuffleMode.GLOBAL,
                   "block": _mmpack.ShuffleMode.BLOCK}
-_STATE_KEYS = ("seed", "epoch", "consumed", "world_size", "batch_size")
 
 
 _CROPS = {"none": _mmpack.ImageCrop.NONE, "center": _mmpack.ImageCrop.CENTER,
@@ -34,8 +34,28 @@ def _augmentation(options: "_mmpack.LoaderOptions", crop: str,
                          % (interpolation,))
     options.interpolation = _INTERPOLATIONS[interpolation]
     if output_size is not None:
-        options.output_height, options.output_width = (int(v) for v in output_size)
+        options.output_height, options.output_width = (
+            _integer("output_size", v, *_INT32) for v in output_size)
     options.horizontal_flip = bool(horizontal_flip)
+
+
+_INT32 = (-(2 ** 31), 2 ** 31 - 1)
+
+
+def _integer(name: str, value: Any, low: int, high: int) -> int:
+    """`value` as an int in [low, high] for the C++ option `name`: TypeError when it is not an
+    integer, ValueError naming the option when it is out of range (pybind11 would only say
+    "incompatible function arguments ... Invoked with: <LoaderOptions>"). The C++ Loader checks
+    the meaning (batch_size >= 1, rank < world_size...) with its own messages."""
+    if isinstance(value, bool):
+        raise TypeError("%s must be an integer, not %r" % (name, value))
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, not %r" % (name, value)) from None
+    if not low <= number <= high:
+        raise ValueError("%s must be an integer in [%d, %d], not %d" % (name, low, high, number))
+    return number
 
 
 def _env_int(name: str, default: int) -> int:
@@ -56,6 +76,21 @@ def default_rank_and_world_size() -> Tuple[int, int]:
     if dist is not None and dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
+
+
+def _plain_state(state: Dict[str, Any]) -> Dict[str, Any]:
+    """`state` with JSON types only: strs stay, integers (numpy's, torch's 0-d tensors after a
+    round trip) become ints. ValueError for anything else, naming the key."""
+    plain: Dict[str, Any] = {}
+    for key, value in state.items():
+        if isinstance(value, str):
+            plain[key] = value
+            continue
+        try:
+            plain[key] = operator.index(value)
+        except TypeError:
+            raise ValueError("loader state: %r is %r, not an int or a str" % (key, value)) from None
+    return plain
 
 
 class Loader:
@@ -96,7 +131,9 @@ class Loader:
         where it stopped. A following set_epoch with the same epoch keeps the position.
 
     Threads: iterate from one thread at a time; calls from other threads (state_dict, close)
-    are serialised with it in C++ and never hold the GIL while they wait.
+    are serialised with it in C++ and never hold the GIL while they wait. Processes: a Loader
+    decodes in threads of the process that created it; used in a fork (a DataLoader worker) it
+    raises RuntimeError at once (it decodes in parallel already: no DataLoader workers needed).
 
     Args:
         path_or_set: a set directory, a remote set's URL (s3://, http(s)://; opened with
@@ -157,17 +194,18 @@ class Loader:
             self._set = ShardSet(path_or_set, cache_dir=cache_dir, cache_limit=cache_limit)
         default_rank, default_world = default_rank_and_world_size()
         options = _mmpack.LoaderOptions()
-        options.batch_size = batch_size
+        options.batch_size = _integer("batch_size", batch_size, *_INT32)
         options.shuffle = shuffle
-        options.seed = seed
-        options.rank = default_rank if rank is None else rank
-        options.world_size = default_world if world_size is None else world_size
+        options.seed = _integer("seed", seed, 0, 2 ** 64 - 1)
+        options.rank = _integer("rank", default_rank if rank is None else rank, *_INT32)
+        options.world_size = _integer(
+            "world_size", default_world if world_size is None else world_size, *_INT32)
         options.drop_last = drop_last
-        options.num_threads = num_threads
-        options.prefetch_batches = prefetch
+        options.num_threads = _integer("num_threads", num_threads, *_INT32)
+        options.prefetch_batches = _integer("prefetch", prefetch, *_INT32)
         options.caption_mode = _CAPTION_MODES[caption_mode]
         options.shuffle_mode = _SHUFFLE_MODES[shuffle_mode]
-        options.shuffle_window = shuffle_window
+        options.shuffle_window = _integer("shuffle_window", shuffle_window, *_INT32)
         _augmentation(options, crop, output_size, horizontal_flip, interpolation)
         self._options = options
         self._impl = _mmpack.Loader(self._set._set, options)
@@ -218,7 +256,7 @@ class Loader:
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration run epoch `epoch` (>= 0), as DistributedSampler.set_epoch.
         After load_state_dict, set_epoch with the restored epoch keeps the restored position."""
-        epoch = int(epoch)
+        epoch = _integer("epoch", epoch, -(2 ** 63), 2 ** 63 - 1)
         if epoch < 0:
             raise ValueError("epoch must be >= 0, not %d" % epoch)
         if self._resume and epoch == self._epoch:
@@ -226,26 +264,24 @@ class Loader:
         self._resume = False
         self._epoch = epoch
 
-    def state_dict(self) -> Dict[str, int]:
+    def state_dict(self) -> Dict[str, Any]:
         """Where this loader is, after the last batch it gave: {"seed", "epoch", "consumed" (items
         of the epoch's global order handed out over all ranks), "world_size", "batch_size",
-        "items_per_epoch"}, ints, and once a batch was read "order" ("global", "block" or "none")
-        and "shuffle_window" (the C++ LoaderState's; load_state_dict refuses another order);
-        torch.save-able. Save it on any rank (ranks in lockstep agree)."""
-        if self._run_epoch == self._epoch:
-            state = json.loads(self._impl.state_json())
-        else:  # set_epoch moved on and nothing ran yet: the start of that epoch
-            state = {"seed": self._seed, "epoch": self._epoch, "consumed": 0,
-                     "world_size": self._options.world_size,
-                     "batch_size": self._options.batch_size}
+        "items_per_epoch"}, ints, "order" ("global", "block" or "none") and "shuffle_window"
+        (the C++ LoaderState's; load_state_dict refuses another order); torch.save-able. Save
+        it on any rank (ranks in lockstep agree)."""
+        state = json.loads(self._impl.state_json())  # every field the C++ state has
+        if self._run_epoch != self._epoch:  # set_epoch moved on, nothing ran yet: its start
+            state.update({"seed": self._seed, "epoch": self._epoch, "consumed": 0})
         state["items_per_epoch"] = self._impl.items_per_epoch
         return state
 
-    def load_state_dict(self, state: Dict[str, int]) -> None:
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Continues from `state` (a state_dict() of a Loader over the same set and
         caption_mode, at any world size and batch size): the next iteration gives the rest of
-        that epoch. Errors: ValueError (missing keys, consumed past the epoch, a state from a
-        set or caption_mode with another number of items per epoch)."""
+        that epoch. Every key of `state` reaches the C++ LoaderState. Errors: ValueError
+        (missing keys, consumed past the epoch, a state from a set or caption_mode with another
+        number of items per epoch, a state saved under another order or block window)."""
         missing = [k for k in ("seed", "epoch", "consumed") if k not in state]
         if missing:
             raise ValueError("loader state lacks %s" % ", ".join(missing))
@@ -254,7 +290,9 @@ class Loader:
             raise ValueError("loader state is from a loader with %d items per epoch, this one "
                              "has %d (another set or caption_mode?)"
                              % (int(state["items_per_epoch"]), items))
-        self._impl.restore_json(json.dumps({k: int(state[k]) for k in _STATE_KEYS if k in state}))
+        # Every key goes to the C++ Restore, which checks what it knows (the order and its
+        # window; 23.10: passing five keys let a block-shuffle state restore under another order).
+        self._impl.restore_json(json.dumps(_plain_state(state)))
         self._epoch = self._run_epoch = int(state["epoch"])
         self._seed = int(state["seed"])
         self._resume = True

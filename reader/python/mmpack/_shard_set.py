@@ -193,6 +193,10 @@ def byte_size(value: Union[int, str]) -> int:
     """`value` in bytes: an int as it is, "0" as 0, else a size such as "20GiB" (ValueError)."""
     if isinstance(value, str):
         return 0 if value.strip() == "0" else _mmpack.parse_byte_size(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError("a byte size is an int or a str such as '20GiB', not %r" % (value,))
+    if not 0 <= int(value) < 2 ** 63:
+        raise ValueError("a byte size must be in [0, 2**63), not %d" % int(value))
     return int(value)
 
 

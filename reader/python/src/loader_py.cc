@@ -14,8 +14,10 @@
 // Close joins them); the decode threads never touch Python.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <unistd.h>
 
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -66,10 +68,15 @@ py::dict ToDict(BatchPtr batch) {
 // this object, so every call into it holds mu_, always taken with the GIL released (a thread
 // that waits in Next() holds mu_ and needs the GIL to return: taking mu_ while holding the
 // GIL could deadlock).
+//
+// Fork: the C++ Loader's threads exist only in the process that created it. In a forked child
+// (a torch DataLoader worker) every call raises RuntimeError naming the fix at once, instead of
+// waiting for ever on threads that are not there, and Close leaves the inherited loader alone
+// (destroying it would join those threads).
 class PyLoader {
  public:
   PyLoader(const PyShardSet& set, const reader::LoaderOptions& options)
-      : loader_(ValueOrThrow(reader::Loader::Create(set.set, options))) {}
+      : loader_(ValueOrThrow(reader::Loader::Create(set.set, options))), creator_(::getpid()) {}
   ~PyLoader() { Close(); }
 
   // The next batch as a dict of numpy arrays, or None at the end of the epoch.
@@ -104,6 +111,10 @@ class PyLoader {
   void Close() {
     py::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mu_);
+    if (::getpid() != creator_) {
+      (void)loader_.release();  // a fork's copy: its threads are the parent's (see above)
+      return;
+    }
     loader_.reset();
   }
   bool closed() {
@@ -116,14 +127,25 @@ class PyLoader {
   // f(loader) with the GIL released and mu_ held. Errors: ValueError once closed.
   template <typename F>
   auto Locked(F f) -> decltype(f(std::declval<reader::Loader&>())) {
+    if (::getpid() != creator_) throw std::runtime_error(ForkMessage());  // RuntimeError
     py::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mu_);
     if (!loader_) throw StatusError{Status::InvalidArgument("the Loader is closed")};
     return f(*loader_);
   }
 
+  std::string ForkMessage() const {
+    return "mmpack.Loader was created in process " + std::to_string(creator_) +
+           " and is used in process " + std::to_string(::getpid()) +
+           " (a fork, such as a torch DataLoader worker), where its C++ decode threads do not "
+           "exist: iterate the Loader in the process that created it (it decodes in threads "
+           "already: no DataLoader workers needed, num_workers=0), or create it inside the "
+           "worker";
+  }
+
   std::mutex mu_;
   std::unique_ptr<reader::Loader> loader_;  // null once closed
+  const pid_t creator_;                     // the process whose threads decode
 };
 
 void BindOptions(py::module_& m) {

@@ -123,6 +123,7 @@ py::list Tokens(PyShardSet& s, int64_t i) {
     if (!ids.empty()) std::memcpy(a.mutable_data(), ids.data(), ids.size() * sizeof(int32_t));
     out.append(std::move(a));
   }
+  ThrowIfError(s.set->CheckIntact(i));  // the file did not change under what was read
   return out;
 }
 
@@ -194,13 +195,17 @@ std::string IndexText(const PyShardSet& s) {
 py::str Key(PyShardSet& s, int64_t i) {
   i = SampleIndex(s, i);
   const reader::ShardPin pin = PinSampleShard(s, i);
-  return Utf8(s.set->Key(i));
+  py::str key = Utf8(s.set->Key(i));
+  ThrowIfError(s.set->CheckIntact(i));
+  return key;
 }
 
 int NumCaptionsOf(PyShardSet& s, int64_t i) {
   i = SampleIndex(s, i);
   const reader::ShardPin pin = PinSampleShard(s, i);
-  return s.set->NumCaptions(i);
+  const int n = s.set->NumCaptions(i);
+  ThrowIfError(s.set->CheckIntact(i));
+  return n;
 }
 
 py::dict Sample(PyShardSet& s, int64_t i) {

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -36,6 +38,32 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// The names in a directory (not "." and ".."), read through its descriptor.
+std::vector<std::string> ListDir(int dir) {
+  std::vector<std::string> names;
+  const int fd = ::dup(dir);
+  if (fd < 0) return names;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return names;
+  }
+  ::rewinddir(d);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(d);
+  return names;
+}
+
+// The pid in a waiter's name ("<ns>.<pid>.<n>").
+int WaiterPid(const std::string& name) {
+  const size_t a = name.find('.'), b = name.find('.', a + 1);
+  if (a == std::string::npos || b == std::string::npos) return -1;
+  return std::atoi(name.substr(a + 1, b - a - 1).c_str());
+}
+
 bool IsHex16(const std::string& s) {
   return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
            return std::isxdigit(static_cast<unsigned char>(c)) &&
@@ -43,51 +71,135 @@ bool IsHex16(const std::string& s) {
          });
 }
 
-// One file the cache accounts for.
+constexpr char kLockSuffix[] = ".lock";
+constexpr char kWaitingDir[] = "waiting";
+constexpr char kLocationFile[] = "location";
+constexpr char kHdf5Signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+
+// A folder of the cache, opened without following a symlink (O_NOFOLLOW): what is found and
+// removed in it is found and removed through this descriptor, never through a path that a
+// symlink could lead elsewhere.
+using DirFd = std::shared_ptr<const UniqueFd>;
+
+Result<DirFd> OpenDirNoFollow(int at, const std::string& name, const std::string& display) {
+  UniqueFd fd(::openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      return Status::IOError("cache: " + display +
+                             " is not a folder (a symlink?): the cache never follows one; "
+                             "remove it");
+    }
+    return ErrnoStatus(errno, "cache: cannot open " + display);
+  }
+  return std::make_shared<const UniqueFd>(std::move(fd));
+}
+
+// The names the cache gives its files in a set folder (cache.h). `*kind` tells which.
+enum class FileKind { kShard, kTemporary, kLock };
+bool IsDigits(const std::string& s) {
+  return !s.empty() && s.size() <= 20 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+bool ParseCacheName(const std::string& name, FileKind* kind) {
+  if (name.size() < 18 || !IsHex16(name.substr(0, 16)) || name[16] != '.') return false;
+  std::string shard = name.substr(17);
+  if (EndsWith(shard, kLockSuffix)) {
+    *kind = FileKind::kLock;
+    shard.resize(shard.size() - std::strlen(kLockSuffix));
+  } else if (const size_t part = shard.rfind(kPartMark); part != std::string::npos) {
+    // <shard>.part.<pid>.<n>
+    const std::string tail = shard.substr(part + std::strlen(kPartMark));
+    const size_t dot = tail.find('.');
+    if (dot == std::string::npos || !IsDigits(tail.substr(0, dot)) ||
+        !IsDigits(tail.substr(dot + 1))) {
+      return false;
+    }
+    *kind = FileKind::kTemporary;
+    shard.resize(part);
+  } else {
+    *kind = FileKind::kShard;
+  }
+  return !shard.empty() && shard != "." && shard != ".." && shard.find('/') == std::string::npos;
+}
+
+// One file the cache accounts for, in its set folder `dir`.
 struct CacheEntry {
-  std::string path;
+  DirFd dir;
+  std::string name;
+  std::string path;  // for messages
   int64_t bytes = 0;
   int64_t mtime_ns = 0;
-  bool temporary = false;
+  FileKind kind = FileKind::kShard;
 };
 
-// Every shard and temporary file under DIR/sets/*/ (regular files named as cache.h says).
+// True when `dir` (sets/<name>) is a set folder the cache made: its location file's XXH3-64
+// is its name (SetDir writes it before anything else goes there).
+bool IsOwnSetFolder(int dir, const std::string& name) {
+  UniqueFd fd(::openat(dir, kLocationFile, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st;
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size > (1 << 16)) {
+    return false;
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  if (::pread(fd.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    return false;
+  }
+  return Xxh3Hex(text.data(), text.size()) == name;
+}
+
+// Every shard, temporary and lock file the cache wrote under DIR/sets (see cache.h): in the
+// set folders it made (real folders, never a symlink, with their location file), regular
+// files named as it names them. Nothing else is listed, so nothing else is ever removed.
 std::vector<CacheEntry> Scan(const std::string& dir) {
   std::vector<CacheEntry> out;
-  std::error_code ec;
-  for (const auto& set : std::filesystem::directory_iterator(dir + "/sets", ec)) {
-    if (!IsHex16(set.path().filename().string())) continue;
-    std::error_code ec2;
-    for (const auto& f : std::filesystem::directory_iterator(set.path(), ec2)) {
-      const std::string name = f.path().filename().string();
-      if (name.size() < 18 || !IsHex16(name.substr(0, 16)) || name[16] != '.' ||
-          EndsWith(name, ".lock")) {
+  Result<DirFd> sets = OpenDirNoFollow(AT_FDCWD, dir + "/sets", dir + "/sets");
+  if (!sets.ok()) return out;
+  for (const std::string& set_name : ListDir(sets.value()->get())) {
+    if (!IsHex16(set_name)) continue;
+    Result<DirFd> set = OpenDirNoFollow(sets.value()->get(), set_name, set_name);
+    if (!set.ok() || !IsOwnSetFolder(set.value()->get(), set_name)) continue;
+    for (const std::string& name : ListDir(set.value()->get())) {
+      CacheEntry e;
+      struct stat st;
+      if (!ParseCacheName(name, &e.kind) ||
+          ::fstatat(set.value()->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+          !S_ISREG(st.st_mode)) {
         continue;
       }
-      struct stat st;
-      if (::lstat(f.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      CacheEntry e;
-      e.path = f.path().string();
-      e.bytes = static_cast<int64_t>(st.st_size);
+      e.dir = set.value();
+      e.name = name;
+      e.path = dir + "/sets/" + set_name + "/" + name;
+      e.bytes = e.kind == FileKind::kLock ? 0 : static_cast<int64_t>(st.st_size);
       e.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-      e.temporary = name.find(kPartMark) != std::string::npos;
       out.push_back(std::move(e));
     }
   }
   return out;
 }
 
-// Removes `path` if no process holds a lock on it (a pinned shard, a live download): true when
-// removed.
-bool RemoveIfUnlocked(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+// Removes `e` if no process holds a lock on it (a pinned shard, a live download, a download
+// lock held or waited for) and it is still the file that was listed: true when removed. A
+// shard file must also start with HDF5's signature: a file of another kind was not written by
+// the cache, whatever its name.
+bool RemoveIfUnlocked(const CacheEntry& e) {
+  const int dir = e.dir->get();
+  UniqueFd fd(::openat(dir, e.name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid() || Flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
   struct stat held, now;
-  if (::fstat(fd.get(), &held) != 0 || ::lstat(path.c_str(), &now) != 0 ||
-      held.st_ino != now.st_ino || held.st_dev != now.st_dev) {
+  if (::fstat(fd.get(), &held) != 0 || !S_ISREG(held.st_mode) ||
+      ::fstatat(dir, e.name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || held.st_ino != now.st_ino ||
+      held.st_dev != now.st_dev) {
     return false;  // replaced meanwhile: not the file we locked
   }
-  return ::unlink(path.c_str()) == 0;
+  if (e.kind == FileKind::kShard) {
+    char head[sizeof kHdf5Signature];
+    if (::pread(fd.get(), head, sizeof head, 0) != static_cast<ssize_t>(sizeof head) ||
+        std::memcmp(head, kHdf5Signature, sizeof head) != 0) {
+      return false;
+    }
+  }
+  return ::unlinkat(dir, e.name.c_str(), 0) == 0;
 }
 
 // Writes a download into the reserved temporary file and hashes it as it arrives.
@@ -132,31 +244,61 @@ void RaiseTo(std::atomic<int64_t>* peak, int64_t value) {
   }
 }
 
-// DIR/sets/<X> for the set at `location`, with its location file.
+// DIR/sets/<X> for the set at `location`, with its location file: a real folder of the
+// cache (a symlink there is refused, never followed).
 Result<std::string> SetDir(const std::string& dir, const std::string& location) {
-  const std::string set_dir = dir + "/sets/" + Xxh3Hex(location.data(), location.size());
-  std::error_code ec;
-  std::filesystem::create_directories(set_dir, ec);
-  if (ec) return Status::IOError("cache: cannot create " + set_dir + ": " + ec.message());
-  const std::string file = set_dir + "/location";
-  std::string stored;
-  if (ReadRegularFile(file, &stored, 1 << 16).ok()) {
+  const std::string name = Xxh3Hex(location.data(), location.size());
+  const std::string set_dir = dir + "/sets/" + name;
+  MM_ASSIGN_OR_RETURN(DirFd sets, OpenDirNoFollow(AT_FDCWD, dir + "/sets", dir + "/sets"));
+  if (::mkdirat(sets->get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus(errno, "cache: cannot create " + set_dir);
+  }
+  MM_ASSIGN_OR_RETURN(DirFd set, OpenDirNoFollow(sets->get(), name, set_dir));
+  const std::string file = set_dir + "/" + kLocationFile;
+  UniqueFd existing(
+      ::openat(set->get(), kLocationFile, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (existing.valid()) {
+    std::string stored(1 << 16, '\0');
+    const ssize_t n = ::pread(existing.get(), stored.data(), stored.size(), 0);
+    stored.resize(n > 0 ? static_cast<size_t>(n) : 0);
     if (stored == location) return set_dir;
     return Status::IOError("cache: " + set_dir + " belongs to " + stored + ", not " + location);
   }
   // Unique per call: two threads of one process may write it at once (the same name would
   // let one rename the other's file away, and the other's rename fail with ENOENT).
   static std::atomic<uint64_t> counter{0};
-  const std::string temp =
-      file + kPartMark + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  const std::string temp = std::string(kLocationFile) + kPartMark + std::to_string(::getpid()) +
+                           "." + std::to_string(counter++);
+  UniqueFd fd(::openat(set->get(), temp.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!fd.valid() ||
       ::write(fd.get(), location.data(), location.size()) !=
           static_cast<ssize_t>(location.size()) ||
-      ::rename(temp.c_str(), file.c_str()) != 0) {
-    return ErrnoStatus(errno, "cache: cannot write " + file);
+      ::renameat(set->get(), temp.c_str(), set->get(), kLocationFile) != 0) {
+    Status st = ErrnoStatus(errno, "cache: cannot write " + file);
+    ::unlinkat(set->get(), temp.c_str(), 0);
+    return st;
   }
   return set_dir;
+}
+
+// An exclusive flock on the download lock file `path`, created when missing. The file is
+// removed by whoever holds it before letting go (Acquire) or by a reservation when no one
+// holds it (its holder died): a lock taken on a file that is no longer at `path` is dropped
+// and the one there now is taken instead, so two processes never hold "the" lock on two
+// files at once.
+Result<UniqueFd> LockDownload(const std::string& path) {
+  for (;;) {
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd.valid()) return ErrnoStatus(errno, "cache: cannot open " + path);
+    if (Flock(fd.get(), LOCK_EX) != 0) return ErrnoStatus(errno, "cache: cannot lock " + path);
+    struct stat held, now;
+    if (::fstat(fd.get(), &held) != 0) return ErrnoStatus(errno, "cache: fstat " + path);
+    if (::lstat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev) {
+      return fd;
+    }
+  }
 }
 
 }  // namespace
@@ -183,6 +325,7 @@ Result<std::shared_ptr<CacheDir>> CacheDir::Get(const std::string& requested) {
   const std::string dir = requested.empty() ? DefaultDir() : requested;
   std::error_code ec;
   std::filesystem::create_directories(dir + "/sets", ec);
+  if (!ec) std::filesystem::create_directories(dir + "/" + kWaitingDir, ec);
   if (ec) return Status::IOError("cache: cannot create " + dir + ": " + ec.message());
   const std::string canonical = std::filesystem::canonical(dir, ec).string();
   if (ec) return Status::IOError("cache: " + dir + ": " + ec.message());
@@ -208,13 +351,93 @@ void CacheDir::Released() {
   released_.notify_all();
 }
 
+int CacheDir::AddYielder(std::function<void()> yield) {
+  std::lock_guard<std::mutex> lock(yield_mu_);
+  yielders_[next_yielder_] = std::move(yield);
+  return next_yielder_++;
+}
+
+void CacheDir::RemoveYielder(int id) {
+  std::lock_guard<std::mutex> lock(yield_mu_);
+  yielders_.erase(id);
+}
+
+void CacheDir::YieldAll() {
+  std::lock_guard<std::mutex> lock(yield_mu_);
+  for (auto& [id, yield] : yielders_) yield();
+}
+
+Result<CacheDir::Waiter> CacheDir::StartWaiting() {
+  const auto since = std::chrono::system_clock::now().time_since_epoch();
+  char name[96];
+  std::snprintf(name, sizeof name, "%020lld.%d.%llu",
+                static_cast<long long>(std::chrono::nanoseconds(since).count()),
+                static_cast<int>(::getpid()), static_cast<unsigned long long>(temp_counter_++));
+  Waiter w;
+  w.name = name;
+  // Locked before it is visible (made under another name, then renamed): a waiter whose file
+  // is unlocked is dead.
+  const std::string waiting = dir_ + "/" + kWaitingDir + "/";
+  const std::string temp = waiting + "." + w.name;
+  w.fd = UniqueFd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!w.fd.valid()) return ErrnoStatus(errno, "cache: cannot create " + temp);
+  Flock(w.fd.get(), LOCK_EX);
+  if (::rename(temp.c_str(), (waiting + w.name).c_str()) != 0) {
+    Status st = ErrnoStatus(errno, "cache: cannot rename " + temp);
+    ::unlink(temp.c_str());
+    return st;
+  }
+  return w;
+}
+
+void CacheDir::StopWaiting(Waiter* waiter) {
+  if (!waiter->fd.valid()) return;
+  ::unlink((dir_ + "/" + kWaitingDir + "/" + waiter->name).c_str());
+  waiter->fd.Reset();
+}
+
+std::string CacheDir::OldestWaiter() const {
+  Result<DirFd> waiting = OpenDirNoFollow(AT_FDCWD, dir_ + "/" + kWaitingDir, kWaitingDir);
+  if (!waiting.ok()) return "";
+  std::vector<std::string> names = ListDir(waiting.value()->get());
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    if (name.empty() || name[0] == '.') continue;  // being made: locked once renamed
+    UniqueFd fd(::openat(waiting.value()->get(), name.c_str(),
+                         O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) continue;
+    if (Flock(fd.get(), LOCK_SH | LOCK_NB) == 0) {  // its waiter died: not waiting any more
+      ::unlinkat(waiting.value()->get(), name.c_str(), 0);
+      continue;
+    }
+    return name;
+  }
+  return "";
+}
+
+bool CacheDir::MustYield() {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (now - must_yield_checked_ns_.load(std::memory_order_acquire) < 100'000'000) {
+    return must_yield_.load(std::memory_order_acquire);
+  }
+  std::unique_lock<std::mutex> lock(must_yield_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return must_yield_.load(std::memory_order_acquire);  // being refreshed
+  const std::string oldest = OldestWaiter();
+  must_yield_.store(!oldest.empty() && WaiterPid(oldest) != static_cast<int>(::getpid()),
+                    std::memory_order_release);
+  must_yield_checked_ns_.store(now, std::memory_order_release);
+  return must_yield_.load(std::memory_order_acquire);
+}
+
 // The cached file at `path`, pinned (shared lock, mtime set to now), or an empty CachedFile
 // (invalid fd) when it is absent, being evicted, or not of index.json's size.
 Result<CachedFile> CacheDir::TryOpenCached(const std::string& path, int64_t bytes) const {
   CachedFile file;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
-    if (errno == ENOENT) return file;
+    if (errno == ENOENT || errno == ELOOP) return file;  // absent, or a symlink: never read
     return ErrnoStatus(errno, "cache: cannot open " + path);
   }
   if (Flock(fd.get(), LOCK_SH) != 0) return ErrnoStatus(errno, "cache: cannot lock " + path);
@@ -244,17 +467,18 @@ Result<CachedFile> CacheDir::Acquire(const std::string& set_location, const Shar
     ++counters->hits;
     return hit;
   }
-  // One download of this shard at a time, over all processes sharing the directory.
-  const std::string lock_path = path + ".lock";
-  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!lock.valid()) return ErrnoStatus(errno, "cache: cannot open " + lock_path);
-  if (Flock(lock.get(), LOCK_EX) != 0) return ErrnoStatus(errno, "cache: cannot lock " + lock_path);
-  MM_ASSIGN_OR_RETURN(hit, TryOpenCached(path, entry.bytes));  // another process fetched it
-  if (hit.fd.valid()) {
+  // One download of this shard at a time, over all processes sharing the directory. The lock
+  // file lives while someone downloads or waits: its holder removes it before letting go.
+  const std::string lock_path = path + kLockSuffix;
+  MM_ASSIGN_OR_RETURN(UniqueFd lock, LockDownload(lock_path));
+  Result<CachedFile> got = TryOpenCached(path, entry.bytes);  // another process fetched it?
+  if (got.ok() && got->fd.valid()) {
     ++counters->hits;
-    return hit;
+  } else if (got.ok()) {
+    got = Download(path, entry, display, options, fetch, counters);
   }
-  return Download(path, entry, display, options, fetch, counters);
+  ::unlink(lock_path.c_str());  // ours while we hold it: waiters then lock a new file
+  return got;
 }
 
 Result<CachedFile> CacheDir::Download(const std::string& path, const ShardEntry& entry,
@@ -311,26 +535,41 @@ Result<CachedFile> CacheDir::Reserve(const std::string& final_path, int64_t byte
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(options.cache_wait_s);
+  Waiter waiter;  // registered once this reservation has to wait (see cache.h)
+  struct StopOnExit {
+    CacheDir* cache;
+    Waiter* waiter;
+    ~StopOnExit() { cache->StopWaiting(waiter); }
+  } stop_on_exit{this, &waiter};
   for (;;) {
     int64_t used = 0;
+    // Served in the order waits began, over all processes: another process's older waiter
+    // goes first (this one neither takes room meanwhile nor keeps idle pins).
+    const std::string oldest = limit > 0 ? OldestWaiter() : std::string();
+    const bool behind = !oldest.empty() && oldest != waiter.name &&
+                        WaiterPid(oldest) != static_cast<int>(::getpid());
     {
       MM_ASSIGN_OR_RETURN(UniqueFd dir_lock, LockDir());
       std::vector<CacheEntry> entries = Scan(dir_);
       std::vector<CacheEntry> shards;
       for (CacheEntry& e : entries) {
-        if (e.temporary && RemoveIfUnlocked(e.path)) continue;  // its downloader died
+        if (e.kind == FileKind::kLock) {
+          RemoveIfUnlocked(e);  // a download lock no one holds or waits for: its owner died
+          continue;
+        }
+        if (e.kind == FileKind::kTemporary && RemoveIfUnlocked(e)) continue;  // its owner died
         used += e.bytes;
-        if (!e.temporary) shards.push_back(std::move(e));
+        if (e.kind == FileKind::kShard) shards.push_back(std::move(e));
       }
       std::sort(shards.begin(), shards.end(),
                 [](const CacheEntry& a, const CacheEntry& b) { return a.mtime_ns < b.mtime_ns; });
       for (size_t i = 0; limit > 0 && used + bytes > limit && i < shards.size(); ++i) {
-        if (RemoveIfUnlocked(shards[i].path)) {
+        if (RemoveIfUnlocked(shards[i])) {
           used -= shards[i].bytes;
           ++counters->evictions;
         }
       }
-      if (limit == 0 || used + bytes <= limit) {
+      if (limit == 0 || (used + bytes <= limit && !behind)) {
         CachedFile temp;
         temp.path = final_path + kPartMark + std::to_string(::getpid()) + "." +
                     std::to_string(temp_counter_++);
@@ -356,6 +595,10 @@ Result<CachedFile> CacheDir::Reserve(const std::string& final_path, int64_t byte
                              " bytes are pinned by readers (waited " +
                              std::to_string(options.cache_wait_s) + " s)");
     }
+    if (!waiter.fd.valid()) {
+      MM_ASSIGN_OR_RETURN(waiter, StartWaiting());
+    }
+    if (behind) YieldAll();  // this process's idle pins: room for the older waiter
     std::unique_lock<std::mutex> lock(mu_);
     released_.wait_for(lock, std::chrono::milliseconds(100));  // a pin dropped here, or poll
   }

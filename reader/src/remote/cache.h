@@ -11,6 +11,18 @@
 // A cached file's name holds index.json's XXH3-64 of it, so a set rewritten in place under the
 // same shard names misses instead of reading stale bytes.
 //
+// Ownership: the cache reads, counts and removes only what it wrote. A set folder is the
+// cache's when it is a real folder (opened with O_NOFOLLOW: a symlink at DIR/sets or
+// DIR/sets/<X> is never followed, and is refused when the cache would write there) whose
+// location file's XXH3-64 is its name; in it, only regular files named exactly as above, and a
+// shard file only when it starts with HDF5's signature. Removals go through the folder's
+// descriptor (unlinkat), so a path swapped for a symlink meanwhile leads nowhere else.
+//
+// Lock files: a download's lock file is removed by its holder before it lets go (a process
+// that locked a file removed meanwhile locks the new one: LockDownload), and a reservation
+// removes one that no process holds (its holder died). So they exist only while a shard is
+// being fetched or waited for, never one per shard ever cached.
+//
 // Pins: a reader holds a shared flock on the cached file for as long as it is mapped. Eviction
 // (under DIR/.lock) takes an exclusive non-blocking flock on a candidate and unlinks it only if
 // it got it: a pinned file is never evicted. A reader that opened a file being evicted sees the
@@ -32,6 +44,14 @@
 // bytes held. So the cache directory never holds more than the limit, temporary files included,
 // unless it held more when this process found it.
 //
+// Sharing the limit (the ranks of a node): every reader sizes its windows for the whole limit,
+// so two readers may each pin part of what they need and wait for the rest. A reservation
+// that has to wait registers itself in DIR/waiting (a file named for when it began waiting,
+// flocked while it waits); the oldest waiter of all processes is served first: a reservation
+// of another process neither takes room while it waits, and that process's Loaders give back
+// every pin no batch is reading (AddYielder, MustYield; prefetcher.h). The oldest waiter's own
+// process never yields, so it is served as soon as batches in decode elsewhere finish.
+//
 // Thread-safe: CacheDir::Get returns one shared object per directory per process.
 #pragma once
 
@@ -39,6 +59,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -84,6 +105,16 @@ class CacheDir {
   /// A pin was dropped in this process: reservations waiting for room look again.
   void Released();
 
+  /// Registers `yield`, which gives back pins no batch of this process is reading (a Loader's
+  /// prefetcher). It is called by a reservation of this process that waits behind an older one
+  /// of another process, never after RemoveYielder(id) returned.
+  int AddYielder(std::function<void()> yield);
+  void RemoveYielder(int id);
+  /// True while the oldest reservation waiting for room in this directory belongs to another
+  /// process: then this process's readers take no new pins and give back idle ones. Looks at
+  /// DIR/waiting at most every 100 ms.
+  bool MustYield();
+
   const std::string& dir() const { return dir_; }
 
  private:
@@ -96,11 +127,27 @@ class CacheDir {
                              const std::string& display, const RemoteOptions& options,
                              CacheCounters* counters);
   Result<UniqueFd> LockDir() const;
+  // A reservation waiting for room: DIR/waiting/<name>, flocked while it lives.
+  struct Waiter {
+    std::string name;  // "<ns since the epoch, 20 digits>.<pid>.<n>": older sorts first
+    UniqueFd fd;
+  };
+  Result<Waiter> StartWaiting();
+  void StopWaiting(Waiter* waiter);
+  // The oldest live waiter's name ("" when none), removing the files of dead ones.
+  std::string OldestWaiter() const;
+  void YieldAll();
 
   std::string dir_;
   std::mutex mu_;
   std::condition_variable released_;
   std::atomic<uint64_t> temp_counter_{0};
+  std::mutex yield_mu_;  // yielders_; held while they run (RemoveYielder waits for them)
+  std::map<int, std::function<void()>> yielders_;
+  int next_yielder_ = 0;
+  std::mutex must_yield_mu_;  // one refresh at a time
+  std::atomic<int64_t> must_yield_checked_ns_{0};
+  std::atomic<bool> must_yield_{false};
 };
 
 }  // namespace mm::reader::internal

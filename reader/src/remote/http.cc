@@ -142,12 +142,21 @@ size_t OnUpload(char* buffer, size_t size, size_t n, void* user) {
 
 }  // namespace
 
-HttpClient::HttpClient() {
-  if (CurlReady()) curl_ = curl_easy_init();
-}
+HttpClient::HttpClient() { (void)EnsureHandle(); }
 
 HttpClient::~HttpClient() {
-  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  // Another process's handle (inherited through fork) is left alone: see http.h.
+  if (curl_ && pid_ == ::getpid()) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+Status HttpClient::EnsureHandle() {
+  const int pid = static_cast<int>(::getpid());
+  if (curl_ && pid_ == pid) return Status::OK();
+  curl_ = nullptr;  // a parent's handle, inherited: abandoned, never cleaned up here
+  if (CurlReady()) curl_ = curl_easy_init();
+  pid_ = pid;
+  if (!curl_) return Status::Internal("libcurl could not be initialised");
+  return Status::OK();
 }
 
 HttpClient& ThreadHttpClient() {
@@ -177,6 +186,9 @@ Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retr
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(curl, CURLOPT_URL, r.url.c_str());
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  // Keys are not paths: send the path as it is, never with dot segments resolved away
+  // (location.h refuses them before this; this keeps anything else from being rewritten).
+  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, ("mmpack/" + std::string(kVersion)).c_str());
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.connect_timeout_s));
@@ -240,7 +252,7 @@ Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retr
 }
 
 Status HttpClient::Perform(Transfer* t, const RemoteOptions& options) {
-  if (!curl_) return Status::Internal("libcurl could not be initialised");
+  MM_RETURN_NOT_OK(EnsureHandle());  // after a fork: this process's own connection
   t->client = this;
   const auto begin = std::chrono::steady_clock::now();
   thread_local std::minstd_rand jitter(std::random_device{}());

@@ -18,6 +18,11 @@
 //
 // Thread safety: an HttpClient is one libcurl easy handle (reused: keep-alive) and is used by
 // one thread at a time; ThreadHttpClient() gives each thread its own.
+//
+// Fork: a client remembers the process that made its handle. Used in another one (a forked
+// child: a DataLoader worker), it abandons the inherited handle without closing it (closing
+// could send on the connection that the parent still uses: a TLS close_notify, a half-read
+// response) and opens a fresh one, so parent and child never share a connection.
 #pragma once
 
 #include <cstdint>
@@ -76,7 +81,10 @@ class HttpClient {
  private:
   Status Perform(Transfer* transfer, const RemoteOptions& options);
   Status Attempt(Transfer* transfer, const RemoteOptions& options, bool* retry);
-  void* curl_ = nullptr;  // CURL*, owned (curl_easy_cleanup in the destructor)
+  // A handle of this process (a new one after a fork). Errors: Internal (curl_easy_init).
+  Status EnsureHandle();
+  void* curl_ = nullptr;  // CURL*, owned by process pid_ (curl_easy_cleanup in its destructor)
+  int pid_ = 0;           // the process that made curl_
   int64_t bytes_received_ = 0;
 };
 

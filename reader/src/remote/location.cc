@@ -1,6 +1,7 @@
 // location.cc: see location.h.
 #include "remote/location.h"
 
+#include <cctype>
 #include <cstdlib>
 
 namespace mm::reader::internal {
@@ -33,6 +34,53 @@ bool LooksLikeHttpUrl(const std::string& url) {
   return false;
 }
 
+// A segment of a URL path that names "." or "..": literally, or percent-encoded (%2e) when
+// `encoded` (an http(s) URL, which servers decode before they normalise).
+bool IsDotSegment(std::string segment, bool encoded) {
+  if (encoded) {
+    std::string decoded;
+    for (size_t i = 0; i < segment.size(); ++i) {
+      if (segment[i] == '%' && i + 2 < segment.size() && segment[i + 1] == '2' &&
+          (segment[i + 2] == 'e' || segment[i + 2] == 'E')) {
+        decoded.push_back('.');
+        i += 2;
+      } else {
+        decoded.push_back(segment[i]);
+      }
+    }
+    segment = decoded;
+  }
+  return segment == "." || segment == "..";
+}
+
+// InvalidArgument when `path` (segments split at '/') holds a "." or ".." segment.
+Status CheckNoDotSegments(const std::string& path, bool encoded, const std::string& what) {
+  size_t begin = 0;
+  for (;;) {
+    const size_t slash = path.find('/', begin);
+    const std::string segment =
+        path.substr(begin, slash == std::string::npos ? std::string::npos : slash - begin);
+    if (IsDotSegment(segment, encoded)) {
+      return Status::InvalidArgument(
+          what + ": a '" + segment +
+          "' path segment (object keys are not paths: it would be resolved away and name "
+          "another key, prefix or bucket)");
+    }
+    if (slash == std::string::npos) return Status::OK();
+    begin = slash + 1;
+  }
+}
+
+// S3 bucket names (AWS's rules, legacy ones included: letters of either case, digits, '.',
+// '-', '_'); "." and ".." are not names.
+bool ValidBucket(const std::string& bucket) {
+  if (bucket.empty() || bucket == "." || bucket == "..") return false;
+  for (unsigned char c : bucket) {
+    if (!std::isalnum(c) && c != '.' && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+
 Result<Location> ParseS3(const std::string& text, const S3Settings& s3) {
   std::string rest = text.substr(5);  // after "s3://"
   const size_t slash = rest.find('/');
@@ -42,6 +90,17 @@ Result<Location> ParseS3(const std::string& text, const S3Settings& s3) {
   loc.prefix = slash == std::string::npos ? "" : StripSlashes(rest.substr(slash));
   loc.s3 = s3;
   if (loc.bucket.empty()) return Status::InvalidArgument(text + ": no bucket after s3://");
+  if (!ValidBucket(loc.bucket)) {
+    return Status::InvalidArgument(text + ": bucket name '" + loc.bucket +
+                                   "' is not letters, digits, '.', '-' and '_'");
+  }
+  MM_RETURN_NOT_OK(CheckNoDotSegments(loc.prefix, /*encoded=*/false, text));
+  if (!s3.access_key_id.empty() && s3.secret_access_key.empty()) {
+    // Signing with an empty secret only earns the server's SignatureDoesNotMatch.
+    return Status::InvalidArgument(text +
+                                   ": AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is "
+                                   "empty or unset: set both (or neither, for a public bucket)");
+  }
   loc.text = "s3://" + loc.bucket + (loc.prefix.empty() ? "" : "/" + loc.prefix);
   std::string root;
   if (!s3.endpoint.empty()) {
@@ -74,8 +133,12 @@ S3Settings S3Settings::FromEnvironment() {
   return s;
 }
 
-std::string Location::FileUrl(const std::string& name) const {
-  return base_url + PercentEncodePath(name);
+Result<std::string> Location::FileUrl(const std::string& name) const {
+  if (name.empty() || name[0] == '/') {
+    return Status::InvalidArgument(Display(name) + ": not a file name below the set");
+  }
+  MM_RETURN_NOT_OK(CheckNoDotSegments(name, /*encoded=*/false, Display(name)));
+  return base_url + PercentEncodePath(name);  // a '%' in a name is sent as %25: itself
 }
 
 std::string Location::Display(const std::string& name) const { return text + "/" + name; }
@@ -91,6 +154,16 @@ Result<Location> ParseLocation(const std::string& text, const S3Settings& s3) {
     std::string url = text;
     while (!url.empty() && url.back() == '/') url.pop_back();
     if (!LooksLikeHttpUrl(url)) return Status::InvalidArgument(text + ": no host in the URL");
+    if (url.find_first_of("?#") != std::string::npos) {
+      return Status::InvalidArgument(text +
+                                     ": a query or fragment in a set's URL (its files' "
+                                     "names are appended to the path)");
+    }
+    const size_t host = url.find("://") + 3;
+    const size_t path = url.find('/', host);
+    if (path != std::string::npos) {
+      MM_RETURN_NOT_OK(CheckNoDotSegments(url.substr(path + 1), /*encoded=*/true, text));
+    }
     loc.kind = LocationKind::kHttp;
     loc.text = url;
     loc.base_url = url + "/";

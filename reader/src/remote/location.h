@@ -7,6 +7,14 @@
 // hosted style `https://BUCKET.s3.REGION.amazonaws.com/KEY` (path style when the bucket name
 // holds a dot, which would break the TLS host name). Keys are percent-encoded per RFC 3986 with
 // '/' kept: the URL's path is then exactly Signature V4's canonical URI for S3.
+//
+// Keys are not paths. A URL path's "." and ".." segments are removed by libcurl (and by
+// servers) before a request is sent (RFC 3986 section 5.2.4), so "s3://bkt/x/../../other/set"
+// would read, overwrite and delete bucket "other"'s objects. A location or a file name with a
+// "." or ".." segment (also percent-encoded in an http(s) URL), a bucket name with characters
+// outside [A-Za-z0-9._-], and an http(s) URL with a query or a fragment are refused
+// (InvalidArgument) where they are parsed; http.cc also sends every path as it is
+// (CURLOPT_PATH_AS_IS), so nothing that passes here is rewritten on the way.
 // Thread-safe: values and pure functions (S3Settings::FromEnvironment reads getenv).
 #pragma once
 
@@ -43,7 +51,8 @@ struct Location {
 
   bool remote() const { return kind != LocationKind::kLocal; }
   /// The URL of file `name` (a plain file name, or a path below the set) of a remote set.
-  std::string FileUrl(const std::string& name) const;
+  /// Errors: InvalidArgument (an empty name, a "." or ".." segment, a leading '/').
+  Result<std::string> FileUrl(const std::string& name) const;
   /// "s3://bucket/prefix/name" or "https://host/dir/name" or "dir/name", for messages.
   std::string Display(const std::string& name) const;
 };
@@ -52,8 +61,10 @@ struct Location {
 bool IsRemoteLocation(const std::string& text);
 
 /// Parses `text`: "s3://BUCKET[/PREFIX]", "http[s]://HOST[:PORT]/PATH" or a local path.
-/// Errors: InvalidArgument (an empty bucket or host; another scheme such as ftp://; a
-/// malformed AWS_ENDPOINT_URL, naming it).
+/// Errors: InvalidArgument (an empty bucket or host; a bucket name outside [A-Za-z0-9._-]; a
+/// "." or ".." segment in the prefix or URL path; a query or fragment in an http(s) URL; an
+/// s3:// location with an access key id but no secret, naming AWS_SECRET_ACCESS_KEY;
+/// another scheme such as ftp://; a malformed AWS_ENDPOINT_URL, naming it).
 Result<Location> ParseLocation(const std::string& text, const S3Settings& s3);
 
 /// RFC 3986 percent-encoding of everything but unreserved characters and '/'.

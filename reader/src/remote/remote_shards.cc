@@ -25,7 +25,7 @@ Result<std::shared_ptr<RemoteShards>> RemoteShards::Create(Location location, co
 Status RemoteShards::Load(size_t k, std::unique_ptr<Shard>* shard, CachedFile* file) {
   const ShardEntry& entry = info_.shards[k];
   HttpRequest request;
-  request.url = location_.FileUrl(entry.file);
+  MM_ASSIGN_OR_RETURN(request.url, location_.FileUrl(entry.file));
   request.s3 = location_.kind == LocationKind::kS3 ? &location_.s3 : nullptr;
   const RemoteOptions& remote = options_.remote;
   auto fetch = [&](DownloadSink* sink) {

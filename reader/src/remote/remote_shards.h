@@ -44,6 +44,8 @@ class RemoteShards : public std::enable_shared_from_this<RemoteShards> {
   CacheStats stats() const { return counters_.Snapshot(); }
   const Location& location() const { return location_; }
   const RemoteOptions& options() const { return options_.remote; }
+  /// The cache directory its shards go through.
+  const std::shared_ptr<CacheDir>& cache() const { return cache_; }
 
  private:
   struct Slot {

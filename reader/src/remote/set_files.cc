@@ -54,13 +54,15 @@ class RemoteSetFiles final : public SetFiles {
   const std::string& root() const override { return location_.text; }
   std::string Display(const std::string& name) const override { return location_.Display(name); }
   Result<std::string> Read(const std::string& name, int64_t max_bytes) const override {
-    return ThreadHttpClient().GetText(Request(name), options_, max_bytes);
+    MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(name));
+    return ThreadHttpClient().GetText(request, options_, max_bytes);
   }
   Result<bool> Exists(const std::string& name) const override {
-    return ThreadHttpClient().Exists(Request(name), options_);
+    MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(name));
+    return ThreadHttpClient().Exists(request, options_);
   }
   Result<LocalShardFile> Shard(const ShardEntry& entry) const override {
-    const HttpRequest request = Request(entry.file);
+    MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(entry.file));
     auto fetch = [&](DownloadSink* sink) {
       return ThreadHttpClient().Get(request, options_, sink, entry.bytes);
     };
@@ -78,16 +80,19 @@ class RemoteSetFiles final : public SetFiles {
     return out;
   }
   Status Put(const std::string& name, const std::string& local_path) const override {
-    return ThreadHttpClient().PutFile(Request(name), options_, local_path);
+    MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(name));
+    return ThreadHttpClient().PutFile(request, options_, local_path);
   }
   Status Remove(const std::string& name) const override {
-    return ThreadHttpClient().Delete(Request(name), options_);
+    MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(name));
+    return ThreadHttpClient().Delete(request, options_);
   }
 
  private:
-  HttpRequest Request(const std::string& name) const {
+  // Errors: InvalidArgument (a name with a "." or ".." segment: location.h).
+  Result<HttpRequest> Request(const std::string& name) const {
     HttpRequest request;
-    request.url = location_.FileUrl(name);
+    MM_ASSIGN_OR_RETURN(request.url, location_.FileUrl(name));
     request.s3 = location_.kind == LocationKind::kS3 ? &location_.s3 : nullptr;
     return request;
   }

@@ -34,8 +34,10 @@ bool SampleFlip(const LoaderOptions& options, int64_t epoch, int64_t sample) {
   return options.horizontal_flip && (SampleHash(options.seed, epoch, sample, kFlipSalt) & 1) != 0;
 }
 
-Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
-                      int64_t sample, int out_w, int out_h, uint8_t* dst) {
+namespace {
+
+Status TransformStored(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
+                       int64_t sample, int out_w, int out_h, uint8_t* dst) {
   // ShardSetImpl is the one ShardSet (shard_set_impl.h); its shard knows the sample's codec
   // (a mixture may hold raw and jpeg sets).
   const auto& impl = static_cast<const ShardSetImpl&>(set);
@@ -67,6 +69,17 @@ Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t
   MM_RETURN_NOT_OK(shard.ReadImage(local, pixels.data()));
   CropResizePixels(pixels.data(), width, height, window, out_w, out_h, flip, dst, filter);
   return Status::OK();
+}
+
+}  // namespace
+
+Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
+                      int64_t sample, int out_w, int out_h, uint8_t* dst) {
+  const Status st = TransformStored(set, options, epoch, sample, out_w, out_h, dst);
+  if (st.ok()) return st;
+  // A chunk that does not decode because its file changed under the reader: say that.
+  const Status changed = static_cast<const ShardSetImpl&>(set).CheckIntact(sample);
+  return changed.ok() ? st : changed;
 }
 
 }  // namespace mm::reader::internal
