@@ -90,10 +90,15 @@ reader::BatchPtr BatchStream::Next(double* wait_s) {
   return b;
 }
 
-void BatchStream::Restore(const std::string& json) {
+int64_t BatchStream::Restore(const std::string& json, bool same_set) {
   auto st = Take(reader::LoaderState::FromJson(json), "checkpoint loader state");
-  ThrowIfError(loader_->Restore(st), "restoring the loader");
+  if (same_set) {
+    ThrowIfError(loader_->Restore(st), "restoring the loader");
+  } else {
+    loader_->StartEpoch(st.epoch);
+  }
   epoch_ = st.epoch;
+  return epoch_;
 }
 
 }  // namespace mm::train

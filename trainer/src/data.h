@@ -79,8 +79,10 @@ class BatchStream {
   /// *wait_s. Throws when the reader fails or an epoch yields no batch.
   reader::BatchPtr Next(double* wait_s);
   reader::LoaderState state() const { return loader_->state(); }
-  /// Continues from a checkpoint's LoaderState::ToJson.
-  void Restore(const std::string& json);
+  /// Continues from a checkpoint's LoaderState::ToJson. With same_set false (a --resume-override
+  /// onto another training set) the saved positions would name other items, so only the epoch is
+  /// kept: the loader starts that epoch of the new set from its beginning. Returns the epoch.
+  int64_t Restore(const std::string& json, bool same_set = true);
   reader::Loader& loader() { return *loader_; }
 
  private:

@@ -210,7 +210,13 @@ void Trainer::MaybeResume() {
   step_ = meta.step;
   best_val_ = meta.best_val;
   evals_since_best_ = meta.evals_since_best;
-  stream_->Restore(meta.loader_state);
+  const bool same_set = SetIdentity(set_->info()) == meta.shards_identity;
+  const int64_t epoch = stream_->Restore(meta.loader_state, same_set);
+  if (lead_ && !same_set) {
+    std::cout << "resume: the loader starts epoch " << epoch
+              << " of --shards from its beginning (the checkpoint's positions are in another set)"
+              << std::endl;
+  }
   if (lead_) std::cout << "resumed from " << c_.resume << " at step " << step_ << std::endl;
   resumed_ = true;
   resume_.reset();  // frees the archive's bytes (as large as the model and its AdamW state)
