@@ -755,6 +755,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
 
 Status RunBuild(const BuildOptions& given) {
   Progress timer(0, true);
+  MM_RETURN_NOT_OK(RefuseUrlOutput(given.output, "output"));  // before the lock makes a folder
   MM_ASSIGN_OR_RETURN(ImageOptions image_options, ValidateOptions(given));
   MM_ASSIGN_OR_RETURN(PartSpec part, ResolvePart(given.part));
   if (part.count > 0 && given.append) {

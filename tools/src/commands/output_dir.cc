@@ -6,9 +6,9 @@
 
 #include <cerrno>
 
-#include "mm/internal/file.h"
-
 #include "commands/set_publish.h"
+#include "ingest/ingest.h"
+#include "mm/internal/file.h"
 
 namespace mm::pack {
 
@@ -39,6 +39,13 @@ fs::path NormalOutput(const std::string& given) {
   fs::path parent = fs::weakly_canonical(p.parent_path(), ec);
   if (ec) return p;
   return parent / p.filename();
+}
+
+Status RefuseUrlOutput(const std::string& given, const std::string& what) {
+  if (!IsRemoteUrl(given)) return Status::OK();
+  return Status::InvalidArgument(what + " '" + given +
+                                 "' is a URL; mmpack writes local files only: write to a local "
+                                 "path (and publish a set with `mmpack upload DIR URL`)");
 }
 
 Status CheckPaths(const BuildOptions& o, const fs::path& out) {

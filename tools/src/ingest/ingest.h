@@ -135,6 +135,12 @@ struct IngestResult {
 /// Errors: NotFound (no such path), InvalidArgument (cannot tell).
 [[nodiscard]] Result<InputFormat> DetectInputFormat(const std::string& input);
 
+/// Whether `path` is a URL ("http://...", "s3://..."): letters, digits, '+', '-' or '.'
+/// then "://", as RFC 3986 schemes are written. A Windows path "C:\x" is not. mmpack reads
+/// and writes local files only: such an image is remote_image_not_supported, such an output
+/// refused (commands/output_dir.h).
+bool IsRemoteUrl(const std::string& path);
+
 /// Enumerates `input` in `format` (kAuto: DetectInputFormat), reading manifests' `fields`,
 /// into IngestResult::list, whose file and the sorts' files are unnamed files in `spill_dir`
 /// (gone when the process ends, however it ends).
