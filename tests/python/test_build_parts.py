@@ -5,6 +5,7 @@ the set one process builds with the same options, whatever N. The input (build_i
 duplicates (--dedup exact drops them across part boundaries) and bad samples in every part, and a
 trained tokenizer, which only part 0 trains."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -71,7 +72,7 @@ def test_parts_at_once_in_reverse_order_give_the_one_process_bytes(build_manifes
 def test_mpirun_gives_the_one_process_bytes(build_manifest, build_reference, tmp_path, count):
     out = tmp_path / "out"
     r = run(MPIRUN, "-n", count, "--allow-run-as-root", "--oversubscribe",
-            *command(build_manifest, out, "jpeg", threads=1))
+            *command(build_manifest, out, "jpeg", "--part", "auto", threads=1))
     assert r.returncode == 0, r.stdout + r.stderr
     if count > 1:
         assert "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE" in r.stderr
@@ -85,7 +86,8 @@ def test_srun_environment_gives_the_one_process_bytes(build_manifest, build_refe
     procs = []
     for rank in range(2):
         env = dict(os.environ, SLURM_PROCID=str(rank), SLURM_STEP_NUM_TASKS="2")
-        procs.append(subprocess.Popen([str(a) for a in command(build_manifest, out, "raw_dedup")],
+        procs.append(subprocess.Popen([str(a) for a in command(build_manifest, out, "raw_dedup",
+                                                                 "--part", "auto")],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
     for p in procs:
@@ -189,6 +191,53 @@ def test_a_part_waiting_for_a_dead_part_0_fails_naming_it(build_manifest, tmp_pa
     assert "part 0 stopped before it made the tokenizer" in err, err
 
 
+def test_an_inherited_launcher_environment_builds_the_whole_set(build_manifest, build_reference,
+                                                                tmp_path):
+    """A training script started by mpirun/srun that builds its val set on rank 0 used to build
+    a quarter of it, exit 0 and leave no OUT (issue 31 item 1): splitting is now asked for
+    (--part auto); without it the process builds the whole input and says where it runs."""
+    for n, env in enumerate([{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4"},
+                             {"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "4"}]):
+        out = tmp_path / ("out%d" % n)
+        r = subprocess.run([str(a) for a in command(build_manifest, out, "raw_dedup")],
+                           env=dict(os.environ, **env), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert "rank 0 of 4; this process builds the whole input (--part auto" in r.stderr
+        assert_finished(out)
+        assert digest(out) == build_reference["raw_dedup"]
+    # The Python module, as such a script calls it.
+    import mmpack
+    out = tmp_path / "py"
+    old = {k: os.environ.get(k) for k in ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")}
+    os.environ.update({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4"})
+    try:
+        index = mmpack.build(build_manifest, str(out), vocab_size=300, threads=2, image_size=224,
+                             samples_per_shard=3, dedup="exact")
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    assert index == json.load(open(os.path.join(str(out), "index.json")))
+    assert digest(out) == build_reference["raw_dedup"]
+
+
+def test_python_build_of_one_part_says_which_part_it_built(build_manifest, build_reference,
+                                                           tmp_path):
+    """mmpack.build(part=...) of a part that another part publishes returns None (it raised a
+    bare FileNotFoundError for OUT/index.json); the last part returns the index."""
+    import mmpack
+    out = tmp_path / "out"
+    options = dict(vocab_size=300, threads=2, codec="jpeg", resize_mode="keep-ratio-largest",
+                   max_size=256, samples_per_shard=3)
+    assert mmpack.build(build_manifest, str(out), part="0/2", **options) is None
+    index = mmpack.build(build_manifest, str(out), part="1/2", **options)
+    assert index is not None and len(index["shards"]) >= 17
+    assert digest(out) == build_reference["jpeg"]
+
+
 def test_a_stale_failure_of_an_earlier_run_is_ignored(build_manifest, build_reference, tmp_path):
     out = tmp_path / "out"
     parts = str(out) + ".mmpack-partial/.parts"
@@ -225,7 +274,8 @@ def test_parts_refuse_the_staging_folder_of_another_build(build_manifest, tmp_pa
     assert not os.path.exists(str(out) + ".mmpack-partial/.parts/part-000001-of-000002.failed")
 
 
-@pytest.mark.parametrize("flag", ["2/2", "1", "a/2", "-1/2", "0/0"])
+@pytest.mark.parametrize("flag", ["2/2", "1", "a/2", "-1/2", "0/0", " 0/2", "0/+2", "00/02",
+                                  "0/2 ", "0x0/2", "auto/2"])
 def test_a_malformed_part_is_one_line(build_manifest, tmp_path, flag):
     r = run(*command(build_manifest, tmp_path / "out", "jpeg", "--part", flag))
     assert r.returncode != 0

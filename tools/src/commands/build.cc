@@ -751,6 +751,20 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   return Status::OK();
 }
 
+// A build without --part under a launcher that started several processes (mpirun, srun, or a
+// training script they started) builds the whole input in this process: one line says so and
+// names --part auto, which splits it over the ranks.
+void NoteLauncher(const BuildOptions& o, const PartSpec& part) {
+  if (!o.part.empty() || part.count > 0 || o.quiet) return;
+  auto launcher = LauncherPart();
+  if (!launcher.ok() || launcher->count == 0) return;
+  std::fprintf(stderr,
+               "mmpack build: note: %s says rank %lld of %lld; this process builds the whole "
+               "input (--part auto splits it over the ranks)\n",
+               launcher->origin.c_str(), static_cast<long long>(launcher->index),
+               static_cast<long long>(launcher->count));
+}
+
 }  // namespace
 
 Status RunBuild(const BuildOptions& given) {
@@ -758,8 +772,9 @@ Status RunBuild(const BuildOptions& given) {
   MM_RETURN_NOT_OK(RefuseUrlOutput(given.output, "output"));  // before the lock makes a folder
   MM_ASSIGN_OR_RETURN(ImageOptions image_options, ValidateOptions(given));
   MM_ASSIGN_OR_RETURN(PartSpec part, ResolvePart(given.part));
+  NoteLauncher(given, part);
   if (part.count > 0 && given.append) {
-    return Status::InvalidArgument("--append runs as one process; drop --part (or mpirun/srun)");
+    return Status::InvalidArgument("--append runs as one process; drop --part");
   }
   const fs::path out = NormalOutput(given.output);
   // Held until return (set_lock.h); the parts of a build in parts share it.

@@ -32,14 +32,15 @@ using json = nlohmann::json;
 constexpr char kSpoolMagic[8] = {'M', 'M', 'S', 'P', 'O', 'O', 'L', '1'};
 constexpr size_t kBuffer = size_t{1} << 20;
 
-Result<int64_t> ParseCount(const char* text, const std::string& what) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < 0) {
-    return Status::InvalidArgument(what + " is '" + text + "', not a count");
-  }
-  return static_cast<int64_t>(v);
+// A count as a launcher or --part writes it: decimal digits only, without sign, blanks or
+// leading zeros ("0" itself excepted), at most 18 digits. Anything else is refused, so that
+// ' 0/2', '0/+2' and '00/02' are not taken for 0/2.
+Result<int64_t> ParseCount(const std::string& text, const std::string& what) {
+  const bool digits = !text.empty() && text.size() <= 18 &&
+                      text.find_first_not_of("0123456789") == std::string::npos &&
+                      (text.size() == 1 || text[0] != '0');
+  if (!digits) return Status::InvalidArgument(what + " is '" + text + "', not a count");
+  return static_cast<int64_t>(std::stoll(text));
 }
 
 // Little-endian fixed-width fields and length-prefixed strings into a byte buffer.
@@ -236,29 +237,12 @@ json SummaryJson(const SpoolSummary& s) {
 
 }  // namespace
 
-Result<PartSpec> ResolvePart(const std::string& flag) {
-  PartSpec part;
-  if (!flag.empty()) {
-    const size_t slash = flag.find('/');
-    auto index = slash == std::string::npos
-                     ? Result<int64_t>(Status::InvalidArgument(""))
-                     : ParseCount(flag.substr(0, slash).c_str(), "--part's I");
-    auto count = slash == std::string::npos
-                     ? Result<int64_t>(Status::InvalidArgument(""))
-                     : ParseCount(flag.substr(slash + 1).c_str(), "--part's N");
-    if (!index.ok() || !count.ok() || *count < 1 || *index >= *count) {
-      return Status::InvalidArgument("--part is '" + flag +
-                                     "'; it takes I/N: part I (0-based) of N, 0 <= I < N");
-    }
-    part.index = *index;
-    part.count = *count;
-    part.origin = "--part";
-    return part;
-  }
+Result<PartSpec> LauncherPart() {
   // (rank, size) variables of the launchers, in order of preference.
   static const char* const kLaunchers[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                                               {"PMI_RANK", "PMI_SIZE"},
                                               {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+  PartSpec part;
   for (const auto& launcher : kLaunchers) {
     const char* rank = std::getenv(launcher[0]);
     const char* size = std::getenv(launcher[1]);
@@ -275,6 +259,26 @@ Result<PartSpec> ResolvePart(const std::string& flag) {
     part.origin = std::string(launcher[0]) + "/" + launcher[1];
     return part;
   }
+  return part;
+}
+
+Result<PartSpec> ResolvePart(const std::string& flag) {
+  if (flag.empty()) return PartSpec();  // one process, whatever the environment says
+  if (flag == kPartAuto) return LauncherPart();
+  const auto bad = [&flag] {
+    return Status::InvalidArgument("--part is '" + flag +
+                                   "'; it takes I/N (part I, 0-based, of N; 0 <= I < N, "
+                                   "plain decimals) or auto (the rank and size of mpirun/srun)");
+  };
+  const size_t slash = flag.find('/');
+  if (slash == std::string::npos) return bad();
+  auto index = ParseCount(flag.substr(0, slash), "--part's I");
+  auto count = ParseCount(flag.substr(slash + 1), "--part's N");
+  if (!index.ok() || !count.ok() || *count < 1 || *index >= *count) return bad();
+  PartSpec part;
+  part.index = *index;
+  part.count = *count;
+  part.origin = "--part";
   return part;
 }
 
