@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "commands/build_append.h"
+#include "commands/build_part_claim.h"
 #include "commands/build_parts.h"
 #include "commands/build_pipeline.h"
 #include "commands/build_report.h"
@@ -567,10 +568,12 @@ Status OtherBuild(const fs::path& staging) {
                                  staging.string() + ") to start this one");
 }
 
-// Part 0 makes the tokenizer (trained or given) and writes it with .resume/build.json, holding
-// .parts/tokenizer.lock meanwhile; the other parts read a given one themselves, or wait for the
-// trained one. A waiting part gives up when part 0 has started in this run (the lock file is
-// newer than `start`) and no longer holds the lock without having written build.json: it died.
+// Part 0 makes the tokenizer (trained or given) and writes it with .resume/build.json; the
+// other parts read a given one themselves, or wait for the trained one. A waiting part gives up
+// when part 0 no longer runs without having written build.json (build_part_claim.h): at once
+// when that part 0 started in this run (after `start`, less 5 s of clock skew), else once it
+// has not started again for kHeartbeatTimeoutSeconds (a job array may start it later). A part
+// 0 that has not started at all is waited for.
 Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
                                    const SampleList& samples,
                                    const std::string& fingerprint, const fs::path& staging,
@@ -581,18 +584,7 @@ Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
     return OpenMadeTokenizer(o, *header, staging);  // made once, before
   }
   if (!header.status().IsNotFound()) return header.status();
-  const fs::path lock_path = PartsFolder(staging) / "tokenizer.lock";
   if (part.index == 0) {
-    std::error_code ec;
-    fs::create_directories(lock_path.parent_path(), ec);
-    UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!lock.valid() || ::flock(lock.get(), LOCK_EX) != 0) {
-      return ErrnoStatus(errno, "cannot lock " + lock_path.string());
-    }
-    const std::string pid = std::to_string(::getpid()) + "\n";  // and a fresh mtime
-    if (::write(lock.get(), pid.data(), pid.size()) < 0) {
-      return ErrnoStatus(errno, "cannot write " + lock_path.string());
-    }
     MM_ASSIGN_OR_RETURN(SetTokenizer tok, MakeTokenizer(o, samples, staging));
     MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
     return tok;
@@ -605,22 +597,34 @@ Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
     header = ReadResumeHeader(staging);
     if (header.ok()) break;
     if (!header.status().IsNotFound()) return header.status();
-    struct stat st {};
-    if (::stat(lock_path.c_str(), &st) == 0 && st.st_mtime + 5 >= start) {
-      UniqueFd lock(::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC));
-      if (lock.valid() && ::flock(lock.get(), LOCK_SH | LOCK_NB) == 0 &&
-          ReadResumeHeader(staging).status().IsNotFound()) {
-        return Status::InvalidArgument(
-            "part 0 stopped before it made the tokenizer (no " + staging.string() + "/" +
-            kResumeFolder + "/build.json); run part 0 again, then this part");
-      }
+    if (waited % 10 != 0) {  // part 0's state, once a second
+      ::usleep(100 * 1000);
+      continue;
+    }
+    const PartHolder zero = PartLiveness(staging, 0, part.count);
+    const std::time_t now = std::time(nullptr);
+    if (zero.state == PartHolder::State::kGone &&
+        (zero.start + 5 >= start || now - start >= kHeartbeatTimeoutSeconds)) {
+      if (ReadResumeHeader(staging).ok()) continue;  // it wrote build.json, then ended
+      const std::string failed = PartFailure(staging, 0, part.count, start);
+      return Status::InvalidArgument(
+          "part 0 (" + zero.Describe() + ") stopped before it made the tokenizer (no " +
+          staging.string() + "/" + kResumeFolder + "/build.json" +
+          (zero.start + 5 >= start
+               ? std::string()
+               : "; not started again in " + std::to_string(now - start) + " s") +
+          ")" + (failed.empty() ? std::string() : ": " + failed) +
+          "; run part 0 again, then this part");
     }
     if (waited % 600 == 0 && !o.quiet) {
+      const std::string state = zero.state == PartHolder::State::kNotStarted
+                                    ? "part 0 has not started"
+                                    : "part 0: " + zero.Describe();
       std::fprintf(stderr,
                    "mmpack build: part %lld of %lld: waiting for part 0 to train the tokenizer "
-                   "(%s/%s/build.json)\n",
+                   "(%s/%s/build.json; %s)\n",
                    static_cast<long long>(part.index), static_cast<long long>(part.count),
-                   staging.c_str(), kResumeFolder);
+                   staging.c_str(), kResumeFolder, state.c_str());
     }
     ::usleep(100 * 1000);
   }
@@ -781,6 +785,12 @@ Status RunBuild(const BuildOptions& given) {
   MM_ASSIGN_OR_RETURN(SetLock lock, LockOutput(out, /*shared=*/part.count > 0));
   if (part.count == 0) MM_RETURN_NOT_OK(RecoverInterruptedPublish(out, std::cerr));
   MM_RETURN_NOT_OK(CheckPaths(given, out));
+  // A part claims itself before its ingest (build_part_claim.h): the same part started twice is
+  // refused here, and parts waiting for part 0 can tell whether it still runs.
+  PartClaim claim;
+  if (part.count > 0) {
+    MM_ASSIGN_OR_RETURN(claim, PartClaim::Take(StagingPath(out), part));
+  }
   // --append: the existing set, and the tokenizer it fixes (build_append.h).
   std::optional<AppendBase> base;
   BuildOptions o = given;
@@ -841,6 +851,7 @@ Status RunBuild(const BuildOptions& given) {
   }
   if (part.count > 0) {
     MM_RETURN_NOT_OK(OpenPartStaging(out).status());
+    claim.Started();
     return RunPartBuild(o, part, image_options, ingest.format, samples, &report, fingerprint,
                         out, staging);
   }

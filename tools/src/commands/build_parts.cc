@@ -417,16 +417,20 @@ void RecordPartFailure(const fs::path& staging, const PartSpec& part, const Stat
   (void)WriteTextDurably(path, status.ToString() + "\n");
 }
 
+std::string PartFailure(const fs::path& staging, int64_t index, int64_t count, std::time_t since) {
+  std::string text;
+  const fs::path path = PartsFolder(staging) / (PartName(index, count) + ".failed");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || st.st_mtime + 5 < since) return "";  // none, or stale
+  if (!ReadRegularFile(path.string(), &text).ok()) return "";
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return "part " + std::to_string(index) + " of " + std::to_string(count) + " failed: " + text;
+}
+
 std::string FailedPart(const fs::path& staging, int64_t count, std::time_t since) {
   for (int64_t i = 0; i < count; ++i) {
-    std::string text;
-    const fs::path path = PartsFolder(staging) / (PartName(i, count) + ".failed");
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || st.st_mtime + 5 < since) continue;  // none, or stale
-    if (ReadRegularFile(path.string(), &text).ok()) {
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      return "part " + std::to_string(i) + " of " + std::to_string(count) + " failed: " + text;
-    }
+    std::string failed = PartFailure(staging, i, count, since);
+    if (!failed.empty()) return failed;
   }
   return "";
 }

@@ -116,6 +116,10 @@ void RecordPartFailure(const std::filesystem::path& staging, const PartSpec& par
 /// "part 1 of 3 failed: MESSAGE", of the first part of `count` with a .failed file written
 /// since `since` (less 5 s of clock skew; older ones are of an earlier run); "" if none.
 std::string FailedPart(const std::filesystem::path& staging, int64_t count, std::time_t since);
+/// "part 0 of 3 failed: MESSAGE" when part `index` of `count` wrote a .failed file since
+/// `since` (as FailedPart); "" if not.
+std::string PartFailure(const std::filesystem::path& staging, int64_t index, int64_t count,
+                        std::time_t since);
 
 /// Reads the spools of a build in parts, in part order, checking each against its .done file.
 class SpoolReader {
