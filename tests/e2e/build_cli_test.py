@@ -84,6 +84,17 @@ class Failures(u.TempDirTest):
             self.assertEqual(len(output_lines(run)), 1, str(run))
         self.assertEqual(os.listdir(cwd), [], "a URL became a local path")
 
+    def test_a_max_aspect_that_is_no_ratio_is_refused(self):
+        """--max-aspect nan was accepted, and compares false with every aspect: no filter at all
+        (issue 31 item 8); below 1 every image would be dropped."""
+        for value in ("nan", "0.5"):  # (CLI11 refuses inf itself)
+            out = os.path.join(self.tmp, "out_aspect")
+            run = u.mmpack("build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT, "--lowercase",
+                           "--max-aspect", value)
+            self.assertFailsCleanly(run, "--max-aspect")
+            self.assertFalse(os.path.exists(out))
+            self.assertNoLeftovers(out)
+
     def test_unwritable_output(self):
         # Tests may run as root, so a chmod'ed folder would still be writable: put OUT under
         # a regular file instead.

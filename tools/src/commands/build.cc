@@ -23,14 +23,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -100,6 +101,14 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
                                    " pixels a side");
   }
   if (o.max_tokens < 1) return Status::InvalidArgument("--max-tokens must be >= 1");
+  // An aspect is longer/shorter side, at least 1: NaN compares false with every aspect and
+  // would keep everything, a value below 1 would drop every image.
+  const double aspect = o.filters.max_aspect;
+  if (!std::isfinite(aspect) || (aspect != 0 && aspect < 1)) {
+    return Status::InvalidArgument("--max-aspect is " + std::to_string(aspect) +
+                                   "; it takes a finite ratio >= 1 (longer/shorter side), or 0: "
+                                   "no limit");
+  }
   if (o.append && o.resume) {
     return Status::InvalidArgument(
         "--resume continues an interrupted build, not an --append; run the --append again");
