@@ -660,11 +660,21 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   size_t begin = 0, end = 0;
   PartRange(part.index, part.count, samples.size(), &begin, &end);
   Status st = [&]() -> Status {
-    if (o.resume && FinishedPart(staging, part.index, part.count, fingerprint)) {
-      if (!o.quiet) {
-        std::fprintf(stderr, "mmpack build: %s: already done (--resume)\n", who.c_str());
+    if (auto done =
+            o.resume ? FinishedPart(staging, part.index, part.count, fingerprint) : std::nullopt) {
+      MM_ASSIGN_OR_RETURN(uint64_t now, SourcesOf(samples, begin, end));
+      if (now == done->sources) {
+        if (!o.quiet) {
+          std::fprintf(stderr, "mmpack build: %s: already done (--resume)\n", who.c_str());
+        }
+        return Status::OK();
       }
-      return Status::OK();
+      if (!o.quiet) {
+        std::fprintf(stderr,
+                     "mmpack build: %s: an input file of its samples changed since it "
+                     "was made (size or modification time); making it again\n",
+                     who.c_str());
+      }
     }
     MM_ASSIGN_OR_RETURN(SetTokenizer tok,
                         PartTokenizer(o, part, samples, fingerprint, staging, start));
@@ -738,7 +748,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   SinkProgress progress;
   if (o.resume) {
     std::vector<std::string> notes;
-    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples.size(), report, &notes));
+    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples, report, &notes));
     for (const std::string& note : notes) {
       if (!o.quiet) std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
     }
@@ -864,9 +874,10 @@ Status RunBuild(const BuildOptions& given) {
     return RunPartBuild(o, part, image_options, ingest.format, samples, &report, fingerprint,
                         out, staging);
   }
-  // A failure from here on removes the staging folder (the guard), finished shards included: a
-  // full disk must be left as it was found (tests/e2e/build_full_disk_test.py). Only a build
-  // that is killed leaves its folder to --resume.
+  // Before the tokenizer is made a failure removes the staging folder (the guard). After it, a
+  // failure (a full disk, EIO, an NFS error) keeps the finished shards, their checkpoints and a
+  // trained tokenizer for --resume, and removes the rest (KeepFinishedWork, issue 23 item 7);
+  // an --append, which is run again rather than resumed, leaves nothing.
   SinkProgress progress;  // where the pipeline starts: the beginning, or the last checkpoint
   SetTokenizer tok;
   if (resume) {
@@ -876,38 +887,45 @@ Status RunBuild(const BuildOptions& given) {
           " holds a build with other options or input (a different manifest, filter or image "
           "option); run the command that started it, or drop --resume to start over");
     }
-    guard.Arm(staging);
     MM_ASSIGN_OR_RETURN(tok, ResumeTokenizer(o, *resume, samples, staging));
-    std::vector<std::string> notes;
-    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples.size(), &report, &notes));
-    if (!o.quiet) {
-      for (const std::string& note : notes) {
-        std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
-      }
-      std::fprintf(stderr,
-                   "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going on "
-                   "from sample %zu of %zu\n",
-                   progress.shards.size(), static_cast<long long>(report.written),
-                   progress.next_sample, samples.size());
-    }
   } else {
     MM_ASSIGN_OR_RETURN(tok, MakeTokenizer(o, samples, staging));
     if (!base) {
       MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
+      guard.Disarm();
     }
   }
-  const size_t first = progress.next_sample;
   std::vector<mm::reader::ShardEntry> shards;
-  MM_RETURN_NOT_OK(WriteShards(
-      o, ingest.format, image_options, tok, base, &report, &progress, samples.size(), out,
-      staging,
-      [&](SampleSink* sink) {
-        return ProcessSamples(samples, first, samples.size(),
-                              ingest.format == InputFormat::kWds, o, image_options,
-                              tok.tokenizer.get(),
-                              [sink](ProcessedSample&& s) { return sink->Add(std::move(s)); });
-      },
-      &shards));
+  Status written = [&]() -> Status {
+    if (resume) {
+      std::vector<std::string> notes;
+      MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples, &report, &notes));
+      if (!o.quiet) {
+        for (const std::string& note : notes) {
+          std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
+        }
+        std::fprintf(stderr,
+                     "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going "
+                     "on from sample %zu of %zu\n",
+                     progress.shards.size(), static_cast<long long>(report.written),
+                     progress.next_sample, samples.size());
+      }
+    }
+    const size_t first = progress.next_sample;
+    return WriteShards(
+        o, ingest.format, image_options, tok, base, &report, &progress, samples.size(), out,
+        staging,
+        [&](SampleSink* sink) {
+          return ProcessSamples(samples, first, samples.size(), ingest.format == InputFormat::kWds,
+                                o, image_options, tok.tokenizer.get(),
+                                [sink](ProcessedSample&& s) { return sink->Add(std::move(s)); });
+        },
+        &shards);
+  }();
+  if (!written.ok()) {
+    if (base) return written;  // the guard removes the staging folder
+    return Status(written.code(), written.message() + KeepFinishedWork(staging, tok.trained));
+  }
   guard.Disarm();
   interrupt_note.reset();  // published: there is nothing left to resume
   WarnUnknown(o, tok, report);

@@ -131,6 +131,7 @@ class In {
 
 void Encode(const ProcessedSample& s, Out* o) {
   o->U64(s.index);
+  o->U64(s.source_stamp);
   o->U8(s.ok ? 1 : 0);
   if (s.ok) {
     const EncodedSample& e = s.encoded;
@@ -178,6 +179,7 @@ void Encode(const ProcessedSample& s, Out* o) {
 bool Decode(In* in, ProcessedSample* s) {
   *s = ProcessedSample();
   s->index = in->U64();
+  s->source_stamp = in->U64();
   s->ok = in->U8() == 1;
   if (s->ok) {
     EncodedSample& e = s->encoded;
@@ -231,8 +233,9 @@ bool Decode(In* in, ProcessedSample* s) {
 }
 
 json SummaryJson(const SpoolSummary& s) {
-  return {{"fingerprint", s.fingerprint}, {"begin", s.begin},     {"end", s.end},
-          {"records", s.records},         {"bytes", s.bytes},     {"xxh3_64", s.xxh3_64}};
+  return {{"fingerprint", s.fingerprint}, {"begin", s.begin}, {"end", s.end},
+          {"records", s.records},         {"bytes", s.bytes}, {"xxh3_64", s.xxh3_64},
+          {"sources", s.sources}};
 }
 
 }  // namespace
@@ -356,6 +359,7 @@ Status SpoolWriter::Add(const ProcessedSample& sample) {
   m.buffer.append(record.buf());
   m.buffer.append(reinterpret_cast<const char*>(&check), sizeof check);
   ++m.added;
+  m.summary.sources = ChainSource(m.summary.sources, sample.index, sample.source_stamp);
   if (m.buffer.size() >= kBuffer) return m.Flush();
   return Status::OK();
 }
@@ -394,6 +398,7 @@ std::optional<SpoolSummary> FinishedPart(const fs::path& staging, int64_t index,
     s.records = j.at("records").get<int64_t>();
     s.bytes = j.at("bytes").get<int64_t>();
     s.xxh3_64 = j.at("xxh3_64").get<std::string>();
+    s.sources = j.at("sources").get<uint64_t>();
     std::error_code ec;
     const auto size = fs::file_size(folder / (name + ".spool"), ec);
     if (s.fingerprint != fingerprint || ec || static_cast<int64_t>(size) != s.bytes) {

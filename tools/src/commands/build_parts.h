@@ -82,6 +82,7 @@ struct SpoolSummary {
   int64_t records = 0;         // processed samples (end - begin)
   int64_t bytes = 0;           // the spool file's size
   std::string xxh3_64;         // of the spool file
+  uint64_t sources = 0;        // ChainSource of its samples' SourceStamps (build_resume.h)
 };
 
 /// Writes one part's spool: its processed samples in input order, buffered; Finish fsyncs it,

@@ -113,6 +113,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
     item->ok = false;
     item->drop = {raw.source, raw.key, reason, std::move(detail)};
   };
+  item->source_stamp = SourceStamp(raw);  // before the read: a change after it is seen later
   if (!item->have_bytes) {
     item->read_status = ReadRegularFile(raw.path, &item->bytes, MaxImageFileBytes(o.max_pixels));
   }
@@ -286,6 +287,7 @@ struct SampleSink::State {
       MM_RETURN_NOT_OK(writer->CloseIfNoRoom(item.encoded));
       MM_RETURN_NOT_OK(Checkpoint(item.index));
     }
+    sink.sources = ChainSource(sink.sources, item.index, item.source_stamp);  // the next shard's
     for (DroppedCaption& d : item.dropped_captions) {
       report->dropped_captions.push_back(std::move(d));
     }
@@ -321,7 +323,9 @@ struct SampleSink::State {
     if (closed.size() == closed_seen) return Status::OK();
     for (; closed_seen < closed.size(); ++closed_seen) sink.shards.push_back(closed[closed_seen]);
     sink.next_sample = next;
-    return checkpoints != nullptr ? checkpoints->Save(*report, sink) : Status::OK();
+    if (checkpoints != nullptr) MM_RETURN_NOT_OK(checkpoints->Save(*report, sink));
+    sink.sources = 0;  // the samples of the next checkpoint start here
+    return Status::OK();
   }
 
   // --dedup: the item becomes a drop when an earlier written sample has its pixels (or, for
