@@ -229,3 +229,27 @@ def test_an_image_replaced_before_the_resume_is_built_from_its_new_bytes(tmp_pat
     assert r.returncode == 0, r.stderr
     assert digest(out) == digest(fresh)
 
+
+def test_resume_publishes_only_what_the_build_wrote(build_manifest, build_reference, tmp_path):
+    """Files found in the staging folder (a user's notes.txt, a folder) were published into OUT,
+    which verify accepted and a later --overwrite then refused (issue 31 item 4)."""
+    out = tmp_path / "out"
+    staging = str(out) + ".mmpack-partial"
+    args = command(build_manifest, out, "jpeg")
+    start_and_kill(args, lambda: checkpoints(out) >= 3)
+    with open(os.path.join(staging, "notes.txt"), "w") as f:
+        f.write("mine\n")
+    os.makedirs(os.path.join(staging, "extra", "sub"))
+    r = run(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert digest(out) == build_reference["jpeg"]  # nothing but the set
+    assert "notes.txt" in r.stderr and "not published" in r.stderr
+    assert open(os.path.join(staging, "notes.txt")).read() == "mine\n"
+    assert os.path.isdir(os.path.join(staging, "extra", "sub"))
+    assert sorted(os.listdir(staging)) == ["extra", "notes.txt"]
+    assert run(MMPACK, "verify", out).returncode == 0
+    # A new build does not delete what it did not write either: it refuses, naming it.
+    r = run(*args, "--overwrite")
+    assert r.returncode != 0 and "no build wrote" in r.stderr, r.stderr
+    assert open(os.path.join(staging, "notes.txt")).read() == "mine\n"
+    assert digest(out) == build_reference["jpeg"]

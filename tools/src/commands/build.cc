@@ -526,7 +526,7 @@ Status FinishSet(const BuildOptions& o, InputFormat format, const ImageOptions& 
     MM_RETURN_NOT_OK(WriteIndex(o, format, image_options, tok, shards, report, staging));
   }
   MM_RETURN_NOT_OK(RemoveResumeLog(staging));
-  return Publish(staging, out);
+  return PublishListed(staging, out, std::cerr);  // what the build wrote, and nothing else
 }
 
 // The set's shards from where `progress` stands (the start, or the last checkpoint) on: `feed`

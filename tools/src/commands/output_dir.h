@@ -40,7 +40,9 @@ std::filesystem::path NormalOutput(const std::string& given);
 std::filesystem::path StagingPath(const std::filesystem::path& out);
 
 /// Creates the (empty) staging folder "OUT.mmpack-partial" beside `out` (NormalOutput, so the
-/// staging folder is never inside OUT). Errors: IOError (OUT's parent not writable).
+/// staging folder is never inside OUT), replacing one an earlier build left. Errors: IOError
+/// (OUT's parent not writable), AlreadyExists (the old folder holds something no build writes
+/// there, e.g. files a --resume did not publish: it is not deleted).
 [[nodiscard]] Result<std::filesystem::path> MakeStaging(const std::filesystem::path& out);
 
 /// Writes `text` to `path` (created or truncated) with write(2), so that a failure says why
