@@ -124,3 +124,52 @@ def test_append_to_a_text_only_set(manifests, tmp_path):
     assert run(MMPACK, "verify", out).returncode == 0
     s = mmpack.ShardSet(out)
     assert len(s) == 36 and len({s.key(i) for i in range(len(s))}) == 36  # images 0..35
+
+
+def copies_manifest(manifests, root):
+    """Lines of manifest "a" whose images are other paths to the same bytes (new keys), then
+    lines of 10 images OUT (built from "a") does not hold."""
+    root.mkdir()
+    lines = [json.loads(l) for l in open(manifests["a"])]
+    out = []
+    for line in lines:
+        link = root / os.path.basename(line["image"])
+        if not link.exists():
+            os.symlink(line["image"], link)
+        out.append(dict(line, image=str(link)))
+    fresh = [json.loads(l) for l in open(manifests["all"])][100:150]
+    path = root / "copies.jsonl"
+    path.write_text("".join(json.dumps(l) + "\n" for l in out + fresh))
+    return str(path)
+
+
+@pytest.mark.parametrize("mode", ["exact", "near"])
+@pytest.mark.parametrize("codec", [[], ["--codec", "jpeg", "--resize-mode", "keep-ratio-largest",
+                                        "--max-size", "96"]])
+def test_append_with_dedup_drops_copies_of_images_out_holds(manifests, tmp_path, mode, codec):
+    """--append --dedup compared the new samples with each other only: a copy of an image OUT
+    holds was appended again while index.json said the set was deduplicated (issue 23 item 8)."""
+    out = str(tmp_path / "out")
+    build(manifests["a"], out, "--dedup", mode, *codec)  # 20 images
+    r = build(copies_manifest(manifests, tmp_path / "copies"), out, "--append", "--dedup", mode,
+              *codec)
+    assert "duplicate_exact 20" in r.stderr, r.stderr
+    report = json.load(open(os.path.join(out, "report.json")))
+    drops = [d for d in report["dropped"] if d["reason"] == "duplicate_exact"]
+    assert len(drops) == 20 and all(d["detail"].endswith(" of OUT") for d in drops), drops[:2]
+    s = mmpack.ShardSet(out)
+    assert len(s) == 30
+    hashes = [hashlib.sha256(s.image(i).tobytes()).hexdigest() for i in range(len(s))]
+    assert len(set(hashes)) == 30  # no two samples with the same pixels
+    index = json.load(open(os.path.join(out, "index.json")))
+    assert index["build_options"]["dedup"] == mode
+    assert run(MMPACK, "verify", out).returncode == 0
+
+
+def test_an_append_without_dedup_no_longer_claims_the_set_is_deduplicated(manifests, tmp_path):
+    out = str(tmp_path / "out")
+    build(manifests["a"], out, "--dedup", "exact")
+    build(copies_manifest(manifests, tmp_path / "copies"), out, "--append")
+    index = json.load(open(os.path.join(out, "index.json")))
+    assert index["build_options"]["dedup"] == "off"
+

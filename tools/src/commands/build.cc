@@ -548,7 +548,8 @@ Status WriteShards(const BuildOptions& o, InputFormat format, const ImageOptions
   std::optional<CheckpointWriter> checkpoints;
   if (!base) checkpoints.emplace(staging, *report, *progress);
   SampleSink sink(o, writer.get(), report, progress, checkpoints ? &*checkpoints : nullptr,
-                  static_cast<int64_t>(total_samples - progress->next_sample));
+                  static_cast<int64_t>(total_samples - progress->next_sample),
+                  base ? &base->images : nullptr);
   Status fed = feed(&sink);
   sink.Finish();
   MM_RETURN_NOT_OK(fed);
@@ -821,6 +822,7 @@ Status RunBuild(const BuildOptions& given) {
       MM_ASSIGN_OR_RETURN(sha, Sha256HexOfFile(o.tokenizer));
     }
     MM_RETURN_NOT_OK(CheckAppendable(o, image_options, sha, b));
+    if (o.filters.dedup != DedupMode::kOff) MM_RETURN_NOT_OK(HashBaseImages(o.threads, &b));
     base = std::move(b);
   }
   MM_RETURN_NOT_OK(InitVips());

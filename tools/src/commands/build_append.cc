@@ -1,13 +1,22 @@
 // build_append.cc: see build_append.h.
 #include "commands/build_append.h"
 
+#include <fcntl.h>
+#include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <mutex>
 #include <system_error>
+#include <thread>
 
 #include "commands/output_dir.h"
 #include "commands/set_index.h"
+#include "curate/dedup.h"
 #include "image/colour.h"
 #include "mm/format.h"
 #include "mm/internal/file.h"
@@ -50,6 +59,30 @@ void Add(const json& more, const char* key, json* into) {
   }
 }
 
+// index.json's "dedup" of the appended set: what holds of all its samples, the weaker of
+// OUT's claim and this append's mode (off < exact < near; near at the smaller threshold), as
+// the append compared its samples with OUT's and each other's under its own mode only.
+void MergeDedupClaim(const BuildOptions& o, nlohmann::ordered_json* options) {
+  const auto rank = [](const std::string& mode) {
+    return mode == ToString(DedupMode::kNear) ? 2 : mode == ToString(DedupMode::kExact) ? 1 : 0;
+  };
+  const std::string out_mode = options->contains("dedup") && (*options)["dedup"].is_string()
+                                   ? (*options)["dedup"].get<std::string>()
+                                   : std::string(ToString(DedupMode::kOff));
+  const std::string now(ToString(o.filters.dedup));
+  if (rank(now) < rank(out_mode)) {
+    (*options)["dedup"] = now;
+    options->erase("near_threshold");
+  } else if (rank(now) == 2 && rank(out_mode) == 2) {
+    const int t = options->contains("near_threshold") && (*options)["near_threshold"].is_number()
+                      ? (*options)["near_threshold"].get<int>()
+                      : 0;
+    (*options)["near_threshold"] = std::min(t, o.filters.near_threshold);
+  } else if (rank(out_mode) == 0 && options->contains("dedup")) {
+    (*options)["dedup"] = std::string(ToString(DedupMode::kOff));  // unknown: claims nothing
+  }
+}
+
 }  // namespace
 
 Result<AppendBase> OpenAppendBase(const fs::path& out) {
@@ -61,7 +94,8 @@ Result<AppendBase> OpenAppendBase(const fs::path& out) {
   AppendBase base;
   MM_ASSIGN_OR_RETURN(auto files, OpenSetFiles(out.string(), {}));
   MM_ASSIGN_OR_RETURN(base.index, ReadSetIndex(*files));
-  MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(out.string()));
+  MM_ASSIGN_OR_RETURN(base.set, mm::reader::ShardSet::Open(out.string()));
+  const auto& set = base.set;
   base.keys.reserve(static_cast<size_t>(set->num_samples()));
   for (int64_t i = 0; i < set->num_samples(); ++i) base.keys.emplace(set->Key(i));
   std::string text;
@@ -152,6 +186,35 @@ Status CheckAppendable(const BuildOptions& o, const ImageOptions& image,
   return Status::OK();
 }
 
+Status HashBaseImages(int threads, AppendBase* base) {
+  const mm::reader::ShardSet& set = *base->set;
+  const int64_t n = set.num_samples();
+  base->images.assign(static_cast<size_t>(n), KeptSample());
+  std::atomic<bool> failed{false};
+  Status first_error;
+  std::mutex error_mutex;
+  const int workers = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, workers);
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64), [&](const auto& range) {
+    std::vector<uint8_t> pixels;
+    for (int64_t i = range.begin(); i != range.end() && !failed.load(); ++i) {
+      int w = 0, h = 0;
+      set.ImageSize(i, &w, &h);
+      pixels.resize(static_cast<size_t>(w) * h * 3);
+      if (Status st = set.ReadImage(i, pixels.data()); !st.ok()) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!failed.exchange(true)) first_error = st.WithContext("--append --dedup: reading OUT");
+        return;
+      }
+      KeptSample& k = base->images[static_cast<size_t>(i)];
+      k.key = std::string(set.Key(i));
+      k.pixel_hash = PixelHash(pixels.data(), pixels.size());
+      k.perceptual_hash = PerceptualHash(pixels.data(), w, h);
+    }
+  });
+  return first_error;
+}
+
 bool DropsAsKeyOfBase(const AppendBase& base, const RawSample& s, std::vector<DropEntry>* dropped) {
   if (base.keys.count(s.key) == 0) return false;
   dropped->push_back({s.source, s.key, "duplicate_key", "key already in OUT"});
@@ -182,6 +245,7 @@ Status AssembleAppend(const BuildOptions& o, InputFormat format, const AppendBas
     doc.info.unk_rate = tokens > 0 ? unk / tokens : 0.0;
   }
   doc.build_options["appends"] = doc.build_options.value("appends", int64_t{0}) + 1;
+  MergeDedupClaim(o, &doc.build_options);
   // report.json: counts and lists summed over the builds; each append's own figures (its input,
   // drops and stats) in "appends"; "stats" stays the first build's.
   json merged = base.report;

@@ -58,12 +58,15 @@ struct ProcessedSample {
 /// closes: before a sample that does not fit in the open shard, after one that fills it. Each
 /// checkpoint carries the ChainSource of the samples it covers (SinkProgress::sources).
 /// `progress`: where the sink starts (a resumed build: LoadCheckpoints; else all zero),
-/// updated as it goes. Progress on stderr unless o.quiet, over `total` samples.
+/// updated as it goes. Progress on stderr unless o.quiet, over `total` samples. `base`
+/// (--append, may be null): the hashes of OUT's images, which --dedup compares against too, so
+/// that a copy of an image OUT holds is dropped as a duplicate of that sample "of OUT".
 /// Not thread-safe: one thread calls Add.
 class SampleSink {
  public:
   SampleSink(const BuildOptions& o, ShardWriter* writer, BuildReport* report,
-             SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total);
+             SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total,
+             const std::vector<KeptSample>* base = nullptr);
   ~SampleSink();
   SampleSink(const SampleSink&) = delete;
   SampleSink& operator=(const SampleSink&) = delete;
