@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "commands/output_dir.h"
+#include "commands/report_stream.h"
 #include "commands/set_index.h"
 #include "curate/dedup.h"
 #include "image/colour.h"
@@ -26,10 +27,14 @@ namespace mm::pack {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
-// Bytes of OUT/report.json read at most.
-constexpr int64_t kMaxReportBytes = int64_t{256} << 20;
+bool IsReportList(const std::string& key) {
+  for (const char* list : kReportLists) {
+    if (key == list) return true;
+  }
+  return false;
+}
 
 // The first option whose value differs, as one line.
 Status Differs(const std::string& what, const std::string& set, const std::string& build) {
@@ -38,25 +43,75 @@ Status Differs(const std::string& what, const std::string& set, const std::strin
 }
 
 // Adds the integer members of `more` to those of `into` (counts by reason).
-void AddCounts(const json& more, json* into) {
+void AddCounts(const ojson& more, ojson* into) {
   if (!more.is_object()) return;
-  if (!into->is_object()) *into = json::object();
+  if (!into->is_object()) *into = ojson::object();
   for (const auto& [k, v] : more.items()) {
     if (!v.is_number_integer()) continue;
     (*into)[k] = into->value(k, int64_t{0}) + v.get<int64_t>();
   }
 }
 
-// `into[key]` += more[key] for an integer, or the arrays concatenated.
-void Add(const json& more, const char* key, json* into) {
-  if (!more.contains(key)) return;
-  const json& v = more[key];
-  if (v.is_number_integer()) {
-    (*into)[key] = into->value(key, int64_t{0}) + v.get<int64_t>();
-  } else if (v.is_array()) {
-    if (!into->contains(key) || !(*into)[key].is_array()) (*into)[key] = json::array();
-    for (const json& e : v) (*into)[key].push_back(e);
+// `into[key]` += more[key], integers.
+void AddInteger(const ojson& more, const char* key, ojson* into) {
+  if (!more.contains(key) || !more[key].is_number_integer()) return;
+  (*into)[key] = into->value(key, int64_t{0}) + more[key].get<int64_t>();
+}
+
+std::string Dump(const ojson& v, int indent) {
+  std::string text = v.dump(2, ' ', false, ojson::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out.append(static_cast<size_t>(indent), ' ');
   }
+  return out;
+}
+
+// Writes the merged report to `path` as `merged` (the small members, in order) with each list
+// of kReportLists written in its place, streamed: OUT's entries (from `old_report`, when there
+// is one) then the append's (`more`). The layout of nlohmann's dump(2).
+Status WriteMergedReport(const fs::path& path, const ojson& merged, const fs::path& old_report,
+                         const ojson& more) {
+  const std::string what = "cannot write " + path.string();
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, what);
+  std::string buf = "{";
+  const auto flush = [&](size_t at_least) -> Status {
+    if (buf.size() < at_least) return Status::OK();
+    MM_RETURN_NOT_OK(WriteAll(fd.get(), buf.data(), buf.size(), what));
+    buf.clear();
+    return Status::OK();
+  };
+  bool first = true;
+  for (const auto& [key, value] : merged.items()) {
+    buf += first ? "\n  " : ",\n  ";
+    first = false;
+    buf += ojson(key).dump(-1, ' ', false, ojson::error_handler_t::replace) + ": ";
+    if (!IsReportList(key)) {
+      buf += Dump(value, 2);
+      continue;
+    }
+    buf += "[";
+    size_t n = 0;
+    const auto put = [&](const ojson& entry) -> Status {
+      buf += n++ == 0 ? "\n    " : ",\n    ";
+      buf += Dump(entry, 4);
+      return flush(size_t{1} << 20);
+    };
+    if (!old_report.empty()) {
+      MM_RETURN_NOT_OK(ForEachReportEntry(old_report, key, [&](ojson&& e) { return put(e); }));
+    }
+    if (more.contains(key) && more[key].is_array()) {
+      for (const ojson& e : more[key]) MM_RETURN_NOT_OK(put(e));
+    }
+    buf += n == 0 ? "]" : "\n  ]";
+  }
+  buf += first ? "}\n" : "\n}\n";
+  MM_RETURN_NOT_OK(flush(0));
+  if (::close(fd.Release()) != 0) return ErrnoStatus(errno, what);
+  return Status::OK();
 }
 
 // index.json's "dedup" of the appended set: what holds of all its samples, the weaker of
@@ -98,12 +153,19 @@ Result<AppendBase> OpenAppendBase(const fs::path& out) {
   const auto& set = base.set;
   base.keys.reserve(static_cast<size_t>(set->num_samples()));
   for (int64_t i = 0; i < set->num_samples(); ++i) base.keys.emplace(set->Key(i));
-  std::string text;
+  // OUT's report is merged, never dropped: one that cannot be read refuses the append (issue
+  // 31 item 3). Streamed: its lists of drops are never held.
   const fs::path report = out / std::string(format::kReportFile);
-  if (fs::exists(report, ec) &&
-      ReadRegularFile(report.string(), &text, kMaxReportBytes).ok()) {
-    base.report = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!base.report.is_object()) base.report = json::object();
+  if (fs::exists(fs::symlink_status(report, ec))) {
+    auto summary = ReadReportSummary(report);
+    if (!summary.ok()) {
+      return Status(summary.status().code(),
+                    "--append: " + summary.status().message() +
+                        "; its drops cannot be merged with this append's (OUT is unchanged: "
+                        "restore the file, or move it away to append without it)");
+    }
+    base.report = summary.MoveValue();
+    base.report_path = report;
   }
   return base;
 }
@@ -247,31 +309,34 @@ Status AssembleAppend(const BuildOptions& o, InputFormat format, const AppendBas
   doc.build_options["appends"] = doc.build_options.value("appends", int64_t{0}) + 1;
   MergeDedupClaim(o, &doc.build_options);
   // report.json: counts and lists summed over the builds; each append's own figures (its input,
-  // drops and stats) in "appends"; "stats" stays the first build's.
-  json merged = base.report;
-  const json more = json::parse(ReportJson(o, format, report), nullptr, false);
+  // drops and stats) in "appends"; "stats" stays the first build's. OUT's lists are streamed
+  // from its file into the new one (WriteMergedReport).
+  ojson merged = base.report;
+  const ojson more = ojson::parse(ReportJson(o, format, report), nullptr, false);
   if (more.is_object()) {
-    for (const char* key : {"samples_seen", "samples_written", "dropped", "dropped_captions",
-                            "truncated_captions"}) {
-      Add(more, key, &merged);
+    for (const char* key : {"samples_seen", "samples_written", "truncated_captions"}) {
+      AddInteger(more, key, &merged);
+    }
+    for (const char* key : kReportLists) {
+      if (!merged.contains(key)) merged[key] = nullptr;  // a place for the append's entries
     }
     for (const char* key : {"dropped_by_reason", "dropped_captions_by_reason"}) {
       if (more.contains(key)) AddCounts(more[key], &merged[key]);
     }
-    json entry = {{"input", more.value("input", "")},
-                  {"input_format", more.value("input_format", "")},
-                  {"samples_seen", more.value("samples_seen", int64_t{0})},
-                  {"samples_written", more.value("samples_written", int64_t{0})},
-                  {"first_shard", added.empty() ? "" : added.front().file},
-                  {"dropped_by_reason", more.value("dropped_by_reason", json::object())},
-                  {"stats", more.value("stats", json::object())}};
+    ojson entry = {{"input", more.value("input", "")},
+                   {"input_format", more.value("input_format", "")},
+                   {"samples_seen", more.value("samples_seen", int64_t{0})},
+                   {"samples_written", more.value("samples_written", int64_t{0})},
+                   {"first_shard", added.empty() ? "" : added.front().file},
+                   {"dropped_by_reason", more.value("dropped_by_reason", ojson::object())},
+                   {"stats", more.value("stats", ojson::object())}};
     if (!merged.contains("appends") || !merged["appends"].is_array()) {
-      merged["appends"] = json::array();
+      merged["appends"] = ojson::array();
     }
     merged["appends"].push_back(std::move(entry));
   }
-  MM_RETURN_NOT_OK(WriteText(staging / std::string(format::kReportFile),
-                             merged.dump(2, ' ', false, json::error_handler_t::replace) + "\n"));
+  MM_RETURN_NOT_OK(WriteMergedReport(staging / std::string(format::kReportFile), merged,
+                                     base.report_path, more));
   return WriteText(staging / std::string(format::kIndexFile),
                    mm::reader::internal::EncodeIndex(doc));
 }

@@ -34,14 +34,18 @@ namespace mm::pack {
 /// every key it holds (read through the reader, which checks the whole set as it opens it).
 struct AppendBase {
   mm::reader::internal::IndexDocument index;
-  nlohmann::json report = nlohmann::json::object();
+  // OUT's report.json, its lists of drops left out (report_stream.h): they are streamed from
+  // `report_path` into the appended report. Empty when OUT has no report.json.
+  nlohmann::ordered_json report = nlohmann::ordered_json::object();
+  std::filesystem::path report_path;
   std::unordered_set<std::string> keys;
   std::shared_ptr<mm::reader::ShardSet> set;  // OUT, opened by the reader
   std::vector<KeptSample> images;  // --dedup: the hashes of OUT's images (HashBaseImages)
 };
 
 /// Opens OUT (`out`: NormalOutput) as an append base. Errors: NotFound (OUT is not a set:
-/// no index.json), those of ShardSet::Open (a damaged set is not appended to).
+/// no index.json), those of ShardSet::Open (a damaged set is not appended to), Corruption (a
+/// report.json that is not one: refused, so that its drops are never silently lost).
 [[nodiscard]] Result<AppendBase> OpenAppendBase(const std::filesystem::path& out);
 
 /// `o` with its tokenizer resolved against the base: OUT's tokenizer.model when none is given,
