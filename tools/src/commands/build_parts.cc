@@ -155,6 +155,7 @@ void Encode(const ProcessedSample& s, Out* o) {
       o->I64(m.i);
       o->F64(m.f);
       o->Str(m.s);
+      o->U64(m.u);
     }
     o->I64(s.truncated);
     o->U64(s.unk.size());
@@ -199,13 +200,14 @@ bool Decode(In* in, ProcessedSample* s) {
       in->Raw(ids.data(), n * sizeof(int32_t));
       e.tokens.push_back(std::move(ids));
     }
-    const uint64_t fields = in->Count(25);
+    const uint64_t fields = in->Count(33);
     for (uint64_t f = 0; f < fields && !in->failed(); ++f) {
       mm::reader::MetadataValue m;
       m.type = static_cast<mm::reader::MetadataValue::Type>(in->U8());
       m.i = in->I64();
       m.f = in->F64();
       m.s = in->Str();
+      m.u = in->U64();
       e.metadata.push_back(std::move(m));
     }
     s->truncated = in->I64();

@@ -169,7 +169,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   for (size_t f = 0; f < o.keep_fields.size(); ++f) {
     FieldValue& v = raw.fields[f];
     e.metadata.push_back(
-        {static_cast<mm::reader::MetadataValue::Type>(v.type), v.i, v.f, std::move(v.s)});
+        {static_cast<mm::reader::MetadataValue::Type>(v.type), v.i, v.f, std::move(v.s), v.u()});
   }
   e.original_width = image.original_width;
   e.original_height = image.original_height;

@@ -61,15 +61,18 @@ namespace mm::pack {
 /// A manifest field's value kept with a sample (FieldNames::extra): JSON numbers and strings
 /// as typed; a CSV/TSV cell is an integer or a float when all of it parses as one, else a
 /// string; an empty cell, null or an absent key is missing; other JSON values are missing.
+/// An integer in [2^63, 2^64) (64-bit hashes and ids) is kUint, exact.
 struct FieldValue {
   // The order of mm::reader::MetadataValue::Type (mm/metadata.h), which the build casts to.
-  enum class Type { kMissing, kInt, kFloat, kString };
+  enum class Type { kMissing, kInt, kFloat, kString, kUint };
   Type type = Type::kMissing;
-  int64_t i = 0;
+  int64_t i = 0;  // kInt; kUint: the bits of the uint64 (u())
   double f = 0;
   std::string s;
 
-  /// kInt/kFloat as a double; nullopt otherwise.
+  /// kUint's value.
+  uint64_t u() const { return static_cast<uint64_t>(i); }
+  /// kInt/kUint/kFloat as a double; nullopt otherwise.
   std::optional<double> AsNumber() const;
   /// From a CSV cell (see above).
   static FieldValue FromText(const std::string& text);
