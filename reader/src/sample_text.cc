@@ -268,6 +268,8 @@ Result<std::vector<MetadataValue>> SampleText::Metadata(int64_t i) const {
     const std::string what = where + ": reading metadata/" + impl_->set->info().metadata_fields[f];
     if (v.type == MetadataValue::Type::kInt) {
       MM_RETURN_NOT_OK(ReadRange(s->metadata[f], H5T_NATIVE_INT64, at, 1, &v.i, what));
+    } else if (v.type == MetadataValue::Type::kUint) {
+      MM_RETURN_NOT_OK(ReadRange(s->metadata[f], H5T_NATIVE_UINT64, at, 1, &v.u, what));
     } else if (v.type == MetadataValue::Type::kFloat) {
       MM_RETURN_NOT_OK(ReadRange(s->metadata[f], H5T_NATIVE_DOUBLE, at, 1, &v.f, what));
     } else {

@@ -147,6 +147,7 @@ Status CheckMetadataFieldNames(const std::vector<std::string>& names) {
 
 MetadataValue::Type MetadataColumnType(hid_t type) {
   if (H5Tequal(type, H5T_STD_I64LE) > 0) return MetadataValue::Type::kInt;
+  if (H5Tequal(type, H5T_STD_U64LE) > 0) return MetadataValue::Type::kUint;
   if (H5Tequal(type, H5T_IEEE_F64LE) > 0) return MetadataValue::Type::kFloat;
   if (H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) > 0 &&
       H5Tget_cset(type) == H5T_CSET_UTF8) {

@@ -14,7 +14,7 @@ Two measurements, each against a baseline taken in the same run on the same core
            Prints RSS per size, the ratio to the smallest size, and the bytes a line costs.
            Target: the largest size within 1.2x the smallest.
   parts    N expanded coco-cc photos (build_expand.py): `mmpack build --threads 2` against
-           `mpirun -n 2 mmpack build --threads 1` (two parts, the last merges): wall time,
+           `mpirun -n 2 mmpack build --threads 1 --part auto` (two parts, the last merges): wall time,
            images/s, their ratio, and whether every output file is byte-identical.
 
            MM_BENCH_FORMATS (default jsonl) adds the same samples as csv, coco and files
@@ -170,7 +170,7 @@ def parts(mmpack, work, shared, model, n):
             ("one process, --threads 2", [mmpack, "build"] + common + ["--threads", "2"], one),
             ("mpirun -n 2, --threads 1", ["mpirun", "-n", "2", "--allow-run-as-root",
                                            "--oversubscribe", mmpack, "build"] + common +
-             ["--threads", "1"], two)]:
+             ["--threads", "1", "--part", "auto"], two)]:
         shutil.rmtree(out, ignore_errors=True)
         wall, cpu, _, _ = run_measured(args + ["-o", out])
         results[name] = {"wall_s": round(wall, 2), "images_per_s": round(n / wall, 1),

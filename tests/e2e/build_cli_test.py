@@ -66,6 +66,35 @@ class Failures(u.TempDirTest):
         self.assertFailsCleanly(u.mmpack("build", raw, "-o", out, "--tokenizer", u.ALBERT, "--lowercase"))
         self.assertFalse(os.path.exists(out))
 
+    def test_a_url_as_output_is_refused_and_writes_nothing(self):
+        """-o s3://bkt/set used to build a local folder "s3:/bkt/set" and exit 0 (issue 23
+        item 2); show and preview wrote "s3:/bkt/x.png" the same way."""
+        cwd = os.path.join(self.tmp, "url_cwd")
+        os.makedirs(cwd)
+        for url in ("s3://bkt/set", "https://example.com/set", "file:///tmp/set"):
+            run = u.mmpack("build", SKIMAGE, "-o", url, "--tokenizer", u.ALBERT, "--lowercase",
+                           cwd=cwd)
+            self.assertFailsCleanly(run, url, "is a URL", "mmpack upload")
+        out = os.path.join(self.tmp, "url_set")
+        u.build(SKIMAGE, out, "--image-size", "32")
+        for command in (["show", out, "0"], ["preview", out]):
+            run = u.mmpack(*command, "-o", "s3://bkt/x.png", cwd=cwd)
+            self.assertNotEqual(run.rc, 0, str(run))
+            self.assertIn("is a URL", run.stderr)
+            self.assertEqual(len(output_lines(run)), 1, str(run))
+        self.assertEqual(os.listdir(cwd), [], "a URL became a local path")
+
+    def test_a_max_aspect_that_is_no_ratio_is_refused(self):
+        """--max-aspect nan was accepted, and compares false with every aspect: no filter at all
+        (issue 31 item 8); below 1 every image would be dropped."""
+        for value in ("nan", "0.5"):  # (CLI11 refuses inf itself)
+            out = os.path.join(self.tmp, "out_aspect")
+            run = u.mmpack("build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT, "--lowercase",
+                           "--max-aspect", value)
+            self.assertFailsCleanly(run, "--max-aspect")
+            self.assertFalse(os.path.exists(out))
+            self.assertNoLeftovers(out)
+
     def test_unwritable_output(self):
         # Tests may run as root, so a chmod'ed folder would still be writable: put OUT under
         # a regular file instead.

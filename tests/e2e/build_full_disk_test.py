@@ -17,13 +17,15 @@ closed again by libhdf5's exit handler), and HDF5's error stack was printed over
 
 Checked for every size: mmpack exits 1 (no signal) with one `mmpack build:` line that names
 the file it could not write and says why; the old set is still there, byte for byte, and
-`mmpack verify` accepts it; nothing else is left in the file system (no staging folder, no
-.tmp file).
+`mmpack verify` accepts it; nothing unfinished is left in the file system (no .tmp file):
+the staging folder is gone, or, when shards were finished before the space ran out, holds just
+those shards, their checkpoints and the tokenizer, for --resume (issue 23 item 7).
 """
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,6 +70,9 @@ def inner(mnt, size_kib, old_raw, new_raw):
     result["new_stderr"] = new.stderr.decode("utf-8", "replace")
     result["after"] = snapshot()
     result["left"] = sorted(os.listdir(mnt))
+    partial = out + ".mmpack-partial"
+    if os.path.isdir(partial):
+        result["partial"] = sorted(os.listdir(partial))
     verify = subprocess.run([u.MMPACK, "verify", out], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     result["verify_rc"] = verify.returncode
@@ -138,8 +143,20 @@ class FullDisk(u.TempDirTest):
                     failures_seen.add("other")
                 self.assertEqual(r["after"], r["before"], "the old set changed")
                 self.assertEqual(r["verify_rc"], 0, r["verify"])
-                self.assertEqual(r["left"], ["out", "out.mmpack-lock"]
-                                 if "out.mmpack-lock" in r["left"] else ["out"])
+                # Shards finished before the disk filled are kept for --resume, and the line
+                # says so (issue 23 item 7); nothing unfinished is left.
+                kept = "finished shard(s)" in lines[0]
+                left = ["out"] + (["out.mmpack-partial"] if kept else [])
+                if "out.mmpack-lock" in r["left"]:
+                    left.append("out.mmpack-lock")
+                self.assertEqual(r["left"], sorted(left))
+                if kept:
+                    failures_seen.add("kept finished shards")
+                    self.assertIn("--resume", lines[0])
+                    for name in r["partial"]:
+                        self.assertTrue(name in (".resume", "tokenizer.model") or
+                                        re.fullmatch(r"shard-\d{6}\.h5", name), name)
+                    self.assertIn("shard-000000.h5", r["partial"])
         # The sweep ran out of space while image chunks were written and while a shard closed.
         print("full disk: failed at", sorted(failures_seen), file=sys.stderr)
         self.assertIn("image chunk", failures_seen)

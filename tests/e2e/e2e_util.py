@@ -65,11 +65,12 @@ class Run:
             " ".join(self.args), self.rc, self.stdout[-3000:], self.stderr[-3000:])
 
 
-def mmpack(*args, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL):
-    """Runs `mmpack ARGS...` with pipes for stdout/stderr (not a terminal)."""
+def mmpack(*args, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=None):
+    """Runs `mmpack ARGS...` (in `cwd`, default ours) with pipes for stdout/stderr (not a
+    terminal)."""
     args = [str(a) for a in args]
     proc = subprocess.run([MMPACK] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          stdin=stdin, timeout=timeout)
+                          stdin=stdin, timeout=timeout, cwd=cwd)
     return Run(args, proc)
 
 

@@ -7,6 +7,8 @@ refused append leaves OUT byte for byte as it was."""
 import hashlib
 import json
 import os
+import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -124,3 +126,140 @@ def test_append_to_a_text_only_set(manifests, tmp_path):
     assert run(MMPACK, "verify", out).returncode == 0
     s = mmpack.ShardSet(out)
     assert len(s) == 36 and len({s.key(i) for i in range(len(s))}) == 36  # images 0..35
+
+
+def copies_manifest(manifests, root):
+    """Lines of manifest "a" whose images are other paths to the same bytes (new keys), then
+    lines of 10 images OUT (built from "a") does not hold."""
+    root.mkdir()
+    lines = [json.loads(l) for l in open(manifests["a"])]
+    out = []
+    for line in lines:
+        link = root / os.path.basename(line["image"])
+        if not link.exists():
+            os.symlink(line["image"], link)
+        out.append(dict(line, image=str(link)))
+    fresh = [json.loads(l) for l in open(manifests["all"])][100:150]
+    path = root / "copies.jsonl"
+    path.write_text("".join(json.dumps(l) + "\n" for l in out + fresh))
+    return str(path)
+
+
+@pytest.mark.parametrize("mode", ["exact", "near"])
+@pytest.mark.parametrize("codec", [[], ["--codec", "jpeg", "--resize-mode", "keep-ratio-largest",
+                                        "--max-size", "96"]])
+def test_append_with_dedup_drops_copies_of_images_out_holds(manifests, tmp_path, mode, codec):
+    """--append --dedup compared the new samples with each other only: a copy of an image OUT
+    holds was appended again while index.json said the set was deduplicated (issue 23 item 8)."""
+    out = str(tmp_path / "out")
+    build(manifests["a"], out, "--dedup", mode, *codec)  # 20 images
+    r = build(copies_manifest(manifests, tmp_path / "copies"), out, "--append", "--dedup", mode,
+              *codec)
+    assert "duplicate_exact 20" in r.stderr, r.stderr
+    report = json.load(open(os.path.join(out, "report.json")))
+    drops = [d for d in report["dropped"] if d["reason"] == "duplicate_exact"]
+    assert len(drops) == 20 and all(d["detail"].endswith(" of OUT") for d in drops), drops[:2]
+    s = mmpack.ShardSet(out)
+    assert len(s) == 30
+    hashes = [hashlib.sha256(s.image(i).tobytes()).hexdigest() for i in range(len(s))]
+    assert len(set(hashes)) == 30  # no two samples with the same pixels
+    index = json.load(open(os.path.join(out, "index.json")))
+    assert index["build_options"]["dedup"] == mode
+    assert run(MMPACK, "verify", out).returncode == 0
+
+
+def test_an_append_without_dedup_no_longer_claims_the_set_is_deduplicated(manifests, tmp_path):
+    out = str(tmp_path / "out")
+    build(manifests["a"], out, "--dedup", "exact")
+    build(copies_manifest(manifests, tmp_path / "copies"), out, "--append")
+    index = json.load(open(os.path.join(out, "index.json")))
+    assert index["build_options"]["dedup"] == "off"
+
+
+def test_an_unreadable_report_refuses_the_append_and_leaves_out_unchanged(manifests, tmp_path):
+    """A report.json that does not parse (or was over 256 MiB) was taken for an empty one: the
+    append replaced it with a report of its own samples only, exit 0 (issue 31 item 3)."""
+    out = str(tmp_path / "out")
+    build(manifests["a"], out)
+    with open(os.path.join(out, "report.json"), "w") as f:
+        f.write('{"samples_seen": 100, "dropped": [{"source": "x"')  # cut short
+    before = digest(out)
+    r = run(MMPACK, "build", manifests["b"], "-o", out, "--append", "--lowercase", "-q")
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "report.json is not a report" in lines[0], r.stderr
+    assert "OUT is unchanged" in lines[0]
+    assert digest(out) == before
+
+
+def peak_rss_kib(*args):
+    """Runs `args` as the only child of a fresh Python process; returns (returncode, stdout,
+    stderr, the child's peak RSS in KiB)."""
+    probe = ("import resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n"
+             "sys.stdout.buffer.write(p.stdout)\n"
+             "sys.stderr.buffer.write(p.stderr)\n"
+             "sys.stderr.write('\\nRSS %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN)"
+             ".ru_maxrss)\n"
+             "sys.exit(p.returncode)\n")
+    r = run(sys.executable, "-c", probe, *args)
+    err, rss = r.stderr.rsplit("\nRSS ", 1)
+    return r.returncode, r.stdout, err, int(rss)
+
+
+def test_a_report_over_256_mib_is_merged_and_read_streaming(manifests, tmp_path):
+    """An OUT report.json over 256 MiB (about 1.6 M drop records) was dropped by --append, and
+    `mmpack stats` held a report in 5-8 times its size (issue 31 item 3). Both now stream it:
+    the appended report holds every old record, and neither process comes near the report's
+    size in memory."""
+    out, small = str(tmp_path / "out"), str(tmp_path / "small")
+    build(manifests["a"], out)
+    shutil.copytree(out, small)  # the same set with its own small report: the baseline
+    path = os.path.join(out, "report.json")
+    report = json.load(open(path))
+    records = 1_700_000
+    with open(path, "w") as f:  # the same report, with 1.7 M dropped records before its own
+        f.write("{\n")
+        for key, value in report.items():
+            if key == "dropped":
+                f.write('  "dropped": [\n')
+                record = ('    {"source": "/data/raw/%%07d.jpg", "key": "%%07d", '
+                          '"reason": "corrupt_image", "detail": "%s"},\n' % ("x" * 60))
+                for n in range(records):
+                    f.write(record % (n, n))
+                f.write("".join("    %s,\n" % json.dumps(d) for d in value).rstrip(",\n") or
+                        '    {"source": "s", "key": "k", "reason": "r", "detail": "d"}')
+                f.write("\n  ],\n")
+            else:
+                f.write("  %s: %s,\n" % (json.dumps(key), json.dumps(value)))
+        f.write('  "end": true\n}\n')
+    size = os.path.getsize(path)
+    assert size > 256 << 20
+    old_dropped = records + max(len(report["dropped"]), 1)
+    # Peak memory against the same command on the small report: what the large one adds.
+    for command in (["stats"], ["build", manifests["b"], "--append", "--lowercase", "-q", "-o"]):
+        rss = {}
+        for name, folder in (("small", small), ("large", out)):
+            rc, _, err, rss[name] = peak_rss_kib(MMPACK, *command, folder)
+            assert rc == 0, err
+        added = (rss["large"] - rss["small"]) * 1024
+        assert added < size / 10, "%s held %d KiB more for a %d-byte report" % (
+            command[0], added // 1024, size)
+    # Read back line by line (a json.load here would cost this process gigabytes): the layout
+    # is nlohmann's dump(2), one top-level member a line at indent 2, list entries at indent 4.
+    members, entries, first_key = {}, 0, None
+    section = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith('  "'):
+                section = line.split('"')[1]
+                members[section] = line.split(": ", 1)[1].rstrip(",\n")
+            elif section == "dropped" and line.rstrip("\n") == "    {":
+                entries += 1
+            elif section == "dropped" and first_key is None and line.startswith('      "key"'):
+                first_key = line.split('"')[3]
+    appended = json.load(open(os.path.join(out, "index.json")))["build_options"]["appends"]
+    assert appended == 1
+    assert entries == old_dropped + 2  # then b's own drops: images 18 and 19, keys OUT holds
+    assert first_key == "0000000" and members["end"] == "true"
+    assert members["samples_written"] == "36"

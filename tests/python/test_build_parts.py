@@ -5,8 +5,10 @@ the set one process builds with the same options, whatever N. The input (build_i
 duplicates (--dedup exact drops them across part boundaries) and bad samples in every part, and a
 trained tokenizer, which only part 0 trains."""
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 
@@ -71,7 +73,7 @@ def test_parts_at_once_in_reverse_order_give_the_one_process_bytes(build_manifes
 def test_mpirun_gives_the_one_process_bytes(build_manifest, build_reference, tmp_path, count):
     out = tmp_path / "out"
     r = run(MPIRUN, "-n", count, "--allow-run-as-root", "--oversubscribe",
-            *command(build_manifest, out, "jpeg", threads=1))
+            *command(build_manifest, out, "jpeg", "--part", "auto", threads=1))
     assert r.returncode == 0, r.stdout + r.stderr
     if count > 1:
         assert "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE" in r.stderr
@@ -85,7 +87,8 @@ def test_srun_environment_gives_the_one_process_bytes(build_manifest, build_refe
     procs = []
     for rank in range(2):
         env = dict(os.environ, SLURM_PROCID=str(rank), SLURM_STEP_NUM_TASKS="2")
-        procs.append(subprocess.Popen([str(a) for a in command(build_manifest, out, "raw_dedup")],
+        procs.append(subprocess.Popen([str(a) for a in command(build_manifest, out, "raw_dedup",
+                                                                 "--part", "auto")],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
     for p in procs:
@@ -169,24 +172,139 @@ def test_a_damaged_spool_is_found_before_use_and_made_again(build_manifest, buil
     assert digest(out) == build_reference["raw_dedup"]
 
 
-def test_a_part_waiting_for_a_dead_part_0_fails_naming_it(build_manifest, tmp_path):
+def part_lock(out, index, count):
+    return str(out) + ".mmpack-partial/.parts/part-%06d-of-%06d.lock" % (index, count)
+
+
+def test_a_part_waiting_for_a_part_0_killed_in_its_ingest_fails_naming_it(build_manifest,
+                                                                          tmp_path):
+    """Part 0 killed before it took any tokenizer lock (during its ingest) used to leave part 1
+    waiting for ever (issue 31 item 2); part 0 now claims itself before its ingest."""
     out = tmp_path / "out"
     waiter = subprocess.Popen([str(a) for a in part_args(build_manifest, out, "jpeg", 1, 2)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lock = str(out) + ".mmpack-partial/.parts/tokenizer.lock"
     first = subprocess.Popen([str(a) for a in part_args(build_manifest, out, "jpeg", 0, 2)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while not os.path.exists(lock) and first.poll() is None and time.monotonic() < deadline:
+    while (not os.path.exists(part_lock(out, 0, 2)) or os.path.getsize(part_lock(out, 0, 2)) == 0) \
+            and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.001)
     assert first.poll() is None, "part 0 ended before the kill"
+    pid = first.pid
     first.kill()
     first.wait(timeout=60)
-    _, err = waiter.communicate(timeout=120)
+    try:
+        _, err = waiter.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        waiter.kill()
+        raise AssertionError("part 1 still waits for a dead part 0")
     if os.path.exists(str(out) + ".mmpack-partial/.resume/build.json"):
         pytest.skip("part 0 wrote the tokenizer before the kill landed")
     assert waiter.returncode != 0
-    assert "part 0 stopped before it made the tokenizer" in err, err
+    line = err.strip().splitlines()[-1]
+    assert "part 0 (pid %d on host %s" % (pid, socket.gethostname()) in line, err
+    assert "stopped before it made the tokenizer" in line and "run part 0 again" in line
+
+
+def test_a_part_0_on_another_host_without_a_heartbeat_is_taken_for_dead(build_manifest, tmp_path):
+    """Across hosts no pid can be checked: a part 0 whose lock file was not touched for the
+    heartbeat timeout (300 s) is dead. Written as such a host would have left it."""
+    out = tmp_path / "out"
+    os.makedirs(os.path.dirname(part_lock(out, 0, 2)))
+    with open(part_lock(out, 0, 2), "w") as f:
+        f.write(json.dumps({"pid": 4242, "host": "node-that-died", "start": int(time.time())}))
+    os.utime(part_lock(out, 0, 2), (time.time() - 3600, time.time() - 3600))
+    r = run(*part_args(build_manifest, out, "jpeg", 1, 2), timeout=120)
+    assert r.returncode != 0
+    assert "part 0 (pid 4242 on host node-that-died" in r.stderr, r.stderr
+    assert "stopped before it made the tokenizer" in r.stderr
+
+
+def test_a_part_1_started_before_part_0_waits_for_it(build_manifest, build_reference, tmp_path):
+    """A job array may start part 0 after the others, even after an earlier run's part 0 died:
+    a dead claim of an earlier run is not this run's part 0, so part 1 waits for the new one."""
+    out = tmp_path / "out"
+    os.makedirs(os.path.dirname(part_lock(out, 0, 2)))
+    with open(part_lock(out, 0, 2), "w") as f:  # an earlier run's part 0, long dead
+        f.write(json.dumps({"pid": 2**22 + 17, "host": socket.gethostname(),
+                            "start": int(time.time()) - 3600}))
+    waiter = subprocess.Popen([str(a) for a in part_args(build_manifest, out, "jpeg", 1, 2)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    assert waiter.poll() is None, waiter.stderr.read()
+    r0 = run(*part_args(build_manifest, out, "jpeg", 0, 2))
+    assert r0.returncode == 0, r0.stderr
+    _, err = waiter.communicate(timeout=300)
+    assert waiter.returncode == 0, err
+    assert_finished(out)
+    assert digest(out) == build_reference["jpeg"]
+
+
+def test_the_same_part_twice_at_once_names_the_other_process(build_manifest, tmp_path):
+    """Before: the second failed with "rename ... No such file or directory" (issue 31 item 8)."""
+    out = tmp_path / "out"
+    first = subprocess.Popen([str(a) for a in part_args(build_manifest, out, "jpeg", 0, 2)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while (not os.path.exists(part_lock(out, 0, 2)) or os.path.getsize(part_lock(out, 0, 2)) == 0) \
+            and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    second = run(*part_args(build_manifest, out, "jpeg", 0, 2))
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert second.returncode != 0
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1, second.stderr
+    assert "part 0 of 2 is being built by pid %d on host %s" % (first.pid, socket.gethostname()) \
+        in lines[0]
+    assert "No such file" not in lines[0]
+
+
+def test_an_inherited_launcher_environment_builds_the_whole_set(build_manifest, build_reference,
+                                                                tmp_path):
+    """A training script started by mpirun/srun that builds its val set on rank 0 used to build
+    a quarter of it, exit 0 and leave no OUT (issue 31 item 1): splitting is now asked for
+    (--part auto); without it the process builds the whole input and says where it runs."""
+    for n, env in enumerate([{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4"},
+                             {"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "4"}]):
+        out = tmp_path / ("out%d" % n)
+        r = subprocess.run([str(a) for a in command(build_manifest, out, "raw_dedup")],
+                           env=dict(os.environ, **env), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert "rank 0 of 4; this process builds the whole input (--part auto" in r.stderr
+        assert_finished(out)
+        assert digest(out) == build_reference["raw_dedup"]
+    # The Python module, as such a script calls it.
+    import mmpack
+    out = tmp_path / "py"
+    old = {k: os.environ.get(k) for k in ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")}
+    os.environ.update({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4"})
+    try:
+        index = mmpack.build(build_manifest, str(out), vocab_size=300, threads=2, image_size=224,
+                             samples_per_shard=3, dedup="exact")
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    assert index == json.load(open(os.path.join(str(out), "index.json")))
+    assert digest(out) == build_reference["raw_dedup"]
+
+
+def test_python_build_of_one_part_says_which_part_it_built(build_manifest, build_reference,
+                                                           tmp_path):
+    """mmpack.build(part=...) of a part that another part publishes returns None (it raised a
+    bare FileNotFoundError for OUT/index.json); the last part returns the index."""
+    import mmpack
+    out = tmp_path / "out"
+    options = dict(vocab_size=300, threads=2, codec="jpeg", resize_mode="keep-ratio-largest",
+                   max_size=256, samples_per_shard=3)
+    assert mmpack.build(build_manifest, str(out), part="0/2", **options) is None
+    index = mmpack.build(build_manifest, str(out), part="1/2", **options)
+    assert index is not None and len(index["shards"]) >= 17
+    assert digest(out) == build_reference["jpeg"]
 
 
 def test_a_stale_failure_of_an_earlier_run_is_ignored(build_manifest, build_reference, tmp_path):
@@ -225,7 +343,8 @@ def test_parts_refuse_the_staging_folder_of_another_build(build_manifest, tmp_pa
     assert not os.path.exists(str(out) + ".mmpack-partial/.parts/part-000001-of-000002.failed")
 
 
-@pytest.mark.parametrize("flag", ["2/2", "1", "a/2", "-1/2", "0/0"])
+@pytest.mark.parametrize("flag", ["2/2", "1", "a/2", "-1/2", "0/0", " 0/2", "0/+2", "00/02",
+                                  "0/2 ", "0x0/2", "auto/2"])
 def test_a_malformed_part_is_one_line(build_manifest, tmp_path, flag):
     r = run(*command(build_manifest, tmp_path / "out", "jpeg", "--part", flag))
     assert r.returncode != 0

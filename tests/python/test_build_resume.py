@@ -7,13 +7,14 @@ tokenizer, 3 samples a shard, so the kills land between and inside dozens of sha
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
 
 import pytest
 
-from build_inputs import VARIANTS, command, digest, start_and_kill
+from build_inputs import MMPACK, VARIANTS, command, digest, make_manifest, start_and_kill
 from conftest import run
 
 
@@ -176,3 +177,79 @@ def test_resume_refuses_append(build_manifest, tmp_path):
     r = run(*command(build_manifest, tmp_path / "out", "jpeg", "--append", "--resume"))
     assert r.returncode != 0
     assert "--resume" in r.stderr and "--append" in r.stderr
+
+
+def test_a_resume_that_fails_after_its_tokenizer_keeps_every_finished_shard(
+        build_manifest, build_reference, tmp_path):
+    """A resume that failed for a transient reason (here: index.json cannot be written, as on a
+    full disk) removed the whole staging folder, the shards of the earlier run included (issue
+    23 item 7). Now the finished shards stay, and the next --resume goes on from them."""
+    out = tmp_path / "out"
+    staging = str(out) + ".mmpack-partial"
+    args = command(build_manifest, out, "raw_dedup")
+    start_and_kill(args, lambda: checkpoints(out) >= 4)
+    blocker = os.path.join(staging, "index.json")
+    os.makedirs(os.path.join(blocker, "in_the_way"))  # writing index.json fails: EISDIR
+    r = run(*args, "--resume")
+    assert r.returncode != 0
+    line = r.stderr.strip().splitlines()[-1]
+    assert "index.json" in line and "finished shard(s)" in line and "--resume" in line, r.stderr
+    assert os.path.isdir(staging), "the finished shards were deleted"
+    done = checkpoints(out)
+    assert done >= 4
+    shards = sorted(n for n in os.listdir(staging) if n.endswith(".h5"))
+    assert len(shards) == done  # the checkpointed shards, nothing unfinished
+    assert not [n for n in os.listdir(staging) if n.endswith(".tmp")]
+    shutil.rmtree(blocker)
+    r = resume(args, out)
+    assert kept_shards(r.stderr) == done
+    assert digest(out) == build_reference["raw_dedup"]
+
+
+def test_an_image_replaced_before_the_resume_is_built_from_its_new_bytes(tmp_path):
+    """An image replaced between a killed build and its --resume was kept with its old pixels in
+    the finished shards while later shards read the new file: a set that matched neither input
+    (issue 23 item 7). Checkpoints now name what their shards were made from."""
+    root = tmp_path / "input"
+    root.mkdir()
+    manifest = make_manifest(root)
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    args = command(manifest, out, "jpeg")
+    start_and_kill(args, lambda: checkpoints(out) >= 8)
+    first = json.loads(open(manifest).readline())["image"]  # sample 0: in the first shard
+    others = sorted(os.listdir(os.path.dirname(os.path.realpath(first))))
+    other = os.path.join(os.path.dirname(os.path.realpath(first)),
+                         next(n for n in others if n != os.path.basename(os.path.realpath(first))))
+    os.unlink(first)
+    os.symlink(other, first)  # another photo under the same name
+    r = resume(args, out)
+    assert "not kept: an input file of the samples of checkpoint-000001.json changed" in r.stderr
+    assert kept_shards(r.stderr) == 0
+    r = run(*command(manifest, fresh, "jpeg"))
+    assert r.returncode == 0, r.stderr
+    assert digest(out) == digest(fresh)
+
+
+def test_resume_publishes_only_what_the_build_wrote(build_manifest, build_reference, tmp_path):
+    """Files found in the staging folder (a user's notes.txt, a folder) were published into OUT,
+    which verify accepted and a later --overwrite then refused (issue 31 item 4)."""
+    out = tmp_path / "out"
+    staging = str(out) + ".mmpack-partial"
+    args = command(build_manifest, out, "jpeg")
+    start_and_kill(args, lambda: checkpoints(out) >= 3)
+    with open(os.path.join(staging, "notes.txt"), "w") as f:
+        f.write("mine\n")
+    os.makedirs(os.path.join(staging, "extra", "sub"))
+    r = run(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert digest(out) == build_reference["jpeg"]  # nothing but the set
+    assert "notes.txt" in r.stderr and "not published" in r.stderr
+    assert open(os.path.join(staging, "notes.txt")).read() == "mine\n"
+    assert os.path.isdir(os.path.join(staging, "extra", "sub"))
+    assert sorted(os.listdir(staging)) == ["extra", "notes.txt"]
+    assert run(MMPACK, "verify", out).returncode == 0
+    # A new build does not delete what it did not write either: it refuses, naming it.
+    r = run(*args, "--overwrite")
+    assert r.returncode != 0 and "no build wrote" in r.stderr, r.stderr
+    assert open(os.path.join(staging, "notes.txt")).read() == "mine\n"
+    assert digest(out) == build_reference["jpeg"]

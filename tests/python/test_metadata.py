@@ -266,3 +266,45 @@ def test_csv_cells_are_typed_as_read_csv_types_them(tmp_path):
         assert [v.decode() for v in f["metadata/note"][()]] == ["a, quoted", "", "x"]
     ds = mmpack.ShardSet(str(tmp_path / "out"))
     assert ds[0]["metadata"] == {"score": 0.5, "id": 123, "note": "a, quoted"}
+
+
+def test_integers_past_int64_are_stored_exactly(tmp_path):
+    """64-bit hashes and ids of img2dataset metadata (issue 31 item 6): 18446744073709551615 was
+    stored as float64 1.8446744073709552e+19 without a word. Now a column of integers >= 0 with
+    one past 2^63 is uint64; beside a gap or a negative integer it is the digits, never a
+    rounded float; an int64 past 2^53 beside a gap is the digits too."""
+    images = sorted(os.listdir(os.path.join(COCO, "images")))[:4]
+    big = [2**64 - 1, 2**63, 5, 2**63 + 12345]
+    rows = []
+    for n, image in enumerate(images):
+        row = {"image": os.path.join(COCO, "images", image), "caption": "a photo %d" % n,
+               "hash": big[n],                                 # uint64 column
+               "gappy": big[n] if n != 2 else None,            # a gap: strings
+               "signed": big[n] if n != 1 else -1,             # negative beside 2^64-1: strings
+               "int53": 2**53 + 1 + n if n != 0 else None}     # int64 past 2^53 with a gap
+        rows.append(row)
+    write_manifest(tmp_path / "m.jsonl", rows)
+    with open(tmp_path / "m.csv", "w", encoding="utf-8") as f:
+        f.write("image,caption,hash\n")
+        for row in rows:
+            f.write("%s,%s,%d\n" % (row["image"], row["caption"], row["hash"]))
+    fields = "hash,gappy,signed,int53"
+    for manifest, keep in ((tmp_path / "m.jsonl", fields), (tmp_path / "m.csv", "hash")):
+        out = tmp_path / ("out_" + manifest.suffix[1:])
+        r = mmpack_cli("build", manifest, "-o", out, "--tokenizer", ALBERT, "--lowercase",
+                       "--keep-fields", keep, "-q")
+        assert r.returncode == 0, r.stderr
+        assert mmpack_cli("verify", out).returncode == 0
+        with h5py.File(out / "shard-000000.h5", "r") as f:
+            assert f["metadata/hash"].dtype == np.dtype("<u8")
+            assert [int(v) for v in f["metadata/hash"][()]] == big
+            if keep == fields:
+                texts = lambda name: [v.decode() for v in f["metadata/" + name][()]]
+                assert texts("gappy") == [str(v) if v is not None else "" for v in
+                                          (r_["gappy"] for r_ in rows)]
+                assert texts("signed") == [str(r_["signed"]) for r_ in rows]
+                assert texts("int53") == ["", str(2**53 + 2), str(2**53 + 3), str(2**53 + 4)]
+        ds = mmpack.ShardSet(str(out))
+        assert [ds[i]["metadata"]["hash"] for i in range(len(ds))] == big
+        show = mmpack_cli("show", out, 0, "-o", tmp_path / "x.png")
+        assert show.returncode == 0 and str(big[0]) in show.stdout, show.stdout + show.stderr

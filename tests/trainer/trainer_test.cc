@@ -644,6 +644,60 @@ TEST_F(TrainerTest, ResumeRefusesAFlagThatChangesTheOptimisationUnlessOverridden
   EXPECT_EQ(over["config"]["lr"], 0.005);
 }
 
+TEST_F(TrainerTest, ResumeMismatchNamesTheCheckpointModelsRealShape) {
+  // Before: a run that left --dim to the preset saved dim 0 in its config, and a resume with
+  // --dim 64 was refused as "--dim 64 (checkpoint: 0)" while the saved model has 128 (issue 31
+  // item 8).
+  const std::string dir = TempDir("resume_shape"), log = dir + "/log";
+  ASSERT_EQ(RunCmd(Mmtrain() + " --shards " + kShards +
+                       "/coco --steps 2 --batch-size 8 --layers 1 --patch 16 --threads 1"
+                       " --loader-threads 1 --seed 7 --quiet --out " +
+                       dir + "/run --save-every 1 --stop-after 1",
+                   log),
+            0)
+      << ReadFile(log);
+  const std::string resume = " --resume " + dir + "/run/checkpoint-000001.pt" + kProcess;
+  std::string out;
+  ExpectOneErrorLine(RunMmtrain(resume + " --dim 64", dir, &out), out,
+                     "--dim 64 (checkpoint: 128)");
+  // The preset's own value given: no change at all.
+  ASSERT_EQ(RunMmtrain(resume + " --dim 128 --out " + dir + "/same", dir, &out), 0) << out;
+  auto changes = FirstEvent(dir + "/same", "resume")["changes"];
+  ASSERT_EQ(changes.size(), 1u) << changes.dump();  // --out only
+  EXPECT_EQ(changes[0]["flag"], "--out");
+}
+
+TEST_F(TrainerTest, PlotSkipsALastLineCutByAKillAndSaysSo) {
+  // Before: "line N is not JSON" and no plot for a run killed while it wrote metrics.jsonl.
+  const std::string dir = TempDir("plot_torn"), log = dir + "/log";
+  ASSERT_EQ(
+      RunCmd(Mmtrain() + " --shards " + kShards + "/coco --steps 4 --batch-size 8 --log-every 1" +
+                 kSmallModel + " --out " + dir + "/run",
+             log),
+      0)
+      << ReadFile(log);
+  const std::string metrics = ReadFile(dir + "/run/metrics.jsonl");
+  const size_t last = metrics.rfind('\n', metrics.size() - 2);
+  ASSERT_NE(last, std::string::npos);
+  const std::string torn = metrics.substr(0, last + 1 + (metrics.size() - last) / 2);
+  std::ofstream(dir + "/run/metrics.jsonl", std::ios::binary | std::ios::trunc) << torn;
+  const int lines = static_cast<int>(std::count(torn.begin(), torn.end(), '\n')) + 1;
+  const std::string plot_log = dir + "/plot_log";
+  ASSERT_EQ(RunCmd(Mmtrain() + " plot " + dir + "/run -o " + dir + "/a.png", plot_log), 0)
+      << ReadFile(plot_log);
+  EXPECT_EQ(ReadFile(plot_log),
+            "mmtrain plot: note: " + dir + "/run/metrics.jsonl line " + std::to_string(lines) +
+                " is cut short (the run was stopped while writing it); skipped\n");
+  struct stat st {};
+  EXPECT_EQ(::stat((dir + "/a.png").c_str(), &st), 0);
+  // The same damage before the last line is not a kill's: refused, no plot.
+  std::ofstream(dir + "/run/metrics.jsonl", std::ios::binary | std::ios::trunc)
+      << torn << "\n"
+      << metrics.substr(last + 1);
+  EXPECT_EQ(RunCmd(Mmtrain() + " plot " + dir + "/run -o " + dir + "/b.png", plot_log), 1);
+  EXPECT_NE(ReadFile(plot_log).find("is not JSON"), std::string::npos) << ReadFile(plot_log);
+}
+
 TEST_F(TrainerTest, ResumeOnTwoRanksKeepsTheGlobalBatch) {
   // An elastic restart: trained on 1 rank x 16, resumed on 2 ranks with no batch flag: each
   // rank takes 8, and the run ends where an uninterrupted 1 x 16 run ends.

@@ -46,8 +46,10 @@ int64_t MoveLinesPastStep(const std::string& path, const std::string& superseded
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    const bool past = j.is_object() && j.contains("step") && j["step"].is_number() &&
-                      j["step"].get<double>() > static_cast<double>(step);
+    // A line that is no JSON object was cut by a kill: moved too, so the records appended
+    // after it start a line of their own and the log stays one JSON object a line.
+    const bool past = !j.is_object() || (j.contains("step") && j["step"].is_number() &&
+                                         j["step"].get<double>() > static_cast<double>(step));
     (past ? moved : kept) += line + "\n";
     n += past;
   }

@@ -60,8 +60,9 @@ class MetricsLog {
   FilePtr file_;
 };
 
-/// Moves the lines of `path` whose "step" is past `step` to the end of `superseded` (both
-/// regular files; `path` rewritten atomically). Lines without a step stay. Returns the number
+/// Moves the lines of `path` whose "step" is past `step`, and the lines that are no JSON object
+/// (cut short by a kill), to the end of `superseded` (both regular files; `path` rewritten
+/// atomically). Other lines without a step stay. Returns the number
 /// moved (0 when `path` does not exist). Throws std::runtime_error naming the file.
 int64_t MoveLinesPastStep(const std::string& path, const std::string& superseded, int64_t step);
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,6 +28,18 @@ std::string LastLine(const std::string& text) {
   size_t start = text.rfind('\n', end);
   return text.substr(start == std::string::npos ? 0 : start + 1,
                      end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+/// The script's "note: ..." lines of `text`, on stderr as "mmtrain plot: note: ...".
+void PassNotes(const std::string& text) {
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    if (line.rfind("note: ", 0) == 0) std::fprintf(stderr, "mmtrain plot: %s\n", line.c_str());
+    at = end + 1;
+  }
 }
 
 void WriteAll(int fd, const char* data, size_t size) {
@@ -75,7 +88,10 @@ std::string PlotRuns(const std::vector<std::string>& runs, const std::string& pn
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    PassNotes(errors);
+    return "";
+  }
   const std::string why = LastLine(errors);
   return why.empty() ? python + " exited with status " + std::to_string(WEXITSTATUS(status)) : why;
 }

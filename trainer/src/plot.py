@@ -17,22 +17,38 @@ def fail(message):
     sys.exit(1)
 
 
+def note(message):
+    """A line that mmtrain plot passes on (as "mmtrain plot: note: ...") when the plot is drawn."""
+    sys.stderr.write("note: " + message + "\n")
+
+
 def load(run):
     """train and eval records of RUN/metrics.jsonl by step (a repeated step: the last line)."""
     path = os.path.join(run, "metrics.jsonl")
     if not os.path.isfile(path):
         fail("%s: no such file (is %s an mmtrain --out directory?)" % (path, run))
     train, evals = {}, {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                fail("%s line %d is not JSON" % (path, n))
-            if r.get("event") == "train":
-                train[r["step"]] = r
-            elif r.get("event") == "eval":
-                evals[r["step"]] = r
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    for n, line in enumerate(lines, 1):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            # A run killed while it wrote a line leaves that line cut short: skipped, said. A
+            # line that is not JSON anywhere else is damage, and no plot is drawn from it.
+            if n == len(lines):
+                note("%s line %d is cut short (the run was stopped while writing it); "
+                     "skipped" % (path, n))
+                continue
+            fail("%s line %d is not JSON" % (path, n))
+        if not isinstance(r, dict):
+            fail("%s line %d is not a JSON object" % (path, n))
+        if r.get("event") == "train":
+            train[r["step"]] = r
+        elif r.get("event") == "eval":
+            evals[r["step"]] = r
     if not train and not evals:
         fail("%s holds no train or eval lines" % path)
     return [train[s] for s in sorted(train)], [evals[s] for s in sorted(evals)]

@@ -77,21 +77,36 @@ void PlanGlobalBatch(const TrainConfig& cli, const TrainConfig& saved, int saved
   }
 }
 
+// The checkpoint's value of `key`: its config's, except that a model shape left to the preset
+// (0 in the config: "--dim 0") is the value the saved model has (`model`: ModelConfig::ToJson).
+nlohmann::json SavedValue(const nlohmann::json& saved, const nlohmann::json& model,
+                          const std::string& key) {
+  const nlohmann::json& v = saved.at(key);
+  const bool shape = key == "dim" || key == "layers" || key == "heads" || key == "patch";
+  if (shape && v.is_number_integer() && v.get<int64_t>() == 0 && model.is_object() &&
+      model.contains(key)) {
+    return model.at(key);
+  }
+  return v;
+}
+
 }  // namespace
 
 ResumePlan PlanResume(const TrainConfig& cli, const std::string& saved_json, int saved_world,
-                      int world) {
+                      int world, const std::string& saved_model_json) {
   const auto saved = nlohmann::json::parse(saved_json, nullptr, /*allow_exceptions=*/false);
   if (!saved.is_object()) throw std::invalid_argument("--resume: the checkpoint has no config");
+  const auto model = nlohmann::json::parse(saved_model_json, nullptr, /*allow_exceptions=*/false);
   const auto now = nlohmann::json::parse(cli.ToJson());
   nlohmann::json merged = saved;
   ResumePlan plan;
   for (const auto& f : kFields) {
     if (!cli.Given(f.flag)) continue;
     merged[f.key] = now.at(f.key);
-    if (saved.contains(f.key) && saved.at(f.key) != now.at(f.key)) {
-      plan.changes.push_back(
-          {f.flag, saved.at(f.key).dump(), now.at(f.key).dump(), f.optimisation});
+    if (!saved.contains(f.key)) continue;
+    const nlohmann::json was = SavedValue(saved, model, f.key);
+    if (was != now.at(f.key)) {
+      plan.changes.push_back({f.flag, was.dump(), now.at(f.key).dump(), f.optimisation});
     }
   }
   plan.config = cli;  // the process's own settings (threads, dumps, ...) stay the command line's

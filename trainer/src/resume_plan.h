@@ -33,10 +33,13 @@ struct ResumePlan {
 
 /// `cli`: the command line's settings (cli.given names the flags given). `saved_json`: the
 /// checkpoint's TrainConfig::ToJson, trained on `saved_world` ranks; `world`: ranks now.
+/// `saved_model_json`: the checkpoint's ModelConfig::ToJson ("" if unknown), whose shape
+/// stands for a --dim/--layers/--heads/--patch the saved config left to the preset (0), so a
+/// change names the model's real value ("--dim 64 (checkpoint: 128)").
 /// Throws std::invalid_argument when the saved global batch cannot be split over `world`
 /// ranks with the saved --accum-steps and neither split flag is given.
 ResumePlan PlanResume(const TrainConfig& cli, const std::string& saved_json, int saved_world,
-                      int world);
+                      int world, const std::string& saved_model_json = "");
 
 /// The changes as a JSON array of {"flag", "checkpoint", "now", "changes_optimisation"}.
 std::string ChangesToJson(const std::vector<ResumeChange>& changes);

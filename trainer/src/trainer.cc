@@ -115,7 +115,8 @@ Trainer::~Trainer() = default;
 void Trainer::PlanFromCheckpoint(const TrainConfig& given) {
   resume_ = Checkpoint::Read(given.resume);
   const CheckpointMeta& meta = resume_->meta();
-  ResumePlan plan = PlanResume(given, meta.config, meta.world_size, env_.world_size);
+  ResumePlan plan =
+      PlanResume(given, meta.config, meta.world_size, env_.world_size, meta.model_config);
   const std::string refused = DescribeRefused(plan.changes);
   if (!refused.empty() && !given.resume_override) {
     throw std::invalid_argument("--resume " + given.resume + ": " + refused +

@@ -70,7 +70,8 @@ def _flag_args(options: Dict[str, Any]) -> List[str]:
 
 
 def build(raw: PathLike, out: PathLike, *, verbose: bool = False,
-          mmpack: Optional[str] = None, **options: Union[str, int, bool, None]) -> Dict[str, Any]:
+          mmpack: Optional[str] = None,
+          **options: Union[str, int, bool, None]) -> Optional[Dict[str, Any]]:
     """Compiles raw image-text pairs into a shard set: runs `mmpack build RAW -o OUT [flags]`.
 
     Keyword options are `mmpack build --help`'s flags with _ for -: tokenizer="spm.model",
@@ -84,7 +85,12 @@ def build(raw: PathLike, out: PathLike, *, verbose: bool = False,
         verbose: pass the tool's progress and summary (stderr) through to sys.stderr.
         mmpack: the binary to run (default: find_mmpack()).
 
-    Returns the new set's index.json as a dict (mmpack.ShardSet(out) opens it).
+    A build in parts (part="I/N", or part="auto" under mpirun/srun: `mmpack build --part`)
+    builds this process's share; the last part to finish publishes OUT. Without `part` the
+    whole input is built here, even in a process that mpirun or srun started.
+
+    Returns the new set's index.json as a dict (mmpack.ShardSet(out) opens it); None for a part
+    that another part is to publish (OUT does not exist yet: wait for the other parts).
     Errors: BuildError with the tool's error line (bad input path, bad flag, existing output,
     ...); FileNotFoundError when no mmpack binary is found. Samples that cannot be read are
     not errors: they are skipped and listed in OUT/report.json.
@@ -104,5 +110,13 @@ def build(raw: PathLike, out: PathLike, *, verbose: bool = False,
         lines = [line for line in tail if line.strip() and not line.startswith("Run with --help")]
         message = lines[-1] if lines else "mmpack build exited with status %d" % proc.returncode
         raise BuildError(message, proc.returncode, "\n".join(tail))
-    with open(os.path.join(os.fspath(out), "index.json"), encoding="utf-8") as f:
+    index = os.path.join(os.fspath(out), "index.json")
+    if not os.path.isfile(index):
+        lines = [line for line in tail if line.strip()]
+        said = lines[-1] if lines else "no output"
+        if options.get("part"):  # one part built; the last part to finish publishes OUT
+            return None
+        raise BuildError("mmpack build exited 0 without writing %s (it said: %s)" % (index, said),
+                         0, "\n".join(tail))
+    with open(index, encoding="utf-8") as f:
         return json.load(f)

@@ -166,6 +166,9 @@ py::dict Metadata(const PyShardSet& s, int64_t i) {
       case Type::kInt:
         out[py::str(names[f])] = py::int_(v[f].i);
         break;
+      case Type::kUint:
+        out[py::str(names[f])] = py::int_(v[f].u);
+        break;
       case Type::kFloat:
         out[py::str(names[f])] = py::float_(v[f].f);
         break;

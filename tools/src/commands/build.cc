@@ -23,20 +23,22 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "commands/build_append.h"
+#include "commands/build_part_claim.h"
 #include "commands/build_parts.h"
 #include "commands/build_pipeline.h"
 #include "commands/build_report.h"
@@ -100,6 +102,14 @@ Result<ImageOptions> ValidateOptions(const BuildOptions& o) {
                                    " pixels a side");
   }
   if (o.max_tokens < 1) return Status::InvalidArgument("--max-tokens must be >= 1");
+  // An aspect is longer/shorter side, at least 1: NaN compares false with every aspect and
+  // would keep everything, a value below 1 would drop every image.
+  const double aspect = o.filters.max_aspect;
+  if (!std::isfinite(aspect) || (aspect != 0 && aspect < 1)) {
+    return Status::InvalidArgument("--max-aspect is " + std::to_string(aspect) +
+                                   "; it takes a finite ratio >= 1 (longer/shorter side), or 0: "
+                                   "no limit");
+  }
   if (o.append && o.resume) {
     return Status::InvalidArgument(
         "--resume continues an interrupted build, not an --append; run the --append again");
@@ -533,7 +543,7 @@ Status FinishSet(const BuildOptions& o, InputFormat format, const ImageOptions& 
     MM_RETURN_NOT_OK(WriteIndex(o, format, image_options, tok, shards, report, staging));
   }
   MM_RETURN_NOT_OK(RemoveResumeLog(staging));
-  return Publish(staging, out);
+  return PublishListed(staging, out, std::cerr);  // what the build wrote, and nothing else
 }
 
 // The set's shards from where `progress` stands (the start, or the last checkpoint) on: `feed`
@@ -555,7 +565,8 @@ Status WriteShards(const BuildOptions& o, InputFormat format, const ImageOptions
   std::optional<CheckpointWriter> checkpoints;
   if (!base) checkpoints.emplace(staging, *report, *progress);
   SampleSink sink(o, writer.get(), report, progress, checkpoints ? &*checkpoints : nullptr,
-                  static_cast<int64_t>(total_samples - progress->next_sample));
+                  static_cast<int64_t>(total_samples - progress->next_sample),
+                  base ? &base->images : nullptr);
   Status fed = feed(&sink);
   sink.Finish();
   MM_RETURN_NOT_OK(fed);
@@ -584,10 +595,12 @@ Status OtherBuild(const fs::path& staging) {
                                  staging.string() + ") to start this one");
 }
 
-// Part 0 makes the tokenizer (trained or given) and writes it with .resume/build.json, holding
-// .parts/tokenizer.lock meanwhile; the other parts read a given one themselves, or wait for the
-// trained one. A waiting part gives up when part 0 has started in this run (the lock file is
-// newer than `start`) and no longer holds the lock without having written build.json: it died.
+// Part 0 makes the tokenizer (trained or given) and writes it with .resume/build.json; the
+// other parts read a given one themselves, or wait for the trained one. A waiting part gives up
+// when part 0 no longer runs without having written build.json (build_part_claim.h): at once
+// when that part 0 started in this run (after `start`, less 5 s of clock skew), else once it
+// has not started again for kHeartbeatTimeoutSeconds (a job array may start it later). A part
+// 0 that has not started at all is waited for.
 Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
                                    const SampleList& samples,
                                    const std::string& fingerprint, const fs::path& staging,
@@ -598,18 +611,7 @@ Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
     return OpenMadeTokenizer(o, *header, staging);  // made once, before
   }
   if (!header.status().IsNotFound()) return header.status();
-  const fs::path lock_path = PartsFolder(staging) / "tokenizer.lock";
   if (part.index == 0) {
-    std::error_code ec;
-    fs::create_directories(lock_path.parent_path(), ec);
-    UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!lock.valid() || ::flock(lock.get(), LOCK_EX) != 0) {
-      return ErrnoStatus(errno, "cannot lock " + lock_path.string());
-    }
-    const std::string pid = std::to_string(::getpid()) + "\n";  // and a fresh mtime
-    if (::write(lock.get(), pid.data(), pid.size()) < 0) {
-      return ErrnoStatus(errno, "cannot write " + lock_path.string());
-    }
     MM_ASSIGN_OR_RETURN(SetTokenizer tok, MakeTokenizer(o, samples, staging));
     MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
     return tok;
@@ -622,22 +624,34 @@ Result<SetTokenizer> PartTokenizer(const BuildOptions& o, const PartSpec& part,
     header = ReadResumeHeader(staging);
     if (header.ok()) break;
     if (!header.status().IsNotFound()) return header.status();
-    struct stat st {};
-    if (::stat(lock_path.c_str(), &st) == 0 && st.st_mtime + 5 >= start) {
-      UniqueFd lock(::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC));
-      if (lock.valid() && ::flock(lock.get(), LOCK_SH | LOCK_NB) == 0 &&
-          ReadResumeHeader(staging).status().IsNotFound()) {
-        return Status::InvalidArgument(
-            "part 0 stopped before it made the tokenizer (no " + staging.string() + "/" +
-            kResumeFolder + "/build.json); run part 0 again, then this part");
-      }
+    if (waited % 10 != 0) {  // part 0's state, once a second
+      ::usleep(100 * 1000);
+      continue;
+    }
+    const PartHolder zero = PartLiveness(staging, 0, part.count);
+    const std::time_t now = std::time(nullptr);
+    if (zero.state == PartHolder::State::kGone &&
+        (zero.start + 5 >= start || now - start >= kHeartbeatTimeoutSeconds)) {
+      if (ReadResumeHeader(staging).ok()) continue;  // it wrote build.json, then ended
+      const std::string failed = PartFailure(staging, 0, part.count, start);
+      return Status::InvalidArgument(
+          "part 0 (" + zero.Describe() + ") stopped before it made the tokenizer (no " +
+          staging.string() + "/" + kResumeFolder + "/build.json" +
+          (zero.start + 5 >= start
+               ? std::string()
+               : "; not started again in " + std::to_string(now - start) + " s") +
+          ")" + (failed.empty() ? std::string() : ": " + failed) +
+          "; run part 0 again, then this part");
     }
     if (waited % 600 == 0 && !o.quiet) {
+      const std::string state = zero.state == PartHolder::State::kNotStarted
+                                    ? "part 0 has not started"
+                                    : "part 0: " + zero.Describe();
       std::fprintf(stderr,
                    "mmpack build: part %lld of %lld: waiting for part 0 to train the tokenizer "
-                   "(%s/%s/build.json)\n",
+                   "(%s/%s/build.json; %s)\n",
                    static_cast<long long>(part.index), static_cast<long long>(part.count),
-                   staging.c_str(), kResumeFolder);
+                   staging.c_str(), kResumeFolder, state.c_str());
     }
     ::usleep(100 * 1000);
   }
@@ -664,11 +678,21 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   size_t begin = 0, end = 0;
   PartRange(part.index, part.count, samples.size(), &begin, &end);
   Status st = [&]() -> Status {
-    if (o.resume && FinishedPart(staging, part.index, part.count, fingerprint)) {
-      if (!o.quiet) {
-        std::fprintf(stderr, "mmpack build: %s: already done (--resume)\n", who.c_str());
+    if (auto done =
+            o.resume ? FinishedPart(staging, part.index, part.count, fingerprint) : std::nullopt) {
+      MM_ASSIGN_OR_RETURN(uint64_t now, SourcesOf(samples, begin, end));
+      if (now == done->sources) {
+        if (!o.quiet) {
+          std::fprintf(stderr, "mmpack build: %s: already done (--resume)\n", who.c_str());
+        }
+        return Status::OK();
       }
-      return Status::OK();
+      if (!o.quiet) {
+        std::fprintf(stderr,
+                     "mmpack build: %s: an input file of its samples changed since it "
+                     "was made (size or modification time); making it again\n",
+                     who.c_str());
+      }
     }
     MM_ASSIGN_OR_RETURN(SetTokenizer tok,
                         PartTokenizer(o, part, samples, fingerprint, staging, start));
@@ -742,7 +766,7 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   SinkProgress progress;
   if (o.resume) {
     std::vector<std::string> notes;
-    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples.size(), report, &notes));
+    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples, report, &notes));
     for (const std::string& note : notes) {
       if (!o.quiet) std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
     }
@@ -768,20 +792,42 @@ Status RunPartBuild(const BuildOptions& o, const PartSpec& part, const ImageOpti
   return Status::OK();
 }
 
+// A build without --part under a launcher that started several processes (mpirun, srun, or a
+// training script they started) builds the whole input in this process: one line says so and
+// names --part auto, which splits it over the ranks.
+void NoteLauncher(const BuildOptions& o, const PartSpec& part) {
+  if (!o.part.empty() || part.count > 0 || o.quiet) return;
+  auto launcher = LauncherPart();
+  if (!launcher.ok() || launcher->count == 0) return;
+  std::fprintf(stderr,
+               "mmpack build: note: %s says rank %lld of %lld; this process builds the whole "
+               "input (--part auto splits it over the ranks)\n",
+               launcher->origin.c_str(), static_cast<long long>(launcher->index),
+               static_cast<long long>(launcher->count));
+}
+
 }  // namespace
 
 Status RunBuild(const BuildOptions& given) {
   Progress timer(0, true);
+  MM_RETURN_NOT_OK(RefuseUrlOutput(given.output, "output"));  // before the lock makes a folder
   MM_ASSIGN_OR_RETURN(ImageOptions image_options, ValidateOptions(given));
   MM_ASSIGN_OR_RETURN(PartSpec part, ResolvePart(given.part));
+  NoteLauncher(given, part);
   if (part.count > 0 && given.append) {
-    return Status::InvalidArgument("--append runs as one process; drop --part (or mpirun/srun)");
+    return Status::InvalidArgument("--append runs as one process; drop --part");
   }
   const fs::path out = NormalOutput(given.output);
   // Held until return (set_lock.h); the parts of a build in parts share it.
   MM_ASSIGN_OR_RETURN(SetLock lock, LockOutput(out, /*shared=*/part.count > 0));
   if (part.count == 0) MM_RETURN_NOT_OK(RecoverInterruptedPublish(out, std::cerr));
   MM_RETURN_NOT_OK(CheckPaths(given, out));
+  // A part claims itself before its ingest (build_part_claim.h): the same part started twice is
+  // refused here, and parts waiting for part 0 can tell whether it still runs.
+  PartClaim claim;
+  if (part.count > 0) {
+    MM_ASSIGN_OR_RETURN(claim, PartClaim::Take(StagingPath(out), part));
+  }
   // --append: the existing set, and the tokenizer it fixes (build_append.h).
   std::optional<AppendBase> base;
   BuildOptions o = given;
@@ -793,6 +839,7 @@ Status RunBuild(const BuildOptions& given) {
       MM_ASSIGN_OR_RETURN(sha, Sha256HexOfFile(o.tokenizer));
     }
     MM_RETURN_NOT_OK(CheckAppendable(o, image_options, sha, b));
+    if (o.filters.dedup != DedupMode::kOff) MM_RETURN_NOT_OK(HashBaseImages(o.threads, &b));
     base = std::move(b);
   }
   MM_RETURN_NOT_OK(InitVips());
@@ -842,12 +889,14 @@ Status RunBuild(const BuildOptions& given) {
   }
   if (part.count > 0) {
     MM_RETURN_NOT_OK(OpenPartStaging(out).status());
+    claim.Started();
     return RunPartBuild(o, part, image_options, ingest.format, samples, &report, fingerprint,
                         out, staging);
   }
-  // A failure from here on removes the staging folder (the guard), finished shards included: a
-  // full disk must be left as it was found (tests/e2e/build_full_disk_test.py). Only a build
-  // that is killed leaves its folder to --resume.
+  // Before the tokenizer is made a failure removes the staging folder (the guard). After it, a
+  // failure (a full disk, EIO, an NFS error) keeps the finished shards, their checkpoints and a
+  // trained tokenizer for --resume, and removes the rest (KeepFinishedWork, issue 23 item 7);
+  // an --append, which is run again rather than resumed, leaves nothing.
   SinkProgress progress;  // where the pipeline starts: the beginning, or the last checkpoint
   SetTokenizer tok;
   if (resume) {
@@ -857,38 +906,45 @@ Status RunBuild(const BuildOptions& given) {
           " holds a build with other options or input (a different manifest, filter or image "
           "option); run the command that started it, or drop --resume to start over");
     }
-    guard.Arm(staging);
     MM_ASSIGN_OR_RETURN(tok, ResumeTokenizer(o, *resume, samples, staging));
-    std::vector<std::string> notes;
-    MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples.size(), &report, &notes));
-    if (!o.quiet) {
-      for (const std::string& note : notes) {
-        std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
-      }
-      std::fprintf(stderr,
-                   "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going on "
-                   "from sample %zu of %zu\n",
-                   progress.shards.size(), static_cast<long long>(report.written),
-                   progress.next_sample, samples.size());
-    }
   } else {
     MM_ASSIGN_OR_RETURN(tok, MakeTokenizer(o, samples, staging));
     if (!base) {
       MM_RETURN_NOT_OK(StartResumeLog(staging, {fingerprint, tok.sha256, tok.trained}));
+      guard.Disarm();
     }
   }
-  const size_t first = progress.next_sample;
   std::vector<mm::reader::ShardEntry> shards;
-  MM_RETURN_NOT_OK(WriteShards(
-      o, ingest.format, image_options, tok, base, &report, &progress, samples.size(), out,
-      staging,
-      [&](SampleSink* sink) {
-        return ProcessSamples(samples, first, samples.size(),
-                              ingest.format == InputFormat::kWds, o, image_options,
-                              tok.tokenizer.get(),
-                              [sink](ProcessedSample&& s) { return sink->Add(std::move(s)); });
-      },
-      &shards));
+  Status written = [&]() -> Status {
+    if (resume) {
+      std::vector<std::string> notes;
+      MM_ASSIGN_OR_RETURN(progress, LoadCheckpoints(staging, samples, &report, &notes));
+      if (!o.quiet) {
+        for (const std::string& note : notes) {
+          std::fprintf(stderr, "mmpack build: --resume: %s\n", note.c_str());
+        }
+        std::fprintf(stderr,
+                     "mmpack build: --resume: %zu finished shard(s) kept (%lld samples); going "
+                     "on from sample %zu of %zu\n",
+                     progress.shards.size(), static_cast<long long>(report.written),
+                     progress.next_sample, samples.size());
+      }
+    }
+    const size_t first = progress.next_sample;
+    return WriteShards(
+        o, ingest.format, image_options, tok, base, &report, &progress, samples.size(), out,
+        staging,
+        [&](SampleSink* sink) {
+          return ProcessSamples(samples, first, samples.size(), ingest.format == InputFormat::kWds,
+                                o, image_options, tok.tokenizer.get(),
+                                [sink](ProcessedSample&& s) { return sink->Add(std::move(s)); });
+        },
+        &shards);
+  }();
+  if (!written.ok()) {
+    if (base) return written;  // the guard removes the staging folder
+    return Status(written.code(), written.message() + KeepFinishedWork(staging, tok.trained));
+  }
   guard.Disarm();
   interrupt_note.reset();  // published: there is nothing left to resume
   WarnUnknown(o, tok, report);

@@ -13,16 +13,19 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "commands/build_report.h"
+#include "commands/build_resume.h"
 #include "commands/commands.h"
 #include "image/image_pipeline.h"
 #include "ingest/ingest.h"
 #include "mm/internal/index_json.h"
+#include "mm/reader.h"
 #include "mm/status.h"
 
 namespace mm::pack {
@@ -31,12 +34,18 @@ namespace mm::pack {
 /// every key it holds (read through the reader, which checks the whole set as it opens it).
 struct AppendBase {
   mm::reader::internal::IndexDocument index;
-  nlohmann::json report = nlohmann::json::object();
+  // OUT's report.json, its lists of drops left out (report_stream.h): they are streamed from
+  // `report_path` into the appended report. Empty when OUT has no report.json.
+  nlohmann::ordered_json report = nlohmann::ordered_json::object();
+  std::filesystem::path report_path;
   std::unordered_set<std::string> keys;
+  std::shared_ptr<mm::reader::ShardSet> set;  // OUT, opened by the reader
+  std::vector<KeptSample> images;  // --dedup: the hashes of OUT's images (HashBaseImages)
 };
 
 /// Opens OUT (`out`: NormalOutput) as an append base. Errors: NotFound (OUT is not a set:
-/// no index.json), those of ShardSet::Open (a damaged set is not appended to).
+/// no index.json), those of ShardSet::Open (a damaged set is not appended to), Corruption (a
+/// report.json that is not one: refused, so that its drops are never silently lost).
 [[nodiscard]] Result<AppendBase> OpenAppendBase(const std::filesystem::path& out);
 
 /// `o` with its tokenizer resolved against the base: OUT's tokenizer.model when none is given,
@@ -51,6 +60,14 @@ struct AppendBase {
 /// difference.
 [[nodiscard]] Status CheckAppendable(const BuildOptions& o, const ImageOptions& image,
                                      const std::string& tokenizer_sha256, const AppendBase& base);
+
+/// --append --dedup exact|near (issue 23 item 8): the --dedup hashes of every image OUT holds,
+/// in set order, into `base->images`, so that a copy of one of them is dropped as a duplicate
+/// and index.json's claim stays true. Each image is read back as stored (ShardSet::ReadImage,
+/// on `threads` threads; 0: all cores) and hashed as the build hashes its own (for a JPEG set,
+/// the build then hashes its images after the same JPEG round trip: build_pipeline.cc).
+/// Errors: those of ReadImage (a damaged set is not appended to).
+[[nodiscard]] Status HashBaseImages(int threads, AppendBase* base);
 
 /// True when OUT holds `s`'s key: its drop (duplicate_key, "key already in OUT") is appended to
 /// `dropped`.

@@ -32,14 +32,15 @@ using json = nlohmann::json;
 constexpr char kSpoolMagic[8] = {'M', 'M', 'S', 'P', 'O', 'O', 'L', '1'};
 constexpr size_t kBuffer = size_t{1} << 20;
 
-Result<int64_t> ParseCount(const char* text, const std::string& what) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < 0) {
-    return Status::InvalidArgument(what + " is '" + text + "', not a count");
-  }
-  return static_cast<int64_t>(v);
+// A count as a launcher or --part writes it: decimal digits only, without sign, blanks or
+// leading zeros ("0" itself excepted), at most 18 digits. Anything else is refused, so that
+// ' 0/2', '0/+2' and '00/02' are not taken for 0/2.
+Result<int64_t> ParseCount(const std::string& text, const std::string& what) {
+  const bool digits = !text.empty() && text.size() <= 18 &&
+                      text.find_first_not_of("0123456789") == std::string::npos &&
+                      (text.size() == 1 || text[0] != '0');
+  if (!digits) return Status::InvalidArgument(what + " is '" + text + "', not a count");
+  return static_cast<int64_t>(std::stoll(text));
 }
 
 // Little-endian fixed-width fields and length-prefixed strings into a byte buffer.
@@ -130,6 +131,7 @@ class In {
 
 void Encode(const ProcessedSample& s, Out* o) {
   o->U64(s.index);
+  o->U64(s.source_stamp);
   o->U8(s.ok ? 1 : 0);
   if (s.ok) {
     const EncodedSample& e = s.encoded;
@@ -153,6 +155,7 @@ void Encode(const ProcessedSample& s, Out* o) {
       o->I64(m.i);
       o->F64(m.f);
       o->Str(m.s);
+      o->U64(m.u);
     }
     o->I64(s.truncated);
     o->U64(s.unk.size());
@@ -177,6 +180,7 @@ void Encode(const ProcessedSample& s, Out* o) {
 bool Decode(In* in, ProcessedSample* s) {
   *s = ProcessedSample();
   s->index = in->U64();
+  s->source_stamp = in->U64();
   s->ok = in->U8() == 1;
   if (s->ok) {
     EncodedSample& e = s->encoded;
@@ -196,13 +200,14 @@ bool Decode(In* in, ProcessedSample* s) {
       in->Raw(ids.data(), n * sizeof(int32_t));
       e.tokens.push_back(std::move(ids));
     }
-    const uint64_t fields = in->Count(25);
+    const uint64_t fields = in->Count(33);
     for (uint64_t f = 0; f < fields && !in->failed(); ++f) {
       mm::reader::MetadataValue m;
       m.type = static_cast<mm::reader::MetadataValue::Type>(in->U8());
       m.i = in->I64();
       m.f = in->F64();
       m.s = in->Str();
+      m.u = in->U64();
       e.metadata.push_back(std::move(m));
     }
     s->truncated = in->I64();
@@ -230,35 +235,19 @@ bool Decode(In* in, ProcessedSample* s) {
 }
 
 json SummaryJson(const SpoolSummary& s) {
-  return {{"fingerprint", s.fingerprint}, {"begin", s.begin},     {"end", s.end},
-          {"records", s.records},         {"bytes", s.bytes},     {"xxh3_64", s.xxh3_64}};
+  return {{"fingerprint", s.fingerprint}, {"begin", s.begin}, {"end", s.end},
+          {"records", s.records},         {"bytes", s.bytes}, {"xxh3_64", s.xxh3_64},
+          {"sources", s.sources}};
 }
 
 }  // namespace
 
-Result<PartSpec> ResolvePart(const std::string& flag) {
-  PartSpec part;
-  if (!flag.empty()) {
-    const size_t slash = flag.find('/');
-    auto index = slash == std::string::npos
-                     ? Result<int64_t>(Status::InvalidArgument(""))
-                     : ParseCount(flag.substr(0, slash).c_str(), "--part's I");
-    auto count = slash == std::string::npos
-                     ? Result<int64_t>(Status::InvalidArgument(""))
-                     : ParseCount(flag.substr(slash + 1).c_str(), "--part's N");
-    if (!index.ok() || !count.ok() || *count < 1 || *index >= *count) {
-      return Status::InvalidArgument("--part is '" + flag +
-                                     "'; it takes I/N: part I (0-based) of N, 0 <= I < N");
-    }
-    part.index = *index;
-    part.count = *count;
-    part.origin = "--part";
-    return part;
-  }
+Result<PartSpec> LauncherPart() {
   // (rank, size) variables of the launchers, in order of preference.
   static const char* const kLaunchers[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                                               {"PMI_RANK", "PMI_SIZE"},
                                               {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+  PartSpec part;
   for (const auto& launcher : kLaunchers) {
     const char* rank = std::getenv(launcher[0]);
     const char* size = std::getenv(launcher[1]);
@@ -275,6 +264,26 @@ Result<PartSpec> ResolvePart(const std::string& flag) {
     part.origin = std::string(launcher[0]) + "/" + launcher[1];
     return part;
   }
+  return part;
+}
+
+Result<PartSpec> ResolvePart(const std::string& flag) {
+  if (flag.empty()) return PartSpec();  // one process, whatever the environment says
+  if (flag == kPartAuto) return LauncherPart();
+  const auto bad = [&flag] {
+    return Status::InvalidArgument("--part is '" + flag +
+                                   "'; it takes I/N (part I, 0-based, of N; 0 <= I < N, "
+                                   "plain decimals) or auto (the rank and size of mpirun/srun)");
+  };
+  const size_t slash = flag.find('/');
+  if (slash == std::string::npos) return bad();
+  auto index = ParseCount(flag.substr(0, slash), "--part's I");
+  auto count = ParseCount(flag.substr(slash + 1), "--part's N");
+  if (!index.ok() || !count.ok() || *count < 1 || *index >= *count) return bad();
+  PartSpec part;
+  part.index = *index;
+  part.count = *count;
+  part.origin = "--part";
   return part;
 }
 
@@ -352,6 +361,7 @@ Status SpoolWriter::Add(const ProcessedSample& sample) {
   m.buffer.append(record.buf());
   m.buffer.append(reinterpret_cast<const char*>(&check), sizeof check);
   ++m.added;
+  m.summary.sources = ChainSource(m.summary.sources, sample.index, sample.source_stamp);
   if (m.buffer.size() >= kBuffer) return m.Flush();
   return Status::OK();
 }
@@ -390,6 +400,7 @@ std::optional<SpoolSummary> FinishedPart(const fs::path& staging, int64_t index,
     s.records = j.at("records").get<int64_t>();
     s.bytes = j.at("bytes").get<int64_t>();
     s.xxh3_64 = j.at("xxh3_64").get<std::string>();
+    s.sources = j.at("sources").get<uint64_t>();
     std::error_code ec;
     const auto size = fs::file_size(folder / (name + ".spool"), ec);
     if (s.fingerprint != fingerprint || ec || static_cast<int64_t>(size) != s.bytes) {
@@ -413,16 +424,20 @@ void RecordPartFailure(const fs::path& staging, const PartSpec& part, const Stat
   (void)WriteTextDurably(path, status.ToString() + "\n");
 }
 
+std::string PartFailure(const fs::path& staging, int64_t index, int64_t count, std::time_t since) {
+  std::string text;
+  const fs::path path = PartsFolder(staging) / (PartName(index, count) + ".failed");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || st.st_mtime + 5 < since) return "";  // none, or stale
+  if (!ReadRegularFile(path.string(), &text).ok()) return "";
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return "part " + std::to_string(index) + " of " + std::to_string(count) + " failed: " + text;
+}
+
 std::string FailedPart(const fs::path& staging, int64_t count, std::time_t since) {
   for (int64_t i = 0; i < count; ++i) {
-    std::string text;
-    const fs::path path = PartsFolder(staging) / (PartName(i, count) + ".failed");
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || st.st_mtime + 5 < since) continue;  // none, or stale
-    if (ReadRegularFile(path.string(), &text).ok()) {
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      return "part " + std::to_string(i) + " of " + std::to_string(count) + " failed: " + text;
-    }
+    std::string failed = PartFailure(staging, i, count, since);
+    if (!failed.empty()) return failed;
   }
   return "";
 }

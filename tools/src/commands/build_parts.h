@@ -1,8 +1,8 @@
 // build_parts.h: `mmpack build` split over N processes on one or many machines that share the
-// output folder: `mpirun -n N mmpack build ...`, `srun mmpack build ...`, or one
-// `mmpack build ... --part I/N` each (a Slurm job array). The finished set is byte for byte the
-// set one process builds with the same options, whatever N (schemas/FORMAT.md, "Builds in
-// parts").
+// output folder: `mpirun -n N mmpack build ... --part auto`, `srun mmpack build ... --part
+// auto`, or one `mmpack build ... --part I/N` each (a Slurm job array). The finished set is byte
+// for byte the set one process builds with the same options, whatever N (schemas/FORMAT.md, "Builds
+// in parts").
 //
 // How: every part reads the whole input and its ingest gives every part the same sample list
 // (after the caption checks and filters, as a one-process build has it). Part I takes the
@@ -44,16 +44,28 @@ struct PartSpec {
   std::string origin;  // "--part", or the environment variables it came from
 };
 
-/// The part this process builds: `flag` ("I/N", 0 <= I < N, from --part) when given; else
-/// from the launcher's environment, when it started more than one process:
-/// OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (Open MPI's mpirun), PMI_RANK/PMI_SIZE (MPICH,
-/// Intel MPI), SLURM_PROCID/SLURM_STEP_NUM_TASKS (srun; not an sbatch script itself, which has
-/// no step). A job array gives no count to detect: pass
-/// --part ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT} (with --array=0-(N-1)). A given
-/// --part wins over the environment: a program run under mpirun that runs mmpack for a
-/// build of its own passes --part 0/1 (one part, the whole input).
+/// The --part value that reads the launcher's rank and size.
+inline constexpr const char* kPartAuto = "auto";
+
+/// The part this process builds, as `flag` (--part) asks (issue 31 item 1: splitting is asked
+/// for, never inherited: a training script launched by mpirun or srun that runs
+/// `mmpack build` on rank 0 builds the whole input):
+///   ""      one process, the whole input (count 0), whatever the environment says;
+///   "I/N"   part I (0-based) of N, 0 <= I < N, plain decimals ("00/02", " 0/2", "0/+2" are
+///           refused);
+///   "auto"  the launcher's rank and size when it started more than one process
+///           (LauncherPart), else one process.
+/// A job array gives no count to detect: pass
+/// --part ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT} (with --array=0-(N-1)).
 /// Errors: InvalidArgument (a malformed --part or environment value).
 [[nodiscard]] Result<PartSpec> ResolvePart(const std::string& flag);
+
+/// The launcher's rank and size: OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (Open MPI's
+/// mpirun), PMI_RANK/PMI_SIZE (MPICH, Intel MPI), SLURM_PROCID/SLURM_STEP_NUM_TASKS (srun; not
+/// an sbatch script itself, which has no step), first found; count 0 when none is set or the
+/// size is 1.
+/// Errors: InvalidArgument (a value that is not a count, a rank not below the size).
+[[nodiscard]] Result<PartSpec> LauncherPart();
 
 /// The samples [begin, end) of part `index` of `count` over `total` samples.
 void PartRange(int64_t index, int64_t count, size_t total, size_t* begin, size_t* end);
@@ -70,6 +82,7 @@ struct SpoolSummary {
   int64_t records = 0;         // processed samples (end - begin)
   int64_t bytes = 0;           // the spool file's size
   std::string xxh3_64;         // of the spool file
+  uint64_t sources = 0;        // ChainSource of its samples' SourceStamps (build_resume.h)
 };
 
 /// Writes one part's spool: its processed samples in input order, buffered; Finish fsyncs it,
@@ -104,6 +117,10 @@ void RecordPartFailure(const std::filesystem::path& staging, const PartSpec& par
 /// "part 1 of 3 failed: MESSAGE", of the first part of `count` with a .failed file written
 /// since `since` (less 5 s of clock skew; older ones are of an earlier run); "" if none.
 std::string FailedPart(const std::filesystem::path& staging, int64_t count, std::time_t since);
+/// "part 0 of 3 failed: MESSAGE" when part `index` of `count` wrote a .failed file since
+/// `since` (as FailedPart); "" if not.
+std::string PartFailure(const std::filesystem::path& staging, int64_t index, int64_t count,
+                        std::time_t since);
 
 /// Reads the spools of a build in parts, in part order, checking each against its .done file.
 class SpoolReader {

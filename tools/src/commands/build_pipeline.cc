@@ -113,6 +113,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
     item->ok = false;
     item->drop = {raw.source, raw.key, reason, std::move(detail)};
   };
+  item->source_stamp = SourceStamp(raw);  // before the read: a change after it is seen later
   if (!item->have_bytes) {
     item->read_status = ReadRegularFile(raw.path, &item->bytes, MaxImageFileBytes(o.max_pixels));
   }
@@ -133,20 +134,31 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
     drop(why, std::move(detail));
     return;
   }
-  if (o.filters.dedup != DedupMode::kOff) {
+  const bool jpeg = o.image_codec == format::ImageCodec::kJpeg;
+  // --dedup hashes the pixels; an --append to a JPEG set hashes them as stored (after the
+  // JPEG round trip, below), the form in which OUT's images can be read back and compared.
+  const bool hash_stored = o.filters.dedup != DedupMode::kOff && o.append && jpeg;
+  if (o.filters.dedup != DedupMode::kOff && !hash_stored) {
     item->pixel_hash = PixelHash(image.pixels.data(), image.pixels.size());
     item->perceptual_hash = PerceptualHash(image.pixels.data(), image.width, image.height);
   }
   if (!TokenizeCaptions(item, o, tokenizer)) return;
   EncodedSample& e = item->encoded;
-  auto chunk =
-      o.image_codec == format::ImageCodec::kJpeg
-          ? EncodeJpeg(image.pixels.data(), image.width, image.height, o.jpeg_quality)
-          : CompressImage(image.pixels.data(), image.pixels.size(), o.compression,
-                          o.compression_level);
+  auto chunk = jpeg ? EncodeJpeg(image.pixels.data(), image.width, image.height, o.jpeg_quality)
+                    : CompressImage(image.pixels.data(), image.pixels.size(), o.compression,
+                                    o.compression_level);
   if (!chunk.ok()) {
     item->fatal = chunk.status().WithContext("encoding sample " + raw.key);
     return;
+  }
+  if (hash_stored) {
+    auto stored = DecodeStoredJpeg(*chunk, image.width, image.height);
+    if (!stored.ok()) {
+      item->fatal = stored.status().WithContext("sample " + raw.key);
+      return;
+    }
+    item->pixel_hash = PixelHash(stored->data(), stored->size());
+    item->perceptual_hash = PerceptualHash(stored->data(), image.width, image.height);
   }
   e.image_chunk = chunk.MoveValue();
   e.stored_width = image.width;
@@ -157,7 +169,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   for (size_t f = 0; f < o.keep_fields.size(); ++f) {
     FieldValue& v = raw.fields[f];
     e.metadata.push_back(
-        {static_cast<mm::reader::MetadataValue::Type>(v.type), v.i, v.f, std::move(v.s)});
+        {static_cast<mm::reader::MetadataValue::Type>(v.type), v.i, v.f, std::move(v.s), v.u()});
   }
   e.original_width = image.original_width;
   e.original_height = image.original_height;
@@ -264,18 +276,22 @@ class Pipeline {
 
 struct SampleSink::State {
   State(const BuildOptions& o, ShardWriter* writer, BuildReport* report, SinkProgress* sink,
-        CheckpointWriter* checkpoints, int64_t total)
+        CheckpointWriter* checkpoints, int64_t total, const std::vector<KeptSample>* base)
       : o(o),
         writer(writer),
         report(report),
         sink(*sink),
         checkpoints(checkpoints),
+        base(base),
         first_written(report->written),
         first_dropped(sink->pipeline_dropped),
         progress(total, o.quiet) {
     if (o.filters.dedup != DedupMode::kOff) {
       duplicates = std::make_unique<DuplicateIndex>(
           o.filters.dedup == DedupMode::kNear ? o.filters.near_threshold : -1);
+      if (base != nullptr) {  // OUT's images come first: positions [0, base->size())
+        for (const KeptSample& k : *base) duplicates->Add(k.pixel_hash, k.perceptual_hash);
+      }
       for (const KeptSample& k : sink->kept) duplicates->Add(k.pixel_hash, k.perceptual_hash);
     }
   }
@@ -286,6 +302,7 @@ struct SampleSink::State {
       MM_RETURN_NOT_OK(writer->CloseIfNoRoom(item.encoded));
       MM_RETURN_NOT_OK(Checkpoint(item.index));
     }
+    sink.sources = ChainSource(sink.sources, item.index, item.source_stamp);  // the next shard's
     for (DroppedCaption& d : item.dropped_captions) {
       report->dropped_captions.push_back(std::move(d));
     }
@@ -321,7 +338,9 @@ struct SampleSink::State {
     if (closed.size() == closed_seen) return Status::OK();
     for (; closed_seen < closed.size(); ++closed_seen) sink.shards.push_back(closed[closed_seen]);
     sink.next_sample = next;
-    return checkpoints != nullptr ? checkpoints->Save(*report, sink) : Status::OK();
+    if (checkpoints != nullptr) MM_RETURN_NOT_OK(checkpoints->Save(*report, sink));
+    sink.sources = 0;  // the samples of the next checkpoint start here
+    return Status::OK();
   }
 
   // --dedup: the item becomes a drop when an earlier written sample has its pixels (or, for
@@ -330,7 +349,10 @@ struct SampleSink::State {
     bool exact = false;
     const int64_t earlier = duplicates->Find(item->pixel_hash, item->perceptual_hash, &exact);
     if (earlier < 0) return;
-    const std::string& first = sink.kept[static_cast<size_t>(earlier)].key;
+    const size_t in_base = base != nullptr ? base->size() : 0;
+    const size_t at = static_cast<size_t>(earlier);
+    const std::string first =
+        at < in_base ? (*base)[at].key + " of OUT" : sink.kept[at - in_base].key;
     item->ok = false;
     item->drop = {std::move(item->encoded.source), std::move(item->encoded.key),
                   exact ? "duplicate_exact" : "duplicate_near",
@@ -344,6 +366,7 @@ struct SampleSink::State {
   BuildReport* report;
   SinkProgress& sink;  // kept: --dedup only
   CheckpointWriter* checkpoints;
+  const std::vector<KeptSample>* base;         // --append --dedup: OUT's images (may be null)
   const int64_t first_written, first_dropped;  // the counts at the start
   Progress progress;
   size_t closed_seen = 0;  // writer->Closed() already in sink.shards
@@ -351,8 +374,9 @@ struct SampleSink::State {
 };
 
 SampleSink::SampleSink(const BuildOptions& o, ShardWriter* writer, BuildReport* report,
-                       SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total)
-    : state_(std::make_unique<State>(o, writer, report, progress, checkpoints, total)) {}
+                       SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total,
+                       const std::vector<KeptSample>* base)
+    : state_(std::make_unique<State>(o, writer, report, progress, checkpoints, total, base)) {}
 
 SampleSink::~SampleSink() = default;
 

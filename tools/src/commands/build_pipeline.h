@@ -36,6 +36,7 @@ struct ProcessedSample {
   std::vector<int> unk;                          // per kept caption: its <unk> ids
   std::vector<DroppedCaption> dropped_captions;  // by --min-tokens / --drop-long-captions
   uint64_t pixel_hash = 0, perceptual_hash = 0;  // --dedup
+  uint64_t source_stamp = 0;                     // SourceStamp of its file (build_resume.h)
 };
 
 /// Runs samples [begin, end) of `samples` (read from its file in the source stage) through the
@@ -54,14 +55,18 @@ struct ProcessedSample {
 /// The serial end of a build: takes processed samples in input order, drops --dedup's
 /// duplicates, adds the others to `writer` and the drops to `report` (with its counts and
 /// stats), and saves a checkpoint (`checkpoints`, may be null) after each shard the writer
-/// closes: before a sample that does not fit in the open shard, after one that fills it.
+/// closes: before a sample that does not fit in the open shard, after one that fills it. Each
+/// checkpoint carries the ChainSource of the samples it covers (SinkProgress::sources).
 /// `progress`: where the sink starts (a resumed build: LoadCheckpoints; else all zero),
-/// updated as it goes. Progress on stderr unless o.quiet, over `total` samples.
+/// updated as it goes. Progress on stderr unless o.quiet, over `total` samples. `base`
+/// (--append, may be null): the hashes of OUT's images, which --dedup compares against too, so
+/// that a copy of an image OUT holds is dropped as a duplicate of that sample "of OUT".
 /// Not thread-safe: one thread calls Add.
 class SampleSink {
  public:
   SampleSink(const BuildOptions& o, ShardWriter* writer, BuildReport* report,
-             SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total);
+             SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total,
+             const std::vector<KeptSample>* base = nullptr);
   ~SampleSink();
   SampleSink(const SampleSink&) = delete;
   SampleSink& operator=(const SampleSink&) = delete;

@@ -2,11 +2,13 @@
 #include "commands/build_resume.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -123,7 +125,7 @@ std::string CheckShard(const fs::path& staging, const mm::reader::ShardEntry& e)
 
 // One checkpoint, read whole before anything is applied.
 struct Checkpoint {
-  SinkProgress progress_after;  // next_sample, pipeline_dropped, shards and kept of this one
+  SinkProgress progress_after;  // next_sample, pipeline_dropped, shards, kept, sources of this one
   std::vector<DropEntry> dropped;
   std::vector<DroppedCaption> dropped_captions;
   int64_t written = 0, written_captions = 0, truncated = 0;
@@ -138,6 +140,12 @@ Result<Checkpoint> ReadCheckpoint(const fs::path& path) {
     Checkpoint c;
     c.progress_after.next_sample = j.at("next_sample").get<size_t>();
     c.progress_after.pipeline_dropped = j.at("pipeline_dropped").get<int64_t>();
+    const std::string sources = j.at("sources").get<std::string>();
+    char* end = nullptr;
+    c.progress_after.sources = std::strtoull(sources.c_str(), &end, 16);
+    if (sources.size() != 16 || end != sources.c_str() + sources.size()) {
+      return Status::Corruption(path.string() + ": not a checkpoint (sources '" + sources + "')");
+    }
     for (const json& e : j.at("shards")) c.progress_after.shards.push_back(EntryFrom(e));
     for (const json& k : j.at("kept")) {
       c.progress_after.kept.push_back(
@@ -176,9 +184,10 @@ Result<std::string> BuildFingerprint(const BuildOptions& o, const std::string& t
                                      const SampleList& samples) {
   Hasher h;
   // The writer's revision, bumped whenever what a build writes for the same input and options
-  // changes (2: restart markers in stored JPEGs; 3: checkpoints hold stats as value counts),
-  // and the version: --resume and the parts of a build never join the work of two mmpacks.
-  h.Add(std::string_view("mmpack build 3"));
+  // changes (2: restart markers in stored JPEGs; 3: checkpoints hold stats as value counts; 4:
+  // checkpoints and spools hold the stamps of the source files), and the version: --resume and
+  // the parts of a build never join the work of two mmpacks.
+  h.Add(std::string_view("mmpack build 4"));
   h.Add(mm::kVersion);
   h.Add(o.input);
   h.Add(static_cast<int64_t>(o.input_format));
@@ -237,6 +246,33 @@ Result<std::string> BuildFingerprint(const BuildOptions& o, const std::string& t
   return h.Hex();
 }
 
+uint64_t SourceStamp(const RawSample& s) {
+  struct stat st {};
+  if (s.path.empty() || ::stat(s.path.c_str(), &st) != 0) return 0;
+  const int64_t fields[2] = {
+      static_cast<int64_t>(st.st_size),
+      static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  const uint64_t stamp = XXH3_64bits(fields, sizeof fields);
+  return stamp == 0 ? 1 : stamp;  // 0 is "cannot be stat'ed"
+}
+
+uint64_t ChainSource(uint64_t chain, size_t index, uint64_t stamp) {
+  const uint64_t pair[2] = {static_cast<uint64_t>(index), stamp};
+  return XXH3_64bits_withSeed(pair, sizeof pair, chain);
+}
+
+Result<uint64_t> SourcesOf(const SampleList& samples, size_t begin, size_t end) {
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor cursor, samples.From(begin));
+  uint64_t chain = 0;
+  RawSample s;
+  for (size_t i = begin; i < end; ++i) {
+    MM_ASSIGN_OR_RETURN(bool more, cursor.Next(&s));
+    if (!more) return Status::Internal("the sample list ended early");
+    chain = ChainSource(chain, i, SourceStamp(s));
+  }
+  return chain;
+}
+
 Status StartResumeLog(const fs::path& staging, const ResumeHeader& header) {
   const fs::path folder = staging / kResumeFolder;
   std::error_code ec;
@@ -271,8 +307,9 @@ int64_t CountCheckpoints(const fs::path& staging) {
   return list.ok() ? static_cast<int64_t>(list->size()) : 0;
 }
 
-Result<SinkProgress> LoadCheckpoints(const fs::path& staging, size_t total_samples,
+Result<SinkProgress> LoadCheckpoints(const fs::path& staging, const SampleList& samples,
                                      BuildReport* report, std::vector<std::string>* notes) {
+  const size_t total_samples = samples.size();
   SinkProgress progress;
   const fs::path folder = staging / kResumeFolder;
   std::error_code ec;
@@ -294,6 +331,14 @@ Result<SinkProgress> LoadCheckpoints(const fs::path& staging, size_t total_sampl
           why = path.filename().string() + " names " + e.file + " out of order";
         } else {
           why = CheckShard(staging, e);
+        }
+      }
+      if (why.empty()) {  // the shards were made from the input files as they are now
+        MM_ASSIGN_OR_RETURN(
+            uint64_t now, SourcesOf(samples, progress.next_sample, c->progress_after.next_sample));
+        if (now != c->progress_after.sources) {
+          why = "an input file of the samples of " + path.filename().string() +
+                " changed since it was written (size or modification time)";
         }
       }
     }
@@ -370,8 +415,12 @@ Status CheckpointWriter::Save(const BuildReport& report, const SinkProgress& pro
     const DroppedCaption& e = report.dropped_captions[d];
     captions.push_back({e.source, e.key, e.caption_index, e.reason});
   }
+  char sources[17];
+  std::snprintf(sources, sizeof sources, "%016llx",
+                static_cast<unsigned long long>(progress.sources));
   json checkpoint = {{"next_sample", progress.next_sample},
                      {"pipeline_dropped", progress.pipeline_dropped},
+                     {"sources", sources},
                      {"shards", std::move(shards)},
                      {"written", report.written},
                      {"written_captions", report.written_captions},
@@ -405,6 +454,43 @@ Status ClearCheckpoints(const fs::path& staging) {
     if (ec) return Status::IOError("cannot remove " + p.string() + ": " + ec.message());
   }
   return Status::OK();
+}
+
+std::string KeepFinishedWork(const fs::path& staging, bool tokenizer_trained) {
+  std::error_code ec;
+  // What the checkpoints keep; LoadCheckpoints' own check of every shard is for the resume.
+  std::set<std::string> kept;
+  size_t good = 0;
+  if (auto checkpoints = ListCheckpoints(staging / kResumeFolder); checkpoints.ok()) {
+    for (const auto& [number, path] : *checkpoints) {
+      auto c = ReadCheckpoint(path);
+      if (!c.ok() || number != good + c->progress_after.shards.size()) break;
+      for (const auto& e : c->progress_after.shards) kept.insert(e.file);
+      good = number;
+    }
+  }
+  if (good == 0 && !tokenizer_trained) {
+    fs::remove_all(staging, ec);
+    return "";
+  }
+  // Unfinished work: shard files no checkpoint names, .tmp files, and what the end of a build
+  // writes (index.json, report.json: the resume writes them again).
+  for (const fs::path& dir : {staging / kResumeFolder, staging}) {
+    std::vector<fs::path> stale;
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const bool tmp = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+      if (tmp || (IsShardFile(name) && kept.count(name) == 0) ||
+          (dir == staging && (name == format::kIndexFile || name == format::kReportFile))) {
+        stale.push_back(it->path());
+      }
+    }
+    for (const fs::path& p : stale) fs::remove(p, ec);
+  }
+  return "; " + std::to_string(good) + " finished shard(s)" +
+         (tokenizer_trained ? " and the trained tokenizer" : "") + " kept in " + staging.string() +
+         ": run the same command with --resume to go on from there";
 }
 
 Status RemoveResumeLog(const fs::path& staging) {

@@ -23,6 +23,7 @@
 // published.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -53,7 +54,23 @@ struct SinkProgress {
   std::vector<mm::reader::ShardEntry> shards;  // closed, in order
   int64_t pipeline_dropped = 0;               // samples the pipeline dropped (progress line)
   std::vector<KeptSample> kept;               // --dedup only
+  // ChainSource over the samples consumed since the last checkpoint (their SourceStamps): what
+  // the next checkpoint's shards were made from. 0 after each checkpoint.
+  uint64_t sources = 0;
 };
+
+/// What a sample's image was read from, as a number: XXH3-64 of the size and modification time
+/// (ns) of its file (for wds, of its tar), or 0 when it cannot be stat'ed (missing). A file
+/// replaced between a killed build and its --resume almost surely has another (issue 23 item
+/// 7). Thread-safe.
+uint64_t SourceStamp(const RawSample& s);
+
+/// `chain` extended by the sample at `index` of stamp `stamp` (order matters).
+uint64_t ChainSource(uint64_t chain, size_t index, uint64_t stamp);
+
+/// ChainSource over samples [begin, end) of `samples` (their stamps taken now). Errors: those
+/// of reading the list.
+[[nodiscard]] Result<uint64_t> SourcesOf(const SampleList& samples, size_t begin, size_t end);
 
 /// 32 hex digits naming the build: the options that change the output (not --threads,
 /// --quiet, --overwrite or --resume), the SHA-256 of a given --tokenizer (`tokenizer_sha256`),
@@ -81,16 +98,27 @@ struct ResumeHeader {
 /// How many shard checkpoints `staging` holds (for the note that --resume exists).
 int64_t CountCheckpoints(const std::filesystem::path& staging);
 
-/// Restores the sink's progress from `staging`'s checkpoints (over a list of `total_samples`
-/// samples: a checkpoint past its end is not one of this build), appending each checkpoint's
-/// reports to `report` (which holds what the build reported before its pipeline, as the
-/// interrupted build did). Stops at the first checkpoint that cannot be read or whose shards
-/// are not whole on disk, then removes every later checkpoint and every shard file (and
-/// .h5.tmp) not kept, so the build goes on from the last good one. `notes` gets a line for each
-/// thing not kept. Errors: IOError (a file that cannot be removed).
+/// Restores the sink's progress from `staging`'s checkpoints (over `samples`: a checkpoint
+/// past its end is not one of this build), appending each checkpoint's reports to `report`
+/// (which holds what the build reported before its pipeline, as the interrupted build did).
+/// Stops at the first checkpoint that cannot be read, whose shards are not whole on disk, or
+/// whose samples' source files changed since (their SourcesOf now is not the checkpoint's), then
+/// removes every later checkpoint and every shard file (and .h5.tmp) not kept, so the build goes
+/// on from the last good one and makes the rest from the input as it is now. `notes` gets a
+/// line for each thing not kept. Errors: IOError (a file that cannot be removed), those of
+/// reading the list.
 [[nodiscard]] Result<SinkProgress> LoadCheckpoints(const std::filesystem::path& staging,
-                                                   size_t total_samples, BuildReport* report,
+                                                   const SampleList& samples, BuildReport* report,
                                                    std::vector<std::string>* notes);
+
+/// After a build that made the tokenizer (and wrote build.json) failed: removes what is not
+/// finished work (shard files and .tmp files no checkpoint keeps), keeps the finished shards,
+/// their checkpoints and the tokenizer for --resume (issue 23 item 7: a full disk or an NFS
+/// error must not cost the shards already made). When there is nothing worth keeping (no
+/// finished shard, and a tokenizer that was given, not trained), removes `staging` whole.
+/// Returns the sentence to add to the failure's message: "; 3 finished shard(s) kept in
+/// STAGING: run the same command with --resume to go on" (or "" when removed).
+std::string KeepFinishedWork(const std::filesystem::path& staging, bool tokenizer_trained);
 
 /// Writes the checkpoints of one build: each Save covers what the sink did since the last.
 class CheckpointWriter {

@@ -84,6 +84,10 @@ Result<std::vector<std::string>> ReadMetadataHere(const std::string& path, int64
       int64_t v = 0;
       MM_RETURN_NOT_OK(read(H5T_NATIVE_INT64, &v));
       out.push_back(std::to_string(v));
+    } else if (column == mm::reader::MetadataValue::Type::kUint) {
+      uint64_t v = 0;
+      MM_RETURN_NOT_OK(read(H5T_NATIVE_UINT64, &v));
+      out.push_back(std::to_string(v));
     } else if (column == mm::reader::MetadataValue::Type::kFloat) {
       double v = 0;
       MM_RETURN_NOT_OK(read(H5T_NATIVE_DOUBLE, &v));
@@ -95,7 +99,7 @@ Result<std::vector<std::string>> ReadMetadataHere(const std::string& path, int64
       out.emplace_back(text ? text : "");
       (void)H5Dvlen_reclaim(text_type.get(), mem.get(), H5P_DEFAULT, &text);
     } else {
-      return Status::Corruption(where + " is not int64, float64 or UTF-8 strings");
+      return Status::Corruption(where + " is not int64, uint64, float64 or UTF-8 strings");
     }
   }
   return out;

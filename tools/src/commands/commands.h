@@ -28,8 +28,8 @@ struct BuildOptions {
   bool overwrite = false;
   bool append = false;  // add RAW's samples to the existing set OUT (build_append.h)
   bool resume = false;  // continue the interrupted build in OUT.mmpack-partial (build_resume.h)
-  std::string part;     // "I/N": build part I of N (build_parts.h); "": one process, or the
-                        // launcher's (mpirun, srun) rank and size
+  std::string part;     // "I/N": build part I of N (build_parts.h); "auto": the launcher's
+                        // (mpirun, srun) rank and size; "": one process
   int image_width = 224;   // pixels
   int image_height = 224;  // pixels
   format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;

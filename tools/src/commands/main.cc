@@ -134,8 +134,8 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
               "build the rest; with nothing to continue, build from the start");
   b->add_option("--part", o.part,
                 "I/N: build part I (0-based) of N into OUT's shared staging folder; the last part "
-                "to finish writes the set (the same bytes as one process). Under mpirun or srun "
-                "the rank and size are read from the environment");
+                "to finish writes the set (the same bytes as one process). auto: the rank and "
+                "size of mpirun or srun. Without it, one process builds the whole input");
   a->image_size_option =
       b->add_option("--image-size", a->image_size, "Output size: N (NxN) or WxH, pixels")
           ->capture_default_str();

@@ -6,9 +6,11 @@
 
 #include <cerrno>
 
-#include "mm/internal/file.h"
-
 #include "commands/set_publish.h"
+#include "ingest/ingest.h"
+#include "mm/filename.h"
+#include "mm/format.h"
+#include "mm/internal/file.h"
 
 namespace mm::pack {
 
@@ -39,6 +41,13 @@ fs::path NormalOutput(const std::string& given) {
   fs::path parent = fs::weakly_canonical(p.parent_path(), ec);
   if (ec) return p;
   return parent / p.filename();
+}
+
+Status RefuseUrlOutput(const std::string& given, const std::string& what) {
+  if (!IsRemoteUrl(given)) return Status::OK();
+  return Status::InvalidArgument(what + " '" + given +
+                                 "' is a URL; mmpack writes local files only: write to a local "
+                                 "path (and publish a set with `mmpack upload DIR URL`)");
 }
 
 Status CheckPaths(const BuildOptions& o, const fs::path& out) {
@@ -94,6 +103,33 @@ fs::path StagingPath(const fs::path& out) {
   return out.parent_path() / (out.filename().string() + ".mmpack-partial");
 }
 
+namespace {
+
+// A staging folder left by a build holds only what builds write there; anything else (a
+// user's notes, which a --resume leaves there rather than publish: set_publish.h) is someone
+// else's and is not deleted with it.
+Status CheckStagingIsOurs(const fs::path& staging) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(staging, ec))) return Status::OK();
+  for (fs::directory_iterator it(staging, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    const bool tmp = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+    if (tmp) name.resize(name.size() - 4);
+    if (name == ".resume" || name == ".parts" || name == format::kIndexFile ||
+        name == format::kReportFile || name == format::kTokenizerFile ||
+        format::ParseShardFileName(name, nullptr) || tmp) {
+      continue;
+    }
+    return Status::AlreadyExists(staging.string() + " holds '" + it->path().filename().string() +
+                                 "', which no build wrote; move it away (the folder is replaced "
+                                 "by this build)");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<fs::path> MakeStaging(const fs::path& out) {
   std::error_code ec;
   fs::path parent = out.parent_path();
@@ -105,6 +141,7 @@ Result<fs::path> MakeStaging(const fs::path& out) {
     }
   }
   fs::path staging = StagingPath(out);
+  MM_RETURN_NOT_OK(CheckStagingIsOurs(staging));
   fs::remove_all(staging, ec);
   if (!fs::create_directory(staging, ec) || ec) {
     return Status::IOError("cannot create output directory '" + out.string() + "' (" +

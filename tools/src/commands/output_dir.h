@@ -22,6 +22,13 @@ namespace mm::pack {
 /// given, so an OUT that is a symlink is replaced as a link, not through it.
 std::filesystem::path NormalOutput(const std::string& given);
 
+/// Refuses an output that is a URL (`-o s3://bucket/set`, `-o https://...`, any
+/// "scheme://"): mmpack writes local files only, and such a path would otherwise become a local
+/// folder named "s3:". `what`: the option as messages name it ("output", "-o"). Checked before
+/// anything is created (the build lock makes OUT's parent). Errors: InvalidArgument, one line
+/// naming `mmpack upload`.
+[[nodiscard]] Status RefuseUrlOutput(const std::string& given, const std::string& what);
+
 /// The checks that must fail at once, before anything is created: RAW exists and is not
 /// empty; OUT (`out`: NormalOutput) is not the root, the current folder or a parent of it, does
 /// not hold RAW, and does not exist unless --overwrite and CheckReplaceable (set_publish.h)
@@ -33,7 +40,9 @@ std::filesystem::path NormalOutput(const std::string& given);
 std::filesystem::path StagingPath(const std::filesystem::path& out);
 
 /// Creates the (empty) staging folder "OUT.mmpack-partial" beside `out` (NormalOutput, so the
-/// staging folder is never inside OUT). Errors: IOError (OUT's parent not writable).
+/// staging folder is never inside OUT), replacing one an earlier build left. Errors: IOError
+/// (OUT's parent not writable), AlreadyExists (the old folder holds something no build writes
+/// there, e.g. files a --resume did not publish: it is not deleted).
 [[nodiscard]] Result<std::filesystem::path> MakeStaging(const std::filesystem::path& out);
 
 /// Writes `text` to `path` (created or truncated) with write(2), so that a failure says why

@@ -13,6 +13,7 @@
 
 #include "commands/caption_text.h"
 #include "commands/commands.h"
+#include "commands/output_dir.h"
 #include "image/contact_sheet.h"
 #include "mm/reader.h"
 
@@ -59,6 +60,7 @@ std::string Label(const mm::reader::ShardSet& set, int64_t i, int width, int lin
 }  // namespace
 
 Status RunPreview(const PreviewOptions& o, std::ostream& out) {
+  MM_RETURN_NOT_OK(RefuseUrlOutput(o.output_png, "-o"));
   MM_ASSIGN_OR_RETURN(auto set, mm::reader::ShardSet::Open(o.dir));
   const auto& info = set->info();
   if (o.count < 1) return Status::InvalidArgument("--count must be >= 1");

@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <stdio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "commands/set_index.h"
 #include "mm/format.h"
@@ -130,6 +133,41 @@ Status Publish(const fs::path& staging, const fs::path& out) {
     std::fprintf(stderr, "mmpack build: warning: cannot remove the old set %s: %s\n",
                  staging.string().c_str(), ec.message().c_str());
   }
+  return Status::OK();
+}
+
+Status PublishListed(const fs::path& staging, const fs::path& out, std::ostream& log) {
+  MM_ASSIGN_OR_RETURN(std::set<std::string> listed, ListedNames(staging));
+  std::vector<std::string> foreign;
+  std::error_code ec;
+  for (fs::directory_iterator it(staging, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (listed.count(name) == 0 || !fs::is_regular_file(it->symlink_status(ec))) {
+      foreign.push_back(name);
+    }
+  }
+  if (ec) return Status::IOError("cannot list " + staging.string() + ": " + ec.message());
+  if (foreign.empty()) return Publish(staging, out);
+  // The set's own files into a clean folder, which is published; the rest stays where it is.
+  const fs::path clean = out.parent_path() / (out.filename().string() + ".mmpack-publish");
+  fs::remove_all(clean, ec);  // left by a publish that was killed: ours
+  if (!fs::create_directory(clean, ec) || ec) {
+    return Status::IOError("cannot create " + clean.string() + ": " +
+                           (ec ? ec.message() : std::string("it exists")));
+  }
+  for (const std::string& name : listed) {
+    if (fs::exists(fs::symlink_status(staging / name, ec))) {
+      MM_RETURN_NOT_OK(Rename(staging / name, clean / name));
+    }
+  }
+  MM_RETURN_NOT_OK(Publish(clean, out));
+  std::sort(foreign.begin(), foreign.end());
+  std::string names;
+  for (size_t i = 0; i < foreign.size() && i < 5; ++i) names += (i ? ", " : "") + foreign[i];
+  if (foreign.size() > 5) names += " and " + std::to_string(foreign.size() - 5) + " more";
+  log << "mmpack build: note: " << staging.string() << " held what this build did not write ("
+      << names << "): not published, left there\n";
   return Status::OK();
 }
 

@@ -37,4 +37,12 @@ namespace mm::pack {
 [[nodiscard]] Status Publish(const std::filesystem::path& staging,
                              const std::filesystem::path& out);
 
+/// Publish of the set in `staging`, and of nothing else (issue 31 item 4): the files its
+/// index.json lists (shards, tokenizer, report.json, index.json). Anything else found there (a
+/// user's notes.txt, a folder) is not published: the set's files are moved into a fresh folder
+/// "OUT.mmpack-publish", which is published, and the rest is left in `staging`, named in one
+/// line on `log`. Errors: those of Publish; Corruption (no valid index.json in `staging`).
+[[nodiscard]] Status PublishListed(const std::filesystem::path& staging,
+                                   const std::filesystem::path& out, std::ostream& log);
+
 }  // namespace mm::pack

@@ -10,6 +10,7 @@
 
 #include "commands/caption_text.h"
 #include "commands/commands.h"
+#include "commands/output_dir.h"
 #include "image/png.h"
 #include "mm/internal/set_files.h"
 #include "mm/reader.h"
@@ -17,6 +18,7 @@
 namespace mm::pack {
 
 Status RunShow(const ShowOptions& options, std::ostream& out) {
+  MM_RETURN_NOT_OK(RefuseUrlOutput(options.output_png, "-o"));
   mm::reader::OpenOptions open;
   open.remote = options.remote;
   open.isolate_hdf5 = true;  // the shard's HDF5 metadata is parsed in a bounded child

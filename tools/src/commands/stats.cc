@@ -1,11 +1,13 @@
 // stats.cc: `mmpack stats OUT [--json]` (commands.h): what the build measured of the written
-// samples (report.json "stats", curate/stats.h) and what it dropped, by reason.
+// samples (report.json "stats", curate/stats.h) and what it dropped, by reason. The report is
+// read streaming: memory does not grow with its lists of drops.
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 
 #include "commands/commands.h"
+#include "commands/report_stream.h"
 #include "commands/set_index.h"
 #include "mm/format.h"
 #include "mm/internal/file.h"
@@ -38,12 +40,8 @@ Status RunStats(const StatsOptions& o, std::ostream& out) {
   MM_ASSIGN_OR_RETURN(auto files, OpenSetFiles(o.dir, mm::reader::RemoteOptions{}));
   MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(*files));
   const std::string report_path = o.dir + "/" + std::string(mm::format::kReportFile);
-  std::string text;
-  MM_RETURN_NOT_OK(ReadRegularFile(report_path, &text));
-  ojson report = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (report.is_discarded() || !report.is_object()) {
-    return Status::Corruption(report_path + " is not a JSON object");
-  }
+  // Streamed: the lists of drops, most of a large report, are never held (report_stream.h).
+  MM_ASSIGN_OR_RETURN(ojson report, ReadReportSummary(report_path));
   if (!report.contains("stats") || !report["stats"].is_object()) {
     return Status::NotFound(report_path +
                             " has no \"stats\" (built by an mmpack before 0.x's stats); rebuild "

@@ -81,6 +81,14 @@ void KeepRatioSize(int w, int h, ResizeMode mode, int max_size, int* out_w, int*
 [[nodiscard]] Result<std::vector<uint8_t>> EncodeJpeg(const uint8_t* rgb, int width, int height,
                                                       int quality);
 
+/// Decodes a JPEG that EncodeJpeg wrote, `width` x `height`, into [height, width, 3] uint8 RGB
+/// as the reader's ShardSet::ReadImage does (TurboJPEG with its defaults: ISLOW IDCT, fancy
+/// chroma upsampling), so that hashes of the result equal hashes of a stored image read back
+/// (--append --dedup, build_append.h). Thread-safe (one decompressor per thread).
+/// Errors: Corruption (TurboJPEG's message, or another size).
+[[nodiscard]] Result<std::vector<uint8_t>> DecodeStoredJpeg(const std::vector<uint8_t>& jpeg,
+                                                            int width, int height);
+
 /// Starts libvips once per process (VIPS_INIT, concurrency 1, operation cache off so memory
 /// does not grow with the input). Thread-safe; ProcessImage calls it too.
 /// Errors: Internal.

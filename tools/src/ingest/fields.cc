@@ -11,6 +11,7 @@ namespace mm::pack {
 
 std::optional<double> FieldValue::AsNumber() const {
   if (type == Type::kInt) return static_cast<double>(i);
+  if (type == Type::kUint) return static_cast<double>(u());
   if (type == Type::kFloat) return f;
   return std::nullopt;
 }
@@ -28,6 +29,15 @@ FieldValue FieldValue::FromText(const std::string& text) {
     v.type = Type::kInt;
     v.i = i;
     return v;
+  }
+  if (errno == ERANGE && t[0] != '-') {  // above int64: a uint64 (a 64-bit hash) still fits
+    errno = 0;
+    const unsigned long long u = std::strtoull(t.c_str(), &end, 10);
+    if (errno == 0 && end == t.c_str() + t.size()) {
+      v.type = Type::kUint;
+      v.i = static_cast<int64_t>(u);
+      return v;
+    }
   }
   errno = 0;
   const double f = std::strtod(t.c_str(), &end);

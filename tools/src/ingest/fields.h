@@ -23,10 +23,6 @@ struct FieldPlan {
   static std::string List(const std::vector<std::string>& names);
 };
 
-/// Whether `path` is a URL ("http://...", "s3://..."): letters, digits, '+', '-' or '.'
-/// then "://", as RFC 3986 schemes are written. A Windows path "C:\x" is not.
-bool IsRemoteUrl(const std::string& path);
-
 /// Column positions of a CSV/TSV header for a FieldPlan (-1: absent), names matched without
 /// regard to ASCII case and surrounding blanks.
 struct ColumnPlan {

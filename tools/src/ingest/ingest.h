@@ -61,15 +61,18 @@ namespace mm::pack {
 /// A manifest field's value kept with a sample (FieldNames::extra): JSON numbers and strings
 /// as typed; a CSV/TSV cell is an integer or a float when all of it parses as one, else a
 /// string; an empty cell, null or an absent key is missing; other JSON values are missing.
+/// An integer in [2^63, 2^64) (64-bit hashes and ids) is kUint, exact.
 struct FieldValue {
   // The order of mm::reader::MetadataValue::Type (mm/metadata.h), which the build casts to.
-  enum class Type { kMissing, kInt, kFloat, kString };
+  enum class Type { kMissing, kInt, kFloat, kString, kUint };
   Type type = Type::kMissing;
-  int64_t i = 0;
+  int64_t i = 0;  // kInt; kUint: the bits of the uint64 (u())
   double f = 0;
   std::string s;
 
-  /// kInt/kFloat as a double; nullopt otherwise.
+  /// kUint's value.
+  uint64_t u() const { return static_cast<uint64_t>(i); }
+  /// kInt/kUint/kFloat as a double; nullopt otherwise.
   std::optional<double> AsNumber() const;
   /// From a CSV cell (see above).
   static FieldValue FromText(const std::string& text);
@@ -134,6 +137,12 @@ struct IngestResult {
 /// files and no images -> wds; another folder -> files.
 /// Errors: NotFound (no such path), InvalidArgument (cannot tell).
 [[nodiscard]] Result<InputFormat> DetectInputFormat(const std::string& input);
+
+/// Whether `path` is a URL ("http://...", "s3://..."): letters, digits, '+', '-' or '.'
+/// then "://", as RFC 3986 schemes are written. A Windows path "C:\x" is not. mmpack reads
+/// and writes local files only: such an image is remote_image_not_supported, such an output
+/// refused (commands/output_dir.h).
+bool IsRemoteUrl(const std::string& path);
 
 /// Enumerates `input` in `format` (kAuto: DetectInputFormat), reading manifests' `fields`,
 /// into IngestResult::list, whose file and the sorts' files are unnamed files in `spill_dir`

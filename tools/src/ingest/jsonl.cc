@@ -25,7 +25,10 @@ using json = nlohmann::json;
 // A JSON value as a kept field (ingest.h, FieldValue).
 FieldValue ToField(const json& v) {
   FieldValue out;
-  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) {  // a 64-bit hash or id
+    out.type = FieldValue::Type::kUint;
+    out.i = static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer()) {
     out.type = FieldValue::Type::kInt;
     out.i = v.get<int64_t>();
   } else if (v.is_number()) {

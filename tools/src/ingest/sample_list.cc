@@ -80,7 +80,7 @@ Status DecodeSample(std::string_view bytes, RawSample* s) {
     for (FieldValue& f : s->fields) {
       uint64_t type = 0, i = 0, bits = 0;
       ok = ok && d.U64(&type) && d.U64(&i) && d.U64(&bits) && d.String(&f.s) &&
-           type <= static_cast<uint64_t>(FieldValue::Type::kString);
+           type <= static_cast<uint64_t>(FieldValue::Type::kUint);
       f.type = static_cast<FieldValue::Type>(type);
       f.i = static_cast<int64_t>(i);
       std::memcpy(&f.f, &bits, 8);

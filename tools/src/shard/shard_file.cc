@@ -218,6 +218,35 @@ std::string FloatText(double value) {
   return buffer;
 }
 
+namespace {
+
+// The dtype of one shard's column of a kept field (schemas/FORMAT.md "Kept fields"): every
+// value is stored exactly, in the narrowest type that holds them all.
+enum class MetadataColumn { kInt64, kUint64, kFloat64, kStrings };
+
+MetadataColumn ColumnKind(const std::vector<mm::reader::MetadataValue>& column) {
+  using Type = mm::reader::MetadataValue::Type;
+  constexpr int64_t kExactInDouble = int64_t{1} << 53;
+  bool all_int = !column.empty(), all_nonneg = true, any_uint = false, all_number = true;
+  bool ints_exact_in_double = true;
+  for (const auto& v : column) {
+    const bool integer = v.type == Type::kInt || v.type == Type::kUint;
+    all_int &= integer;
+    any_uint |= v.type == Type::kUint;
+    all_nonneg &= v.type != Type::kInt || v.i >= 0;
+    all_number &= v.type != Type::kString;
+    if (v.type == Type::kInt)
+      ints_exact_in_double &= v.i >= -kExactInDouble && v.i <= kExactInDouble;
+    if (v.type == Type::kUint) ints_exact_in_double = false;  // >= 2^63
+  }
+  if (all_int && !any_uint) return MetadataColumn::kInt64;
+  if (all_int && all_nonneg) return MetadataColumn::kUint64;
+  if (all_number && ints_exact_in_double) return MetadataColumn::kFloat64;
+  return MetadataColumn::kStrings;  // integers past 2^53 beside floats or gaps: as text, exact
+}
+
+}  // namespace
+
 Status WriteMetadataGroup(hid_t file, const std::vector<std::string>& names,
                           const std::vector<std::vector<mm::reader::MetadataValue>>& columns) {
   using Type = mm::reader::MetadataValue::Type;
@@ -232,20 +261,24 @@ Status WriteMetadataGroup(hid_t file, const std::vector<std::string>& names,
     const auto& column = columns.at(k);
     const std::vector<hsize_t> dims = {column.size()};
     const char* name = names[k].c_str();
-    bool all_int = true, all_number = true;
-    for (const auto& v : column) {
-      all_int &= v.type == Type::kInt;
-      all_number &= v.type != Type::kString;
-    }
-    if (all_int && !column.empty()) {
+    const MetadataColumn kind = ColumnKind(column);
+    if (kind == MetadataColumn::kInt64) {
       std::vector<int64_t> values;
       for (const auto& v : column) values.push_back(v.i);
       MM_RETURN_NOT_OK(
           WriteContiguous(group.get(), name, dims, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data()));
-    } else if (all_number) {
+    } else if (kind == MetadataColumn::kUint64) {
+      std::vector<uint64_t> values;
+      for (const auto& v : column) {
+        values.push_back(v.type == Type::kUint ? v.u : static_cast<uint64_t>(v.i));
+      }
+      MM_RETURN_NOT_OK(WriteContiguous(group.get(), name, dims, H5T_STD_U64LE, H5T_NATIVE_UINT64,
+                                       values.data()));
+    } else if (kind == MetadataColumn::kFloat64) {
       std::vector<double> values;
       for (const auto& v : column) {
         values.push_back(v.type == Type::kInt     ? static_cast<double>(v.i)
+                         : v.type == Type::kUint  ? static_cast<double>(v.u)
                          : v.type == Type::kFloat ? v.f
                                                   : std::numeric_limits<double>::quiet_NaN());
       }
@@ -256,6 +289,7 @@ Status WriteMetadataGroup(hid_t file, const std::vector<std::string>& names,
       for (const auto& v : column) {
         text.push_back(v.type == Type::kString  ? v.s
                        : v.type == Type::kInt   ? std::to_string(v.i)
+                       : v.type == Type::kUint  ? std::to_string(v.u)
                        : v.type == Type::kFloat ? FloatText(v.f)
                                                 : std::string());
       }

@@ -341,12 +341,14 @@ Status ShardVerifier::CheckMetadata(hid_t file, const ShardExpectation& e, int64
                         h5::Own<h5::Datatype>(H5Dget_type(d.get()), "H5Dget_type"));
     const auto column = mm::reader::MetadataColumnType(type.get());
     if (column == mm::reader::MetadataValue::Type::kInt ||
+        column == mm::reader::MetadataValue::Type::kUint ||
         column == mm::reader::MetadataValue::Type::kFloat) {
       continue;
     }
     if (column != mm::reader::MetadataValue::Type::kString) {
       return Status::Corruption("dataset '" + name +
-                                "' is not int64 LE, float64 LE or variable-length UTF-8");
+                                "' is not int64 LE, uint64 LE, float64 LE or variable-length "
+                                "UTF-8");
     }
     MM_ASSIGN_OR_RETURN(auto values, h5::ReadVlenStrings(group.get(), field.c_str(), n));
     for (size_t i = 0; i < n; ++i) {
