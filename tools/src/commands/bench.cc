@@ -125,6 +125,7 @@ std::string FiguresJson(const BenchOptions& options, const mm::reader::ShardSet&
   j["samples"] = f.samples;
   j["seconds"] = Round3(f.seconds);
   j["threads"] = options.threads;
+  j["prefetch"] = options.prefetch;
   if (set.remote()) {  // what the cache did: bytes fetched against the set's bytes
     const mm::reader::CacheStats c = set.cache_stats();
     j["downloads"] = c.downloads;
@@ -144,7 +145,8 @@ std::string FiguresText(const BenchOptions& options, const mm::reader::ShardSet&
   std::ostringstream o;
   o << std::fixed << std::setprecision(3);
   o << "read " << f.samples << " samples in " << f.seconds << " s (" << options.threads
-    << " threads, batch " << options.batch_size << ", set of " << set.num_samples() << " samples)\n"
+    << " threads, prefetch " << options.prefetch << ", batch " << options.batch_size << ", set of "
+    << set.num_samples() << " samples)\n"
     << "  samples/s           " << sps << "\n"
     << "  MB/s (decoded)      " << sps * static_cast<double>(set.image_bytes()) / 1e6 << "\n"
     << "  CPU ms per sample   " << f.cpu_seconds * 1e3 / f.samples << "\n"
@@ -176,6 +178,7 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   mm::reader::LoaderOptions lo;
   lo.batch_size = options.batch_size;
   lo.num_threads = options.threads;
+  lo.prefetch_batches = options.prefetch;
   lo.shuffle = true;
   lo.shuffle_mode = options.shuffle;
   lo.shuffle_window = options.shuffle_window;

@@ -308,6 +308,9 @@ CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench, RemoteArgs* rem
   be->add_option("--threads", bench->threads, "Decode threads")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  be->add_option("--prefetch", bench->prefetch, "Batches decoded ahead, at most")
+      ->check(CLI::Range(1, mm::reader::kMaxPrefetchBatches))
+      ->capture_default_str();
   be->add_option("--batch-size", bench->batch_size, "Batch size")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
