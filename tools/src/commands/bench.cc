@@ -163,8 +163,8 @@ std::string FiguresText(const BenchOptions& options, const mm::reader::ShardSet&
 }  // namespace
 
 Status RunBench(const BenchOptions& options, std::ostream& out) {
-  if (options.threads < 1 || options.batch_size < 1 || !(options.seconds > 0)) {
-    return Status::InvalidArgument("bench: threads, batch size and seconds must be positive");
+  if (options.threads < 0 || options.batch_size < 1 || !(options.seconds > 0)) {
+    return Status::InvalidArgument("bench: batch size and seconds must be positive, threads >= 0");
   }
   mm::reader::OpenOptions open;
   open.remote = options.remote;
@@ -186,6 +186,7 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   lo.seed = 1;
   SetLoaderView(options.crop, options.size, options.interpolation, &lo);
   MM_ASSIGN_OR_RETURN(auto loader, mm::reader::Loader::Create(set, lo));
+  lo.num_threads = loader->options().num_threads;  // 0 resolved
   if (!loader->notice().empty()) std::cerr << "mmpack bench: " << loader->notice() << "\n";
   RssWatcher watcher;
   Status read = ReadFor(loader.get(), options.seconds, &f);
@@ -195,7 +196,9 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   if (f.samples == 0 || f.seconds <= 0) return Status::Internal("bench: no samples read");
   f.peak_anon_mb = watcher.peak_mb();
   f.hwm_mb = ProcStatusKb("VmHWM") / 1024.0;
-  out << (options.json ? FiguresJson(options, *set, f) : FiguresText(options, *set, f));
+  BenchOptions ran = options;
+  ran.threads = lo.num_threads;
+  out << (options.json ? FiguresJson(ran, *set, f) : FiguresText(ran, *set, f));
   return Status::OK();
 }
 
