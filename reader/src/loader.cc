@@ -8,6 +8,14 @@
 // dropped; otherwise positions past the end wrap to the epoch's first items (pos mod n), as
 // torch's DistributedSampler pads, and every rank gets the same number of full batches.
 //
+// Threads share the work of a batch: a thread opens the next batch (a buffer from the pool,
+// sized), then the batch's rows are decoded in ranges of a few rows that any thread claims,
+// the lowest open batch first; the thread that decodes a batch's last range completes it
+// (token rows padded to the longest, caption texts) and queues it for Next(). So every thread
+// decodes whatever prefetch_batches is, and batches still complete in order. Every row's pixels,
+// tokens and key are functions of (seed, epoch, position) only: the batches are byte for byte
+// those of a single thread.
+//
 // Memory: at most prefetch_batches batches are being decoded or wait for the consumer; buffers
 // the consumer releases go back to a free list of at most prefetch_batches. Batches the
 // consumer holds are its own: holding them never blocks the loader (no hang), it only costs
@@ -18,6 +26,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -39,14 +50,40 @@ struct Slot {
   Status status;
 };
 
+// Rows a thread claims at once: about kRangesPerThread ranges per thread and batch, so that at
+// the end of a batch (prefetch_batches 1: nothing else to do) the other threads wait for at
+// most a few rows, while the claims stay rare next to the decoding.
+constexpr int kRangesPerThread = 16;
+
+// A batch being decoded (see the file comment). Fields marked "mu" are guarded by Shared::mu;
+// rows [lo, hi) of batch and tokens are written only by the thread that claimed their range.
+struct OpenBatch {
+  uint64_t gen = 0;   // the run it belongs to
+  int64_t k = 0;      // its index in the run
+  LoaderOptions run;  // the options with the run's seed
+  int64_t epoch = 0, start = 0;
+  std::shared_ptr<const internal::EpochOrder> order;
+  std::unique_ptr<Batch> batch;
+  std::vector<Span<const int32_t>> tokens;  // [B] each row's ids, views into the mapping
+  int ranges = 0;                           // mu: 0 while the opening thread sizes the buffers
+  int next_range = 0;                       // mu: the next range a thread claims
+  int finished = 0;                         // mu: ranges decoded, failed or skipped
+  // mu: the batch's error and its row: a shard's download (row -1) before the lowest failed
+  // row, as a single thread reporting the first error would (pins first, then rows in order).
+  int failed_row = std::numeric_limits<int>::max();
+  Status status;
+  std::vector<ShardPin> pins;  // mu: a remote set's shards the rows read, kept until complete
+};
+
 // Everything the worker threads and the batch deleters share with the loader. Owned by a
 // shared_ptr so that a BatchPtr outliving its loader still returns (or frees) its buffer safely.
 struct Shared {
   std::mutex mu;
-  std::condition_variable work_cv;   // workers: work or a slot is available, or stop
+  std::condition_variable work_cv;   // workers: a range, a batch to open, or stop
   std::condition_variable ready_cv;  // consumer: a batch is ready, or stop
   bool stop = false;
-  size_t capacity = 4;  // batches in flight or ready, at most
+  size_t capacity = 4;  // batches open or ready, at most
+  int grain = 1;        // rows per range
   std::vector<std::unique_ptr<Batch>> free;
   // The current run (an epoch from `start`), replaced by StartEpoch/Restore (gen changes).
   uint64_t gen = 0;
@@ -54,8 +91,10 @@ struct Shared {
   int64_t epoch = 0;
   int64_t start = 0;
   int64_t total = 0;       // batches in the run
-  int64_t next_claim = 0;  // next batch a worker takes
-  int64_t in_flight = 0;
+  int64_t next_claim = 0;  // next batch a worker opens
+  // Batches being decoded, in the order they were opened (a replaced run's first); a replaced
+  // run's batches stay until their claimed ranges return, their other ranges are skipped.
+  std::deque<std::unique_ptr<OpenBatch>> open;
   std::map<int64_t, Slot> ready;
   std::shared_ptr<const internal::EpochOrder> order;  // the run's epoch order
 
@@ -66,6 +105,25 @@ struct Shared {
   void Recycle(std::unique_ptr<Batch> b) {
     std::lock_guard<std::mutex> lock(mu);
     RecycleLocked(std::move(b));
+  }
+  // Caller holds mu. The first open batch with an unclaimed range, that range claimed, or null.
+  OpenBatch* ClaimRangeLocked(int* range) {
+    for (auto& ob : open) {
+      if (ob->next_range < ob->ranges) {
+        *range = ob->next_range++;
+        return ob.get();
+      }
+    }
+    return nullptr;
+  }
+  // Caller holds mu. Whether a thread may open the run's next batch.
+  bool CanOpenLocked() const { return next_claim < total && open.size() + ready.size() < capacity; }
+  // Caller holds mu. Removes `ob` (no thread works on it any more) from `open`.
+  std::unique_ptr<OpenBatch> TakeOpenLocked(const OpenBatch* ob) {
+    auto it = std::find_if(open.begin(), open.end(), [&](const auto& p) { return p.get() == ob; });
+    std::unique_ptr<OpenBatch> taken = std::move(*it);
+    open.erase(it);
+    return taken;
   }
 };
 
@@ -84,6 +142,7 @@ class LoaderImpl final : public Loader {
     // A set without a tokenizer (`--tokenizer none`): batches carry caption text instead.
     if (!set_->info().has_tokenizer) text_ = std::make_unique<SampleText>(set_);
     shared_->capacity = static_cast<size_t>(options.prefetch_batches);
+    shared_->grain = std::max(1, options.batch_size / (kRangesPerThread * options.num_threads));
     shared_->seed = options.seed;
   }
 
@@ -126,6 +185,8 @@ class LoaderImpl final : public Loader {
     shared_->work_cv.notify_all();
     shared_->ready_cv.notify_all();
     for (auto& t : threads_) t.join();
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->open.clear();  // what the stopped threads left: buffers and pins
   }
 
   int64_t items_per_epoch() const override { return items_; }
@@ -246,7 +307,7 @@ class LoaderImpl final : public Loader {
       shared_->epoch = epoch;
       shared_->start = start;
       shared_->total = BatchesFrom(start);
-      shared_->next_claim = 0;
+      shared_->next_claim = 0;  // the replaced run's open batches skip their remaining ranges
       for (auto& [k, slot] : shared_->ready) shared_->RecycleLocked(std::move(slot.batch));
       shared_->ready.clear();
     }
@@ -255,47 +316,121 @@ class LoaderImpl final : public Loader {
     shared_->work_cv.notify_all();
   }
 
+  // A decode thread: claims ranges of open batches (the lowest first), else opens the run's
+  // next batch when there is room, else waits.
   void Work() {
     Shared& sh = *shared_;
-    for (;;) {
-      std::unique_lock<std::mutex> lock(sh.mu);
-      sh.work_cv.wait(lock, [&] {
-        return sh.stop || (sh.next_claim < sh.total &&
-                           static_cast<size_t>(sh.in_flight) + sh.ready.size() < sh.capacity);
-      });
-      if (sh.stop) return;
-      const int64_t k = sh.next_claim++;
-      const uint64_t gen = sh.gen;
-      LoaderOptions run = options_;
-      run.seed = sh.seed;
-      const int64_t epoch = sh.epoch, start = sh.start;
-      const std::shared_ptr<const internal::EpochOrder> order = sh.order;
-      ++sh.in_flight;
-      std::unique_ptr<Batch> batch;
-      if (!sh.free.empty()) {
-        batch = std::move(sh.free.back());
-        sh.free.pop_back();
-      }
-      lock.unlock();
-
-      Status status;
-      try {
-        if (!batch) batch = std::make_unique<Batch>();
-        status = Fill(*batch, run, *order, gen, epoch, start, k);
-      } catch (const std::exception& e) {
-        status = Status::Internal(std::string("loader worker: ") + e.what());
-      }
-      if (prefetcher_) prefetcher_->Finish(gen, k);  // its windows may be released
-
-      lock.lock();
-      --sh.in_flight;
-      if (gen == sh.gen && !sh.stop) {
-        sh.ready[k] = Slot{std::move(batch), status};
-        sh.ready_cv.notify_all();
+    std::unique_lock<std::mutex> lock(sh.mu);
+    while (!sh.stop) {
+      int range = 0;
+      if (OpenBatch* ob = sh.ClaimRangeLocked(&range)) {
+        const int lo = range * sh.grain;
+        const int hi = std::min(lo + sh.grain, ob->run.batch_size);
+        // Nothing to decode for a replaced run, or past a row that already failed.
+        const bool skip = ob->gen != sh.gen || ob->failed_row < lo;
+        lock.unlock();
+        std::vector<ShardPin> pins;
+        int failed_row = -1;
+        Status status = skip ? Status::OK()
+                             : Guarded([&] { return DecodeRows(*ob, lo, hi, &pins, &failed_row); });
+        lock.lock();
+        ++ob->finished;
+        std::move(pins.begin(), pins.end(), std::back_inserter(ob->pins));
+        if (!status.ok() && failed_row < ob->failed_row) {
+          ob->failed_row = failed_row;
+          ob->status = std::move(status);
+        }
+        if (ob->finished == ob->ranges && !sh.stop) Complete(ob, lock);
+      } else if (sh.CanOpenLocked()) {
+        OpenBatch* ob = OpenLocked();
+        lock.unlock();
+        SizeBuffers(*ob);
+        lock.lock();
+        ob->ranges = (ob->run.batch_size + sh.grain - 1) / sh.grain;
+        sh.work_cv.notify_all();
       } else {
-        if (batch) sh.RecycleLocked(std::move(batch));
-        sh.work_cv.notify_all();  // the slot it held is free again
+        sh.work_cv.wait(lock);
       }
+    }
+  }
+
+  // f() with an exception (std::bad_alloc from a buffer) turned into a Status.
+  template <typename F>
+  static Status Guarded(F f) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("loader worker: ") + e.what());
+    }
+  }
+
+  // Caller holds mu. Opens the run's next batch with a buffer from the pool (or a new one).
+  OpenBatch* OpenLocked() {
+    Shared& sh = *shared_;
+    auto ob = std::make_unique<OpenBatch>();
+    ob->gen = sh.gen;
+    ob->k = sh.next_claim++;
+    ob->run = options_;
+    ob->run.seed = sh.seed;
+    ob->epoch = sh.epoch;
+    ob->start = sh.start;
+    ob->order = sh.order;
+    if (!sh.free.empty()) {
+      ob->batch = std::move(sh.free.back());
+      sh.free.pop_back();
+    }
+    sh.open.push_back(std::move(ob));
+    return sh.open.back().get();
+  }
+
+  // The opening thread, before the ranges are published: the buffers at the batch's size. A
+  // failed allocation fails the batch (at row -1: no row is decoded).
+  void SizeBuffers(OpenBatch& ob) const {
+    Status status = Guarded([&] {
+      if (!ob.batch) ob.batch = std::make_unique<Batch>();
+      Batch& b = *ob.batch;
+      const int B = ob.run.batch_size;
+      int out_h = 0, out_w = 0;
+      internal::OutputSize(*set_, ob.run, &out_h, &out_w);
+      b.size = B;
+      b.height = out_h;
+      b.width = out_w;
+      b.images.resize(static_cast<size_t>(out_h) * out_w * 3 * B);
+      b.lengths.resize(B);
+      b.indices.resize(B);
+      b.caption.resize(B);
+      b.keys.resize(B);
+      b.epoch = ob.epoch;
+      b.step_in_epoch = ob.start / global_batch_ + ob.k;
+      ob.tokens.resize(B);
+      return Status::OK();
+    });
+    if (!status.ok()) {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      ob.failed_row = -1;
+      ob.status = std::move(status);
+    }
+  }
+
+  // Caller holds mu (through `lock`); every range of `ob` has finished. Completes the batch
+  // outside the lock, then queues it for Next() (or recycles it: a replaced run).
+  void Complete(OpenBatch* ob, std::unique_lock<std::mutex>& lock) {
+    Shared& sh = *shared_;
+    const bool current = ob->gen == sh.gen;
+    std::vector<ShardPin> pins = std::move(ob->pins);
+    lock.unlock();
+    Status status = std::move(ob->status);
+    if (status.ok() && current) status = Guarded([&] { return AssembleTokens(*ob); });
+    pins.clear();  // a remote set: the batch's shards may be released
+    if (prefetcher_) prefetcher_->Finish(ob->gen, ob->k);
+    lock.lock();
+    std::unique_ptr<OpenBatch> done = sh.TakeOpenLocked(ob);
+    if (done->gen == sh.gen && !sh.stop) {
+      sh.ready[done->k] = Slot{std::move(done->batch), std::move(status)};
+      sh.ready_cv.notify_all();
+    } else {
+      sh.RecycleLocked(std::move(done->batch));
+      sh.work_cv.notify_all();  // the slot it held is free again
     }
   }
 
@@ -309,51 +444,49 @@ class LoaderImpl final : public Loader {
     return prefetcher_->Acquire(gen, shards);
   }
 
-  // Decodes batch k of the run (epoch, start; generation gen) into b.
-  Status Fill(Batch& b, const LoaderOptions& run, const internal::EpochOrder& order, uint64_t gen,
-              int64_t epoch, int64_t start, int64_t k) const {
+  // Decodes rows [lo, hi) of `ob`: each row's image (transformed), sample, caption, key and
+  // token view. On failure *failed_row is the row (-1: pinning the rows' shards failed).
+  Status DecodeRows(OpenBatch& ob, int lo, int hi, std::vector<ShardPin>* pins,
+                    int* failed_row) const {
     const ShardSet& set = *set_;
-    const int B = run.batch_size;
-    int out_h = 0, out_w = 0;
-    internal::OutputSize(set, run, &out_h, &out_w);
-    const size_t image_bytes = static_cast<size_t>(out_h) * out_w * 3;
-    b.size = B;
-    b.height = out_h;
-    b.width = out_w;
-    b.images.resize(image_bytes * B);
-    b.lengths.resize(B);
-    b.indices.resize(B);
-    b.caption.resize(B);
-    b.keys.resize(B);
-    b.epoch = epoch;
-    b.step_in_epoch = start / global_batch_ + k;
-
-    const int64_t base = start + k * global_batch_ + static_cast<int64_t>(run.rank) * B;
+    const LoaderOptions& run = ob.run;
+    Batch& b = *ob.batch;
+    const size_t image_bytes = static_cast<size_t>(b.height) * b.width * 3;
+    const int64_t base =
+        ob.start + ob.k * global_batch_ + static_cast<int64_t>(run.rank) * run.batch_size;
     thread_local std::vector<internal::Draw> draws;
-    draws.resize(B);
-    for (int j = 0; j < B; ++j) {
+    draws.resize(static_cast<size_t>(hi - lo));
+    for (int j = lo; j < hi; ++j) {
       int64_t pos = base + j;
       if (pos >= items_) pos %= items_;  // padding wraps to the epoch's first items
-      draws[j] = order.At(pos);
+      draws[j - lo] = ob.order->At(pos);
     }
-    std::vector<ShardPin> pins;  // a remote set: the batch's shards stay resident until return
-    if (prefetcher_) {
-      MM_ASSIGN_OR_RETURN(pins, PinShards(draws, gen));
+    if (prefetcher_) {  // a remote set: the rows' shards stay resident until the batch completes
+      *failed_row = -1;
+      MM_ASSIGN_OR_RETURN(*pins, PinShards(draws, ob.gen));
     }
-    int max_len = 1;
-    std::vector<Span<const int32_t>>& toks = TokenViews();
-    toks.resize(B);
-    for (int j = 0; j < B; ++j) {
-      const Item item = internal::ResolveDraw(impl_, run, epoch, draws[j]);
+    for (int j = lo; j < hi; ++j) {
+      *failed_row = j;
+      const Item item = internal::ResolveDraw(impl_, run, ob.epoch, draws[j - lo]);
       uint8_t* dst = b.images.data() + image_bytes * j;
-      MM_RETURN_NOT_OK(internal::TransformImage(set, run, epoch, item.sample, out_w, out_h, dst));
+      MM_RETURN_NOT_OK(
+          internal::TransformImage(set, run, ob.epoch, item.sample, b.width, b.height, dst));
       b.indices[j] = item.sample;
       b.caption[j] = item.caption;
       b.keys[j].assign(set.Key(item.sample));
-      toks[j] = set.Tokens(item.sample, item.caption);
-      b.lengths[j] = static_cast<int32_t>(toks[j].size());
-      max_len = std::max(max_len, b.lengths[j]);
+      ob.tokens[j] = set.Tokens(item.sample, item.caption);
+      b.lengths[j] = static_cast<int32_t>(ob.tokens[j].size());
     }
+    return Status::OK();
+  }
+
+  // Once every row is decoded: the token rows padded to the longest ([B, L], L >= 1), or for a
+  // set without a tokenizer the caption texts (L = 0), read in one thread.
+  Status AssembleTokens(OpenBatch& ob) const {
+    Batch& b = *ob.batch;
+    const int B = ob.run.batch_size;
+    int max_len = 1;
+    for (int j = 0; j < B; ++j) max_len = std::max(max_len, b.lengths[j]);
     if (text_) {  // text only: no ids, L = 0
       max_len = 0;
       b.texts.resize(static_cast<size_t>(B));
@@ -369,21 +502,16 @@ class LoaderImpl final : public Loader {
       b.texts.clear();
     }
     b.max_length = max_len;
-    b.tokens.assign(static_cast<size_t>(B) * max_len, set.info().pad_id);
+    b.tokens.assign(static_cast<size_t>(B) * max_len, set_->info().pad_id);
     for (int j = 0; j < B; ++j) {
-      if (!toks[j].empty()) {
-        std::memcpy(b.tokens.data() + static_cast<size_t>(j) * max_len, toks[j].data(),
-                    toks[j].size() * sizeof(int32_t));
+      if (!ob.tokens[j].empty()) {
+        std::memcpy(b.tokens.data() + static_cast<size_t>(j) * max_len, ob.tokens[j].data(),
+                    ob.tokens[j].size() * sizeof(int32_t));
       }
     }
     // Everything above was read from the mappings: none changed meanwhile (shard.h).
     for (int j = 0; j < B; ++j) MM_RETURN_NOT_OK(impl_.CheckIntact(b.indices[j]));
     return Status::OK();
-  }
-
-  static std::vector<Span<const int32_t>>& TokenViews() {
-    thread_local std::vector<Span<const int32_t>> v;
-    return v;
   }
 
   std::shared_ptr<const ShardSet> set_;
@@ -429,9 +557,10 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
     return Status::InvalidArgument("rank " + std::to_string(options.rank) + " outside [0, " +
                                    std::to_string(options.world_size) + ")");
   }
-  if (options.num_threads < 1 || options.num_threads > kMaxLoaderThreads) {
+  if (options.num_threads < 0 || options.num_threads > kMaxLoaderThreads) {
     return Status::InvalidArgument("num_threads " + std::to_string(options.num_threads) +
-                                   " outside [1, " + std::to_string(kMaxLoaderThreads) + "]");
+                                   " outside [1, " + std::to_string(kMaxLoaderThreads) +
+                                   "] (0: one per CPU available)");
   }
   if (options.prefetch_batches < 1 || options.prefetch_batches > kMaxPrefetchBatches) {
     return Status::InvalidArgument("prefetch_batches " + std::to_string(options.prefetch_batches) +
@@ -452,7 +581,9 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
                                    "batch_size = " +
                                    std::to_string(global));
   }
-  auto loader = std::make_unique<LoaderImpl>(std::move(set), options, order);
+  LoaderOptions resolved = options;
+  if (resolved.num_threads == 0) resolved.num_threads = DefaultLoaderThreads();
+  auto loader = std::make_unique<LoaderImpl>(std::move(set), resolved, order);
   MM_RETURN_NOT_OK(loader->StartWorkers());  // on failure ~LoaderImpl joins those started
   MM_RETURN_NOT_OK(loader->StartPrefetcher());
   return std::unique_ptr<Loader>(std::move(loader));

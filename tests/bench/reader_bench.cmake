@@ -32,3 +32,11 @@ add_test(NAME transforms_bench CONFIGURATIONS Bench
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_transforms_bench.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(transforms_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                      TIMEOUT 1800)
+
+# The loader's thread benchmark (issue 24 item 1): images/s at prefetch 1 against 8 at 2 threads,
+# and 1 against 2 threads, through `mmpack bench`:
+#   tests/bench/loader_threads_bench.sh [BUILD_DIR] [WORK_DIR] [N] [SECONDS] [ROUNDS]
+add_test(NAME loader_threads_bench CONFIGURATIONS Bench
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/loader_threads_bench.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(loader_threads_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
+                     TIMEOUT 1800)

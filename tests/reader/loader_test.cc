@@ -1,5 +1,6 @@
 // Sampler and Loader: the epoch order, the rank split, batches, resume, errors.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -187,6 +188,94 @@ TEST(Loader, BatchesHoldTheSamplesPixelsTokensAndKeys) {
   }
 }
 
+// The decode threads share each batch's rows (issue 24): whatever the thread count and however
+// many batches may be in flight, every batch is the one the reference functions describe:
+// GlobalItem's order (padded, rank 1 of 2), LoadSampleImage's pixels (random-resized crop and
+// flip of (seed, epoch, sample)), the sample's tokens padded to the batch's longest, its key.
+TEST(Loader, EveryScheduleGivesTheReferenceBatches) {
+  const ShardSet& set = *Coco();
+  const int64_t n = set.num_samples();
+  const int64_t epoch = 3;
+  LoaderOptions o;
+  o.batch_size = 7;
+  o.seed = 9;
+  o.rank = 1;
+  o.world_size = 2;
+  o.drop_last = false;
+  o.crop = ImageCrop::kRandomResized;
+  o.horizontal_flip = true;
+  o.output_height = 24;
+  o.output_width = 40;
+  std::map<int64_t, std::vector<uint8_t>> pixels;  // sample -> LoadSampleImage's
+  for (auto [threads, prefetch] : {std::pair{1, 1}, {2, 1}, {3, 2}, {8, 1}, {5, 9}}) {
+    SCOPED_TRACE("num_threads " + std::to_string(threads) + " prefetch " +
+                 std::to_string(prefetch));
+    o.num_threads = threads;
+    o.prefetch_batches = prefetch;
+    auto loader = MakeLoader(o);
+    ASSERT_TRUE(loader);
+    loader->StartEpoch(epoch);
+    auto got = Drain(*loader);
+    ASSERT_EQ(static_cast<int64_t>(got.size()), (n + 13) / 14);
+    for (size_t k = 0; k < got.size(); ++k) {
+      const Batch& b = *got[k];
+      EXPECT_EQ(b.step_in_epoch, static_cast<int64_t>(k));
+      int longest = 1;
+      for (int j = 0; j < b.size; ++j) longest = std::max(longest, b.lengths[j]);
+      ASSERT_EQ(b.max_length, longest);
+      const size_t image_bytes = 24 * 40 * 3;
+      for (int j = 0; j < b.size; ++j) {
+        const Item want = GlobalItem(set, o, epoch, (static_cast<int64_t>(k) * 14 + 7 + j) % n);
+        ASSERT_EQ(b.indices[j], want.sample);
+        ASSERT_EQ(b.caption[j], want.caption);
+        EXPECT_EQ(b.keys[j], set.Key(want.sample));
+        std::vector<uint8_t>& ref = pixels[want.sample];
+        if (ref.empty()) {
+          int h = 0, w = 0;
+          ASSERT_TRUE(LoadSampleImage(set, o, epoch, want.sample, &ref, &h, &w).ok());
+          ASSERT_EQ(ref.size(), image_bytes);
+        }
+        EXPECT_TRUE(std::equal(ref.begin(), ref.end(), b.images.begin() + j * image_bytes))
+            << "batch " << k << " row " << j;
+        const Span<const int32_t> t = set.Tokens(want.sample, want.caption);
+        ASSERT_EQ(b.lengths[j], static_cast<int32_t>(t.size()));
+        for (int l = 0; l < b.max_length; ++l) {
+          EXPECT_EQ(b.tokens[j * b.max_length + l], l < b.lengths[j] ? t[l] : set.info().pad_id);
+        }
+      }
+    }
+  }
+}
+
+// num_threads 0 (the default) starts DefaultLoaderThreads(): one thread per CPU of this process's
+// affinity mask, shared among the node's ranks when a launcher says how many there are and the
+// process is not bound to a share of the machine.
+TEST(LoaderDeathTest, DefaultThreadsAreTheCpusAvailableSharedAmongLocalRanks) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  const int cpus = CPU_COUNT(&mask);
+  const bool bound = cpus < sysconf(_SC_NPROCESSORS_ONLN);
+  EXPECT_EXIT(
+      {
+        unsetenv("LOCAL_WORLD_SIZE");
+        unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        LoaderOptions o;
+        auto loader = Loader::Create(Coco(), o);
+        if (!loader.ok() || loader.value()->options().num_threads != std::min(cpus, 256)) _exit(1);
+        if (DefaultLoaderThreads() != std::min(cpus, 256)) _exit(2);
+        const int shared = bound ? cpus : std::max(1, cpus / 2);
+        setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+        if (DefaultLoaderThreads() != std::min(shared, 256)) _exit(3);
+        setenv("LOCAL_WORLD_SIZE", "1", 1);  // torchrun's, before mpirun's
+        if (DefaultLoaderThreads() != std::min(cpus, 256)) _exit(4);
+        setenv("LOCAL_WORLD_SIZE", "two", 1);  // not a count: ignored, mpirun's then
+        if (DefaultLoaderThreads() != std::min(shared, 256)) _exit(5);
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST(Loader, AllCaptionsEnumeratesEveryPairOnce) {
   const ShardSet& set = *Coco();
   for (int world : {1, 2}) {
@@ -338,6 +427,8 @@ TEST(Loader, CreateRefusesBadOptions) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("num_threads 3000 outside [1, 256]"), std::string::npos)
       << r.status().ToString();
+  o.num_threads = -1;
+  EXPECT_EQ(bad(o), StatusCode::kInvalidArgument);
   o.num_threads = kMaxLoaderThreads;
   EXPECT_TRUE(Loader::Create(Coco(), o).ok());
   o = {};

@@ -139,7 +139,10 @@ void CheckLimits(const TrainConfig& c, int cpus) {
   CheckRange("--accum-steps", c.accum_steps, 1, kMaxAccumSteps);
   CheckRange("--threads", c.threads, 0, cpus,
              ": this process may run on " + std::to_string(cpus) + " CPU(s)");
-  CheckRange("--loader-threads", c.loader_threads, 1, kMaxLoaderThreads);
+  if (c.loader_threads != 0) {  // 0: one per CPU available (the reader's default)
+    CheckRange("--loader-threads", c.loader_threads, 1, kMaxLoaderThreads,
+               " (0: one per CPU available)");
+  }
   CheckRange("--prefetch", c.prefetch, 1, kMaxPrefetch);
 }
 

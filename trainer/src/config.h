@@ -54,8 +54,8 @@ struct TrainConfig {
   std::string dump_grads;        // write the first step's (reduced) gradients, then go on
   double dist_timeout_s = 60;    // c10d rendezvous and collective timeout, seconds
   int threads = 0;               // LibTorch intra-op threads (0: LibTorch's default)
-  int loader_threads = 2;        // reader decode threads
-  int prefetch = 4;              // reader batches in flight
+  int loader_threads = 0;        // reader decode threads (0: reader::DefaultLoaderThreads())
+  int prefetch = 4;              // reader batches being decoded or ready, at most
   bool shuffle = true;
   std::string shuffle_mode = "auto";  // --shuffle: auto | global | block (reader.h ShuffleMode)
   int shuffle_window = 0;             // --shuffle-window: block shuffle's shards per window
@@ -89,7 +89,7 @@ constexpr int kMaxAccumSteps = 1 << 16;  // --accum-steps
 constexpr int kMaxLoaderThreads = 256;   // --loader-threads
 constexpr int kMaxPrefetch = 1024;       // --prefetch, batches
 
-/// Checks the flags that need no data: --batch-size, --accum-steps, --loader-threads and
+/// Checks the flags that need no data: --batch-size, --accum-steps, --loader-threads (or 0) and
 /// --prefetch within [1, kMax...], --threads within [0, `cpus`] (more LibTorch threads than
 /// CPUs only thrash: 5000 on 2 CPUs never finish a step). Throws std::invalid_argument, one
 /// line naming the flag, its value and the bound.

@@ -22,7 +22,7 @@ struct EvalResult {
 
 struct EvalOptions {
   int batch_size = 32;      // val batch per rank (capped at the set's size)
-  int loader_threads = 2;   // reader decode threads
+  int loader_threads = 0;   // reader decode threads (0: one per CPU available)
   int64_t max_samples = 0;  // score the first this many val images in file order (0: all)
   reader::ImageCrop crop = reader::ImageCrop::kNone;  // kCenter under --augment rrc
 };

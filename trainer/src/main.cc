@@ -117,12 +117,16 @@ int main(int argc, char** argv) {
                  "seconds before a collective or the "
                  "rendezvous fails");
   app.add_option("--threads", c.threads, "LibTorch intra-op threads (0: default)");
-  app.add_option("--loader-threads", c.loader_threads, "reader decode threads");
+  app.add_option("--loader-threads", c.loader_threads,
+                 "reader decode threads, sharing each batch (0: one per CPU available, shared "
+                 "among the node's ranks)");
   app.add_option("--augment", c.augment,
                  "rrc: train on random-resized crops (torchvision's), evaluate on centre crops; "
                  "none: the stored images")
       ->check(CLI::IsMember({"rrc", "none"}));
-  app.add_option("--prefetch", c.prefetch, "reader batches in flight");
+  app.add_option("--prefetch", c.prefetch,
+                 "reader batches being decoded or ready, at most (memory; 2 keeps every "
+                 "thread busy)");
   app.add_option("--eval-max", c.eval_max, "evaluate on at most this many val samples");
   bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "read the training set in file order");

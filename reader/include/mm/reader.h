@@ -278,6 +278,13 @@ inline constexpr int kMaxOutputSide = 8192;
 inline constexpr int kMaxLoaderThreads = 256;
 inline constexpr int kMaxPrefetchBatches = 256;
 
+/// Decode threads of a Loader whose LoaderOptions::num_threads is 0: the CPUs this process may
+/// run on (sched_getaffinity), shared among the ranks of this node when the process is not
+/// bound to a share of the machine already and a launcher says how many ranks there are
+/// (LOCAL_WORLD_SIZE of torchrun, else OMPI_COMM_WORLD_LOCAL_SIZE of Open MPI's mpirun);
+/// at least 1, at most kMaxLoaderThreads.
+int DefaultLoaderThreads();
+
 /// How LoaderOptions::shuffle orders an epoch (reader/README.md, "Epoch order" and "Block
 /// shuffle", with its shuffle quality measured against the global permutation).
 enum class ShuffleMode {
@@ -314,8 +321,13 @@ struct LoaderOptions {
   /// torch's DistributedSampler pads), so every rank still gets equal, full batches.
   bool drop_last = true;
   CaptionMode caption_mode = CaptionMode::kRandomCaption;
-  int num_threads = 2;       // decode threads, 1..kMaxLoaderThreads
-  int prefetch_batches = 4;  // bounded queue of reusable batch buffers, 1..kMaxPrefetchBatches
+  /// Decode threads, 1..kMaxLoaderThreads; 0: DefaultLoaderThreads(). They share the work of
+  /// each batch (its rows), so every thread decodes whatever prefetch_batches is.
+  int num_threads = 0;
+  /// Batches being decoded or waiting for Next(), at most, 1..kMaxPrefetchBatches (a bounded
+  /// pool of reusable buffers: memory). 1 leaves the threads idle while the consumer takes each
+  /// batch; 2 or more keeps them busy.
+  int prefetch_batches = 4;
   /// Load-time image transforms, in the decode threads (reader/src/transforms). Every random
   /// draw is a function of (seed, epoch, sample), so batches are the same on any thread count
   /// and after a LoaderState restore. The output is [output_height, output_width, 3] uint8;
@@ -387,9 +399,9 @@ struct LoaderState {
 /// that reads it.
 class Loader {
  public:
-  /// Starts options.num_threads decode threads.
+  /// Starts options.num_threads decode threads (0: DefaultLoaderThreads()).
   /// Errors: InvalidArgument (batch_size < 1, rank outside [0, world_size), num_threads outside
-  /// [1, kMaxLoaderThreads], prefetch_batches outside [1, kMaxPrefetchBatches], an empty set,
+  /// [0, kMaxLoaderThreads], prefetch_batches outside [1, kMaxPrefetchBatches], an empty set,
   /// drop_last with fewer items than one global batch, an output side outside
   /// [1, kMaxOutputSide] or only one of them given, center_crop_ratio outside (0, 1]); IOError when
   /// the system refuses a thread (a process or memory limit), naming which one.
@@ -416,7 +428,7 @@ class Loader {
   /// mixture (other files, weights or epoch_size) or caption mode, naming both).
   virtual Status Restore(const LoaderState& state) = 0;
   /// The options in force: shuffle_mode and shuffle_window resolved (never kAuto or 0 when
-  /// shuffling).
+  /// shuffling), num_threads the threads started (never 0).
   virtual const LoaderOptions& options() const = 0;
   /// One line for the user when the loader chose for them (kAuto became kBlock because the
   /// cache limit cannot hold the set), else empty.

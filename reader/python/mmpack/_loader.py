@@ -4,13 +4,14 @@ import json
 import operator
 import os
 import sys
-from typing import Any, Dict, Iterator, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
 
-from mmpack import _mmpack
+from mmpack import _device, _mmpack
+from mmpack._device import ARRAY_KEYS as _ARRAY_KEYS
 from mmpack._shard_set import PathLike, ShardSet
 
-# The batch entries that are arrays (numpy, or torch tensors with as_torch=True).
-_ARRAY_KEYS = ("images", "tokens", "lengths", "indices", "caption_index")
+if TYPE_CHECKING:
+    import torch
 _CAPTION_MODES = {"random": _mmpack.CaptionMode.RANDOM, "all": _mmpack.CaptionMode.ALL}
 _SHUFFLE_MODES = {"auto": _mmpack.ShuffleMode.AUTO, "global": _mmpack.ShuffleMode.GLOBAL,
                   "block": _mmpack.ShuffleMode.BLOCK}
@@ -111,7 +112,8 @@ class Loader:
                          `--tokenizer none` (tokenize them in the training loop); read through
                          HDF5 by the decode threads (tens of microseconds a row)
         "epoch", "step": int, the epoch and the batch's index among this rank's batches
-    The arrays are numpy arrays, or torch.Tensors with as_torch=True (torch.from_numpy: no copy).
+    The arrays are numpy arrays, or torch.Tensors with as_torch=True (torch.from_numpy: no copy),
+    pin_memory=True (page-locked copies) or a device (see pin_memory and device below).
 
     Buffer lifetime: the arrays are views of the C++ batch's buffers, whose numpy base object
     holds the batch (a shared_ptr). The batch goes back to the loader's pool only when the last
@@ -152,8 +154,12 @@ class Loader:
         rank, world_size: None: default_rank_and_world_size() (torch.distributed, else RANK /
             WORLD_SIZE, else 0 / 1).
         drop_last: see above.
-        num_threads: C++ decode threads.
-        prefetch: batches decoded ahead (in flight or waiting), at most.
+        num_threads: C++ decode threads; they share the work of each batch, so all of them
+            decode whatever prefetch is. None (or 0): one per CPU this process may run on
+            (sched_getaffinity), divided by the ranks on this node when the launcher says how
+            many (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE); at most 256.
+        prefetch: batches decoded ahead (being decoded or waiting), at most: memory, not speed,
+            once it is 2 (at 1 the threads wait while the training loop takes each batch).
         caption_mode: "random" (one item per image, its caption drawn per seed, epoch and
             sample) or "all" (one item per (image, caption) pair).
         crop: "none" (the largest centred window of the output's shape: the stored image at
@@ -166,20 +172,34 @@ class Loader:
             "lanczos" (Lanczos-3, Pillow's LANCZOS) or "bilinear" (the triangle, Pillow's
             BILINEAR and torchvision's RandomResizedCrop default; a third of the taps).
         as_torch: give torch.Tensors (torch.from_numpy) instead of numpy arrays.
+        pin_memory: give the arrays as torch.Tensors in page-locked host memory (a copy of each
+            batch, made in the iterating thread), ready for .to("cuda", non_blocking=True), as
+            DataLoader(pin_memory=True). Needs torch with CUDA and a GPU: RuntimeError otherwise.
+        device: None (the host), "cpu" (torch.Tensors, as as_torch), or "cuda", "cuda:N" or a
+            torch.device: the arrays arrive as tensors on that GPU (images still [B, H, W, 3]
+            uint8: convert and normalise there). Each batch is pinned and copied on a side CUDA
+            stream one batch ahead, so the copy overlaps the step on the previous batch; the
+            tensors are ready for work queued on the stream current when the batch is handed
+            out (the caller's current stream waits for the copy on the GPU, not in Python).
+            One batch more is held (being copied). state_dict() counts the batches handed out,
+            not the one being copied. RuntimeError where torch has no CUDA.
 
     Errors: FileNotFoundError (no set), ValueError (a bad option: batch_size < 1, rank outside
-    [0, world_size), caption_mode, crop, output_size; drop_last with fewer items than one
-    global batch; an empty set), mmpack.CorruptionError while iterating (a damaged chunk; names
+    [0, world_size), caption_mode, crop, output_size, device; drop_last with fewer items than
+    one global batch; an empty set), RuntimeError (pin_memory or a CUDA device without CUDA),
+    mmpack.CorruptionError while iterating (a damaged chunk; names
     shard and sample).
     """
 
     def __init__(self, path_or_set: Union[PathLike, ShardSet], batch_size: int, *,
                  shuffle: bool = True, seed: int = 0, rank: Optional[int] = None,
                  world_size: Optional[int] = None, drop_last: bool = True,
-                 num_threads: int = 2, prefetch: int = 4, caption_mode: str = "random",
+                 num_threads: Optional[int] = None, prefetch: int = 4,
+                 caption_mode: str = "random",
                  crop: str = "none", output_size: Optional[Tuple[int, int]] = None,
                  horizontal_flip: bool = False, interpolation: str = "lanczos",
-                 as_torch: bool = False,
+                 as_torch: bool = False, pin_memory: bool = False,
+                 device: Union[None, str, "torch.device"] = None,
                  shuffle_mode: str = "auto", shuffle_window: int = 0,
                  cache_dir: Optional[PathLike] = None,
                  cache_limit: Union[int, str] = 0) -> None:
@@ -188,6 +208,7 @@ class Loader:
         if shuffle_mode not in _SHUFFLE_MODES:
             raise ValueError("shuffle_mode must be 'auto', 'global' or 'block', not %r"
                              % (shuffle_mode,))
+        self._device = _device.resolve(device, pin_memory)  # before any thread starts
         if isinstance(path_or_set, ShardSet):
             self._set = path_or_set
         else:
@@ -201,7 +222,8 @@ class Loader:
         options.world_size = _integer(
             "world_size", default_world if world_size is None else world_size, *_INT32)
         options.drop_last = drop_last
-        options.num_threads = _integer("num_threads", num_threads, *_INT32)
+        options.num_threads = 0 if num_threads is None else _integer(
+            "num_threads", num_threads, *_INT32)
         options.prefetch_batches = _integer("prefetch", prefetch, *_INT32)
         options.caption_mode = _CAPTION_MODES[caption_mode]
         options.shuffle_mode = _SHUFFLE_MODES[shuffle_mode]
@@ -213,10 +235,14 @@ class Loader:
         """One line when the loader chose for the user (auto became the block shuffle), else ''."""
         if self.notice:
             sys.stderr.write("mmpack.Loader: %s\n" % self.notice)
-        self._from_numpy = None
-        if as_torch:
-            import torch  # only when asked for: importing torch takes a second
-            self._from_numpy = torch.from_numpy
+        self._from_numpy = None   # numpy array -> what the batch holds (None: the array)
+        self._copier = None       # a CUDA device: the CudaCopier, made at the first batch
+        if self._device is None:
+            if as_torch:
+                self._from_numpy = _device.host_converter(False)
+        elif self._device.type == "cpu":
+            self._from_numpy = _device.host_converter(pin_memory)
+        self._handed_out = None   # CUDA: (generation, state after the batch last handed out)
         self._seed = seed         # the order's seed (a restored state brings its own)
         self._epoch = 0           # the epoch the next iteration runs
         self._run_epoch = None    # the epoch the C++ loader was last started or restored at
@@ -231,7 +257,20 @@ class Loader:
         else:
             self._impl.start_epoch(self._epoch)
             self._run_epoch = self._epoch
+        if self._device is not None and self._device.type == "cuda":
+            return self._on_device(self._generation)
         return self._batches(self._generation)
+
+    def _on_device(self, generation: int) -> Iterator[Dict[str, Any]]:
+        """_batches through the CUDA copier, one batch ahead (mmpack/_device.py)."""
+        if self._copier is None:
+            self._copier = _device.CudaCopier(self._device)
+
+        def handed_out(state: str) -> None:
+            self._handed_out = (generation, state)
+
+        return _device.one_ahead(self._batches(generation), self._copier.start,
+                                 self._copier.finish, self._impl.state_json, handed_out)
 
     def _batches(self, generation: int) -> Iterator[Dict[str, Any]]:
         next_batch = self._impl.next
@@ -270,8 +309,12 @@ class Loader:
         "items_per_epoch"}, ints, "order" ("global", "block" or "none") and "shuffle_window"
         (the C++ LoaderState's; load_state_dict refuses another order); torch.save-able. Save
         it on any rank (ranks in lockstep agree)."""
-        state = json.loads(self._impl.state_json())  # every field the C++ state has
-        if self._run_epoch != self._epoch:  # set_epoch moved on, nothing ran yet: its start
+        if self._run_epoch == self._epoch:
+            handed = self._handed_out  # a CUDA device: not the batch being copied
+            state = json.loads(handed[1] if handed and handed[0] == self._generation
+                               else self._impl.state_json())  # every field the C++ state has
+        else:  # set_epoch moved on, nothing ran yet: its start
+            state = json.loads(self._impl.state_json())
             state.update({"seed": self._seed, "epoch": self._epoch, "consumed": 0})
         state["items_per_epoch"] = self._impl.items_per_epoch
         return state
@@ -318,6 +361,16 @@ class Loader:
     def world_size(self) -> int:
         """The number of ranks the epoch is split over."""
         return self._options.world_size
+
+    @property
+    def num_threads(self) -> int:
+        """The C++ decode threads running (num_threads resolved: None became a count)."""
+        return self._impl.num_threads
+
+    @property
+    def device(self) -> Optional["torch.device"]:
+        """Where batches are delivered: a torch.device, or None (numpy / as_torch on the host)."""
+        return self._device
 
     @property
     def batch_size(self) -> int:

@@ -84,7 +84,7 @@ class LoaderOptions:
     world_size: int
     drop_last: bool
     caption_mode: CaptionMode
-    num_threads: int
+    num_threads: int  # 0 (the default): one per CPU available (mm::reader::DefaultLoaderThreads)
     prefetch_batches: int
     output_height: int
     output_width: int
@@ -106,6 +106,8 @@ class Loader:
     def batches_per_epoch(self) -> int: ...
     @property
     def notice(self) -> str: ...
+    @property
+    def num_threads(self) -> int: ...  # the decode threads started (options' 0 resolved)
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...

@@ -106,6 +106,9 @@ class PyLoader {
   int64_t BatchesPerEpoch() {
     return Locked([](reader::Loader& l) { return l.batches_per_epoch(); });
   }
+  int NumThreads() {
+    return Locked([](reader::Loader& l) { return l.options().num_threads; });
+  }
 
   // Stops and joins the decode threads (a thread may be finishing a batch). Idempotent.
   void Close() {
@@ -199,6 +202,7 @@ void BindLoader(py::module_& m) {
       .def_property_readonly("items_per_epoch", &PyLoader::ItemsPerEpoch)
       .def_property_readonly("batches_per_epoch", &PyLoader::BatchesPerEpoch)
       .def_property_readonly("notice", &PyLoader::Notice)
+      .def_property_readonly("num_threads", &PyLoader::NumThreads)
       .def("close", &PyLoader::Close)
       .def_property_readonly("closed", &PyLoader::closed);
 }

@@ -125,6 +125,7 @@ std::string FiguresJson(const BenchOptions& options, const mm::reader::ShardSet&
   j["samples"] = f.samples;
   j["seconds"] = Round3(f.seconds);
   j["threads"] = options.threads;
+  j["prefetch"] = options.prefetch;
   if (set.remote()) {  // what the cache did: bytes fetched against the set's bytes
     const mm::reader::CacheStats c = set.cache_stats();
     j["downloads"] = c.downloads;
@@ -144,7 +145,8 @@ std::string FiguresText(const BenchOptions& options, const mm::reader::ShardSet&
   std::ostringstream o;
   o << std::fixed << std::setprecision(3);
   o << "read " << f.samples << " samples in " << f.seconds << " s (" << options.threads
-    << " threads, batch " << options.batch_size << ", set of " << set.num_samples() << " samples)\n"
+    << " threads, prefetch " << options.prefetch << ", batch " << options.batch_size << ", set of "
+    << set.num_samples() << " samples)\n"
     << "  samples/s           " << sps << "\n"
     << "  MB/s (decoded)      " << sps * static_cast<double>(set.image_bytes()) / 1e6 << "\n"
     << "  CPU ms per sample   " << f.cpu_seconds * 1e3 / f.samples << "\n"
@@ -161,8 +163,8 @@ std::string FiguresText(const BenchOptions& options, const mm::reader::ShardSet&
 }  // namespace
 
 Status RunBench(const BenchOptions& options, std::ostream& out) {
-  if (options.threads < 1 || options.batch_size < 1 || !(options.seconds > 0)) {
-    return Status::InvalidArgument("bench: threads, batch size and seconds must be positive");
+  if (options.threads < 0 || options.batch_size < 1 || !(options.seconds > 0)) {
+    return Status::InvalidArgument("bench: batch size and seconds must be positive, threads >= 0");
   }
   mm::reader::OpenOptions open;
   open.remote = options.remote;
@@ -176,6 +178,7 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   mm::reader::LoaderOptions lo;
   lo.batch_size = options.batch_size;
   lo.num_threads = options.threads;
+  lo.prefetch_batches = options.prefetch;
   lo.shuffle = true;
   lo.shuffle_mode = options.shuffle;
   lo.shuffle_window = options.shuffle_window;
@@ -183,6 +186,7 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   lo.seed = 1;
   SetLoaderView(options.crop, options.size, options.interpolation, &lo);
   MM_ASSIGN_OR_RETURN(auto loader, mm::reader::Loader::Create(set, lo));
+  lo.num_threads = loader->options().num_threads;  // 0 resolved
   if (!loader->notice().empty()) std::cerr << "mmpack bench: " << loader->notice() << "\n";
   RssWatcher watcher;
   Status read = ReadFor(loader.get(), options.seconds, &f);
@@ -192,7 +196,9 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   if (f.samples == 0 || f.seconds <= 0) return Status::Internal("bench: no samples read");
   f.peak_anon_mb = watcher.peak_mb();
   f.hwm_mb = ProcStatusKb("VmHWM") / 1024.0;
-  out << (options.json ? FiguresJson(options, *set, f) : FiguresText(options, *set, f));
+  BenchOptions ran = options;
+  ran.threads = lo.num_threads;
+  out << (options.json ? FiguresJson(ran, *set, f) : FiguresText(ran, *set, f));
   return Status::OK();
 }
 

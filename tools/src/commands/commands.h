@@ -107,7 +107,8 @@ struct BenchOptions {
   mm::reader::RemoteOptions remote;  // cache and transport of a remote set
   mm::reader::ShuffleMode shuffle = mm::reader::ShuffleMode::kAuto;
   int shuffle_window = 0;  // kBlock: shards per window (0: chosen, see reader.h)
-  int threads = 2;
+  int threads = 0;   // decode threads (0: one per CPU available, the Loader's default)
+  int prefetch = 4;  // batches decoded ahead (LoaderOptions::prefetch_batches)
   int batch_size = 32;
   double seconds = 5.0;
   std::string crop = "none";  // the loader's crop: none | center | rrc

@@ -310,8 +310,11 @@ CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench, RemoteArgs* rem
                  "Block shuffle: shards per window (0: the largest the cache limit allows)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  be->add_option("--threads", bench->threads, "Decode threads")
-      ->check(CLI::PositiveNumber)
+  be->add_option("--threads", bench->threads, "Decode threads (0: one per CPU available)")
+      ->check(CLI::Range(0, mm::reader::kMaxLoaderThreads))
+      ->capture_default_str();
+  be->add_option("--prefetch", bench->prefetch, "Batches decoded ahead, at most")
+      ->check(CLI::Range(1, mm::reader::kMaxPrefetchBatches))
       ->capture_default_str();
   be->add_option("--batch-size", bench->batch_size, "Batch size")
       ->check(CLI::PositiveNumber)
