@@ -8,12 +8,15 @@ set(CPACK_PACKAGE_VENDOR "mmpack")
 set(CPACK_PACKAGE_CONTACT "mmpack maintainers <mmpack@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "compile image-text pairs into HDF5 shards, read them fast, train on them")
+# Installed with CMAKE_INSTALL_PREFIX=/usr and DESTDIR (CPACK_SET_DESTDIR, which takes the
+# prefix from CPACK_INSTALL_PREFIX): the Python package's install rule sees the prefix /usr and
+# picks lib/python3/dist-packages (reader/python/CMakeLists.txt).
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-# Installed with CMAKE_INSTALL_PREFIX=/usr and DESTDIR: the Python package's install rule sees
-# the prefix /usr and picks lib/python3/dist-packages (reader/python/CMakeLists.txt).
+set(CPACK_INSTALL_PREFIX /usr)
 set(CPACK_SET_DESTDIR ON)
 set(CPACK_STRIP_FILES ON)  # no debug information: it names the build machine's folders
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # libmm_reader.so.0: shlibs file, ldconfig trigger
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(_mm_deb_depends "")

@@ -91,7 +91,8 @@ def build(raw: PathLike, out: PathLike, *, verbose: bool = False,
     cmd += _flag_args(options)
     tail: "collections.deque[str]" = collections.deque(maxlen=50)
     with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, errors="replace") as proc:
+                          stderr=subprocess.PIPE, text=True, errors="replace",
+                          env=_resources.program_env()) as proc:
         assert proc.stderr is not None
         for line in proc.stderr:
             tail.append(line.rstrip("\n"))

@@ -10,18 +10,18 @@ importing torch) or the system's LibTorch it was built with.
 import importlib.util
 import os
 import sys
-from typing import List, NoReturn, Optional
+from typing import Dict, List, NoReturn, Optional
 
 from mmpack import _resources
 
 
-def _exec(name: str, argv: List[str], env: Optional[dict] = None) -> NoReturn:
+def _exec(name: str, argv: List[str], env: Dict[str, str]) -> NoReturn:
     path = _resources.program(name)
     if path is None:
         sys.stderr.write("%s: not part of this mmpack installation (no %s in %s)\n"
                          % (name, name, _resources.program_folder()))
         sys.exit(127)
-    os.execve(path, [name] + argv, os.environ if env is None else env)
+    os.execve(path, [name] + argv, env)
 
 
 def _torch_lib_dir() -> Optional[str]:
@@ -34,13 +34,13 @@ def _torch_lib_dir() -> Optional[str]:
 
 def mmpack() -> NoReturn:
     """`mmpack ...`: the mmpack program of this package."""
-    _exec("mmpack", sys.argv[1:])
+    _exec("mmpack", sys.argv[1:], _resources.program_env())
 
 
 def mmtrain() -> NoReturn:
     """`mmtrain ...`: the mmtrain program of this package, with the environment's torch/lib
     first on the library path (a pip-installed torch keeps its libraries there)."""
-    env = dict(os.environ)
+    env = _resources.program_env()
     lib = _torch_lib_dir()
     if lib:
         old = env.get("LD_LIBRARY_PATH")

@@ -8,10 +8,11 @@ BUILD/bin and BUILD/hdf5-plugins for PYTHONPATH=BUILD/python, PREFIX/bin and the
 plugin folder after `cmake --install` or the .deb.
 """
 
+import glob
 import importlib.resources
 import os
 import pathlib
-from typing import Optional
+from typing import Dict, Optional
 
 from mmpack import _config
 
@@ -53,3 +54,15 @@ def plugin_dir() -> str:
     if not os.path.isfile(os.path.join(folder, PLUGIN_FILE)):
         raise FileNotFoundError("the zstd filter plugin %s is not in %s" % (PLUGIN_FILE, folder))
     return folder
+
+
+def program_env() -> Dict[str, str]:
+    """The environment to run the package's programs in: this process's, plus, where the
+    package carries its own libvips (pip's wheel: mmpack/_libs), VIPSHOME set to the package's
+    folder (unless set already), so that libvips does not load the system's loadable modules
+    (vips-modules-8.x: HEIF, PDF, ...), which link the system's libvips and GLib, a second copy
+    of each in the process."""
+    env = dict(os.environ)
+    if "VIPSHOME" not in env and glob.glob(os.path.join(package_dir(), "_libs", "libvips-*")):
+        env["VIPSHOME"] = package_dir()
+    return env
