@@ -1,6 +1,7 @@
-# cpack -G DEB (run in the build tree): one Debian package of everything `cmake --install`
-# installs, under /usr: the programs, the Python package in /usr/lib/python3/dist-packages,
-# libmm_reader with its headers and mmpackConfig.cmake, the zstd plugin in /usr/lib/hdf5/plugins.
+# cpack -G DEB (run in the build tree; included by the top-level CMakeLists.txt): one Debian
+# package of everything `cmake --install` installs, under /usr: the programs, the Python package
+# in /usr/lib/python3/dist-packages, libmm_reader with its headers and mmpackConfig.cmake, the
+# zstd plugin in /usr/lib/hdf5/plugins.
 # Depends: the shared libraries' packages as dpkg-shlibdeps finds them (libhdf5, libvips,
 # libsentencepiece, LibTorch, ...), plus the Python the module is built for and numpy.
 set(CPACK_PACKAGE_NAME mmpack)
