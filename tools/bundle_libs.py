@@ -3,7 +3,8 @@
 `auditwheel repair` does for a manylinux wheel, so that the package runs where those libraries
 are not installed.
 
-Usage: tools/bundle_libs.py PACKAGE_DIR   (setup.py runs it on the built mmpack/ folder)
+Usage: tools/bundle_libs.py PACKAGE_DIR   (tools/python_package/setup.py runs it on the built
+                                          mmpack/ folder)
 
 For each ELF file of PACKAGE_DIR (the extension, bin/*, hdf5-plugins/*): every library it
 needs, directly or through another, is copied into PACKAGE_DIR/_libs, except

@@ -18,7 +18,7 @@ PACKAGES=(
   python3-h5py python3-numpy python3-pil python3-torch python3-torchvision python3-sentencepiece
   python3-dev pybind11-dev python3-pybind11 python3-pytest  # the Python module (reader/python)
   python3-matplotlib  # mmtrain plot (curves.png)
-  python3-pip python3-venv python3-setuptools python3-wheel  # pip install . (setup.py)
+  python3-pip python3-venv python3-setuptools python3-wheel  # pip install . (tools/python_package)
   patchelf dpkg-dev  # the wheel's bundled libraries (tools/bundle_libs.py); cpack -G DEB's Depends
 )
 

@@ -1,8 +1,8 @@
 """`pip install --no-build-isolation .` as a user runs it: into a fresh venv
 (--system-site-packages, for Debian's setuptools, wheel and numpy) from a copy of the checkout,
-setup.py configuring and building CMake for the venv's interpreter (its build folder beside the
-copy's sources, as build/ is beside the checkout's, so that ccache serves the build tree's
-objects), then `import mmpack` with a build, a read and a Loader epoch from another folder, the
+pyproject.toml's in-tree backend running tools/python_package/setup.py, which configures and
+builds CMake for the venv's interpreter (its build folder beside the copy's sources, as build/
+is beside the checkout's, so that ccache serves the build tree's objects), then `import mmpack` with a build, a read and a Loader epoch from another folder, the
 console commands, `mmpack env` with h5dump and h5py, no folder of the build in any installed
 file, and `pip uninstall` leaving nothing behind.
 """

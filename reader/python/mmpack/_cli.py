@@ -1,6 +1,7 @@
-"""The console commands `mmpack` and `mmtrain` of a pip-installed package (setup.py's
-entry_points): each replaces the Python process with the program that came with the package
-(_resources.program), passing its arguments, environment and exit status through unchanged.
+"""The console commands `mmpack` and `mmtrain` of a pip-installed package (the entry_points
+of tools/python_package/setup.py): each replaces the Python process with the program that came
+with the package (_resources.program), passing its arguments, environment and exit status
+through unchanged.
 
 mmtrain links LibTorch: it is built only where LibTorch was found, and runs against the torch
 of the environment it runs in (torch/lib of the first `torch` on sys.path, found without

@@ -1,7 +1,11 @@
-"""pip install . / pip wheel .: the Python package mmpack, built by CMake for the running
-interpreter (pyproject.toml names setuptools as the backend; no download is needed:
-`pip install --no-build-isolation .` uses the interpreter's setuptools and wheel, Debian's
-python3-setuptools and python3-wheel for /usr/bin/python3 and --system-site-packages venvs).
+"""The setup script of the Python package mmpack, built by CMake for the running interpreter.
+`pip install --no-build-isolation .` and `pip wheel --no-build-isolation --no-deps .` reach it
+through the in-tree build backend beside it (mmpack_build_backend.py, named by the root's
+pyproject.toml), which calls setup_mmpack(); no download is needed: --no-build-isolation uses the
+interpreter's setuptools and wheel, Debian's python3-setuptools and python3-wheel for
+/usr/bin/python3 and --system-site-packages venvs. It lives here, not at the checkout's root,
+whose top level is fixed (CMakeLists.txt, tools/, reader/, trainer/, schemas/, tests/,
+examples/, README.md, and pyproject.toml, which pip needs there).
 
 What the package holds (all of it found relative to the package, mmpack/_resources.py):
     mmpack/*.py, _mmpack.pyi, py.typed       the Python layer (reader/python/mmpack)
@@ -13,10 +17,11 @@ What the package holds (all of it found relative to the package, mmpack/_resourc
                                               libstdc++ (tools/bundle_libs.py; not LibTorch)
 
 Environment (all optional):
-    MMPACK_BUILD_DIR   the CMake build folder (default: build-pip-<tag> beside setup.py). If it
-                       holds a configured build already (tools/build.sh's build/), that build is
-                       used as it is configured (cmake --build --target mm_runtime, no
-                       configure): for the same Python it adds nothing to compile.
+    MMPACK_BUILD_DIR   the CMake build folder, relative to the checkout's root (default:
+                       build-pip-<tag> there). If it holds a configured build already
+                       (tools/build.sh's build/), that build is used as it is configured
+                       (cmake --build --target mm_runtime, no configure): for the same Python it
+                       adds nothing to compile.
     MMPACK_TRAINER     ON | OFF | AUTO (default: ON where LibTorch's CMake files are found:
                        the environment's torch, Torch_DIR, CMAKE_PREFIX_PATH, the system's).
     MMPACK_BUNDLE_LIBS 1 (default) | 0: 0 links the system's libraries instead of carrying them.
@@ -36,7 +41,10 @@ import sysconfig
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
+# The checkout's root (this file is ROOT/tools/python_package/setup.py): CMake's source folder and
+# the folder setuptools runs in (setup_mmpack), so that the package's paths below are relative
+# to it.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE_SRC = os.path.join("reader", "python")
 
 
@@ -198,30 +206,44 @@ class CMakeBuild(build_ext):
             f.write(text)
 
 
-# setuptools' own build folders beside CMake's (not in tools/build.sh's build/).
-STAGE = os.path.relpath(os.path.join(build_dir(), "setuptools"), ROOT)
-os.makedirs(os.path.join(ROOT, STAGE), exist_ok=True)
-SCRIPTS = ["mmpack = mmpack._cli:mmpack"]
-if builds_trainer():
-    SCRIPTS.append("mmtrain = mmpack._cli:mmtrain")
+def setup_mmpack(script_args):
+    """Runs setuptools.setup() on the package mmpack with the command line `script_args` (e.g.
+    ["bdist_wheel", "--dist-dir", DIR]), in the checkout's root (the current folder is restored
+    after). Raises SystemExit on a setuptools error, CalledProcessError on a failed CMake step."""
+    previous = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        # setuptools' own build folders beside CMake's (not in tools/build.sh's build/).
+        stage = os.path.relpath(os.path.join(build_dir(), "setuptools"), ROOT)
+        os.makedirs(stage, exist_ok=True)
+        scripts = ["mmpack = mmpack._cli:mmpack"]
+        if builds_trainer():
+            scripts.append("mmtrain = mmpack._cli:mmtrain")
+        # The metadata is here rather than in pyproject.toml's [project] so that setuptools
+        # older than 61 (Python 3.9's) builds it too.
+        setup(
+            script_name=os.path.relpath(os.path.abspath(__file__), ROOT),
+            script_args=list(script_args),
+            name="mmpack",
+            version=project_version(),
+            description="Compile image-text pairs into HDF5 shards, read them fast, train on them",
+            python_requires=">=3.9",
+            install_requires=["numpy"],
+            packages=["mmpack"],
+            package_dir={"": PACKAGE_SRC},
+            package_data={"mmpack": ["_mmpack.pyi", "py.typed"]},
+            exclude_package_data={"mmpack": ["_config.py.in"]},
+            ext_modules=[CMakeExtension("mmpack._mmpack")],
+            cmdclass={"build_ext": CMakeBuild},
+            entry_points={"console_scripts": scripts},
+            zip_safe=False,
+            options={"build": {"build_base": os.path.join(stage, "build")},
+                     "egg_info": {"egg_base": stage},
+                     "bdist_wheel": {"bdist_dir": os.path.join(stage, "bdist")}},
+        )
+    finally:
+        os.chdir(previous)
 
-# The metadata is here rather than in pyproject.toml's [project] so that setuptools older than
-# 61 (Python 3.9's) builds it too.
-setup(
-    name="mmpack",
-    version=project_version(),
-    description="Compile image-text pairs into HDF5 shards, read them fast, train on them",
-    python_requires=">=3.9",
-    install_requires=["numpy"],
-    packages=["mmpack"],
-    package_dir={"": PACKAGE_SRC},
-    package_data={"mmpack": ["_mmpack.pyi", "py.typed"]},
-    exclude_package_data={"mmpack": ["_config.py.in"]},
-    ext_modules=[CMakeExtension("mmpack._mmpack")],
-    cmdclass={"build_ext": CMakeBuild},
-    entry_points={"console_scripts": SCRIPTS},
-    zip_safe=False,
-    options={"build": {"build_base": os.path.join(STAGE, "build")},
-             "egg_info": {"egg_base": STAGE},
-             "bdist_wheel": {"bdist_dir": os.path.join(STAGE, "bdist")}},
-)
+
+if __name__ == "__main__":  # e.g. python3 tools/python_package/setup.py --version
+    setup_mmpack(sys.argv[1:])
