@@ -9,7 +9,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash tools/install-deps.sh
 export BUILD_DIR=${BUILD_DIR:-$root/build}
-bash tools/build.sh
+# Only what runs below (mm_runtime: mmpack, mmtrain, the Python module, the zstd plugin), in the
+# configuration tests/run.sh uses too: the test command then compiles the tests only.
+MM_TARGETS=mm_runtime bash tools/build.sh
 bin=$BUILD_DIR/bin
 out=${OUT:-$root/out/quickstart}
 data=$root/examples/data/coco-cc

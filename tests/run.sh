@@ -10,7 +10,9 @@ if [ ! -d "$root/../shared/data" ]; then
 fi
 bash tools/install-deps.sh
 export BUILD_DIR=${BUILD_DIR:-$root/build}
-bash tools/build.sh -DMM_WERROR=ON  # warnings are errors here (mm_target_warnings)
+# The quick start's configuration (tools/build.sh): after examples/quickstart.sh this compiles
+# the tests only.
+bash tools/build.sh
 cd "$BUILD_DIR"
 # Every test writes under one temporary folder of this run (TMPDIR: mkdtemp, gtest's TempDir,
 # Python's tempfile and pytest; XDG_CACHE_HOME: a remote set's default cache), removed when the

@@ -20,6 +20,8 @@ PACKAGES=(
   python3-dev pybind11-dev python3-pybind11 python3-pytest  # the Python module (reader/python)
   python3-matplotlib  # mmtrain plot (curves.png)
   python3-regex python3-wcwidth  # the CLIP tokenizer reference (simple_tokenizer.py, ftfy)
+  python3-pip python3-venv python3-setuptools python3-wheel  # pip install . (tools/python_package)
+  patchelf dpkg-dev  # the wheel's bundled libraries (tools/bundle_libs.py); cpack -G DEB's Depends
 )
 
 missing=()

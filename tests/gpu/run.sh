@@ -147,7 +147,7 @@ else
       { rm -rf "$BUILD"; step configure-without-trainer 90 cmake "${CFG[@]}" -DMM_BUILD_TRAINER=OFF; }
     if [ -f "$BUILD/build.ninja" ] || [ -f "$BUILD/Makefile" ]; then
       step build-module "$(min 200 $(( $(left) - 300 )))" cmake --build "$BUILD" -j "$(nproc)" --target _mmpack
-      grep -q '^MM_BUILD_TRAINER:BOOL=ON' "$BUILD/CMakeCache.txt" &&
+      grep -q -E '^MM_BUILD_TRAINER:(BOOL|STRING)=ON' "$BUILD/CMakeCache.txt" &&
         step build-mmtrain "$(min 360 $(( $(left) - 220 )))" cmake --build "$BUILD" -j "$(nproc)" --target mmtrain
     fi
     grep -h -E 'error:|FAILED:|undefined reference|CMake Error' "$LOG"/configure.log \

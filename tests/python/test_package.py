@@ -131,14 +131,28 @@ def cache_value(build_dir, name):
     raise KeyError(name)
 
 
-def test_default_install_lands_on_the_system_pythons_path():
-    # `cmake --install BUILD` without --prefix writes PREFIX/MM_PYTHON_INSTALL_DIR: that folder
-    # must be on sys.path of the Python the module was built for, with no PYTHONPATH (on Debian:
-    # /usr/local/lib/python3.11/dist-packages, from site.py). Not installed here: the machine's
+@pytest.mark.parametrize("prefix", ["default", "/usr"])
+def test_default_install_lands_on_the_system_pythons_path(tmp_path, prefix):
+    # `cmake --install BUILD` without --prefix (CMAKE_INSTALL_PREFIX, /usr/local), and with the
+    # prefix /usr (cpack's .deb), writes the package where the Python the module was built for
+    # finds it with no PYTHONPATH (on Debian: /usr/local/lib/python3.11/dist-packages and
+    # /usr/lib/python3/dist-packages, from site.py). Installed under DESTDIR: the machine's
     # /usr/local is shared.
     build_dir = os.path.dirname(PYTHON_DIR)
-    prefix = cache_value(build_dir, "CMAKE_INSTALL_PREFIX")
-    target = os.path.join(prefix, cache_value(build_dir, "MM_PYTHON_INSTALL_DIR"))
+    if prefix == "default":
+        prefix = cache_value(build_dir, "CMAKE_INSTALL_PREFIX")
+        args = []
+    else:
+        args = ["--prefix", prefix]
+    root = tmp_path / "root"
+    r = subprocess.run(["cmake", "--install", build_dir] + args,
+                       env=dict(os.environ, DESTDIR=str(root)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout
+    found = [d for d, _, names in os.walk(root)
+             if "__init__.py" in names and os.path.basename(d) == "mmpack"]
+    assert len(found) == 1, found
+    target = os.path.dirname(found[0])[len(str(root)):]
+    assert target.startswith(prefix + "/"), (target, prefix)
     python = cache_value(build_dir, "MM_PYTHON")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     r = subprocess.run([python, "-c", "import sys; print('\\n'.join(sys.path))"], env=env,

@@ -13,6 +13,8 @@
   outside the GIL; set_epoch / state_dict / load_state_dict as PyTorch's DistributedSampler
   and torchdata's StatefulDataLoader have them.
 - build(raw, out, **options): runs `mmpack build` (the compiler of raw image-text pairs).
+- plugin_dir(): the folder of the zstd HDF5 filter plugin that came with the package
+  (HDF5_PLUGIN_PATH for h5dump, or for an h5py whose libhdf5 is not the one mmpack links).
 
 Importing mmpack registers the zstd HDF5 filter (id 32015) with the process's libhdf5, so h5py
 (Debian's, which links the same libhdf5) reads zstd shards without HDF5_PLUGIN_PATH.
@@ -34,6 +36,7 @@ from mmpack._mmpack import (  # noqa: F401  (re-exported)
 from mmpack._build import BuildError, build, find_mmpack  # noqa: F401
 from mmpack._config import VERSION as __version__  # noqa: F401
 from mmpack._loader import Loader  # noqa: F401
+from mmpack._resources import plugin_dir  # noqa: F401
 from mmpack._shard_set import ShardSet  # noqa: F401
 
 __all__ = [
@@ -46,5 +49,6 @@ __all__ = [
     "build",
     "find_mmpack",
     "hdf5_version",
+    "plugin_dir",
     "zstd_filter_registered",
 ]

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Union
 
-from mmpack import _config, _mmpack
+from mmpack import _mmpack, _resources
 from mmpack._shard_set import PathLike
 
 
@@ -28,25 +28,23 @@ class BuildError(_mmpack.Error):
 
 
 def find_mmpack() -> str:
-    """The `mmpack` binary build() runs: $MMPACK_BIN if set; else the one this module was built
-    or installed with (BUILD/bin/mmpack in a build tree, PREFIX/bin/mmpack once installed);
-    else the first `mmpack` on PATH. Errors: FileNotFoundError naming where it looked."""
+    """The `mmpack` binary build() runs: $MMPACK_BIN if set; else the one that came with this
+    package (found relative to it: mmpack/bin/mmpack once pip-installed, BUILD/bin/mmpack in a
+    build tree, PREFIX/bin/mmpack after `cmake --install`); else the first `mmpack` on PATH.
+    Errors: FileNotFoundError naming where it looked."""
     env = os.environ.get("MMPACK_BIN")
     if env:
         if os.access(env, os.X_OK):
             return env
         raise FileNotFoundError("MMPACK_BIN=%s is not an executable file" % env)
-    tried = []
-    if _config.BIN_DIR:
-        candidate = os.path.join(_config.BIN_DIR, "mmpack")
-        if os.access(candidate, os.X_OK):
-            return candidate
-        tried.append(candidate)
+    mine = _resources.program("mmpack")
+    if mine:
+        return mine
     on_path = shutil.which("mmpack")
     if on_path:
         return on_path
     raise FileNotFoundError("no mmpack binary: set MMPACK_BIN, or put mmpack on PATH (looked "
-                            "in %s and on PATH)" % (", ".join(tried) or "no build tree"))
+                            "in %s and on PATH)" % _resources.program_folder())
 
 
 def _flag_args(options: Dict[str, Any]) -> List[str]:
@@ -99,7 +97,8 @@ def build(raw: PathLike, out: PathLike, *, verbose: bool = False,
     cmd += _flag_args(options)
     tail: "collections.deque[str]" = collections.deque(maxlen=50)
     with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, errors="replace") as proc:
+                          stderr=subprocess.PIPE, text=True, errors="replace",
+                          env=_resources.program_env()) as proc:
         assert proc.stderr is not None
         for line in proc.stderr:
             tail.append(line.rstrip("\n"))

@@ -38,7 +38,10 @@ TEST(Info, FailsClearlyWithoutAnIndex) {
 }
 
 TEST(Env, PointsHdf5PluginPathAtTheBuiltPlugin) {
-  std::string script = EnvScript();
+  // The test binary lies in BUILD/bin like mmpack: the plugin is found beside it.
+  mm::Result<std::string> env = EnvScript();
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  std::string script = *env;
   EXPECT_NE(script.find(std::string("export HDF5_PLUGIN_PATH='") + MM_PLUGIN_DIR + "'"),
             std::string::npos)
       << script;

@@ -98,8 +98,10 @@ struct UploadOptions {
 };
 Status RunUpload(const UploadOptions& options, std::ostream& out);
 
-/// `mmpack env`: shell lines that set HDF5_PLUGIN_PATH to this build's plugin folder.
-std::string EnvScript();
+/// `mmpack env`: shell lines that set HDF5_PLUGIN_PATH to the plugin folder beside this mmpack
+/// executable (a build tree's, the Python package's or an installed one's; env.cc).
+/// Errors: NotFound when no libh5z_zstd.so is there (the message lists where it looked).
+Result<std::string> EnvScript();
 
 /// `mmpack bench OUT`: reader throughput.
 struct BenchOptions {

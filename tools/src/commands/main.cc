@@ -475,8 +475,9 @@ int main(int argc, char** argv) {
     if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout, remote_options));
     if (*verify) return Report("verify", mm::pack::RunVerify(dir, std::cout, remote_options));
     if (*env) {
-      std::cout << mm::pack::EnvScript();
-      return 0;
+      mm::Result<std::string> script = mm::pack::EnvScript();
+      if (script.ok()) std::cout << *script;
+      return Report("env", script.status());
     }
     if (*be) {
       bench.remote = remote_options;
