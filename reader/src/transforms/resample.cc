@@ -52,70 +52,25 @@ struct Coeffs {
 };
 
 // |x|. Not std::abs: under this file's optimize pragma the compiler does not inline library
-// functions compiled without it, and a call in the taps' loop keeps it from being vectorised.
+// functions compiled without it, and a call in a loop keeps it from being vectorised.
 inline double Abs(double x) { return __builtin_fabs(x); }
 
-// The kernel at the taps of one axis: tap k of an output pixel whose taps start at source
-// index lo is at x = x0 + k * step, x0 = (lo - centre + 0.5) / filter_scale, step =
-// 1 / filter_scale. For Lanczos-3, sin(pi x) and sin(pi x / 3) are those of x0 rotated by
-// k * step (angle addition with the tables below): one sincos per output pixel (sin(pi x0) and
-// cos(pi x0) from the triple-angle formulas), none per tap, and no recurrence from one tap to
-// the next, so that the compiler vectorises the taps (the divisions with them).
-struct KernelTables {
-  double step = 1.0;
-  std::vector<double> k_step, cos_a, sin_a, cos_b, sin_b;  // [taps]
-
-  void Fill(int taps, double filter_scale) {
-    step = 1.0 / filter_scale;
-    k_step.resize(taps);
-    cos_a.resize(taps);
-    sin_a.resize(taps);
-    cos_b.resize(taps);
-    sin_b.resize(taps);
-    for (int k = 0; k < taps; ++k) {
-      k_step[k] = k * step;
-      cos_a[k] = std::cos(M_PI * k_step[k]);
-      sin_a[k] = std::sin(M_PI * k_step[k]);
-      cos_b[k] = std::cos(M_PI * k_step[k] / kSupport);
-      sin_b[k] = std::sin(M_PI * k_step[k] / kSupport);
-    }
-  }
-};
-
-// Writes the kernel's values at the n taps of one output pixel to w; returns their sum.
-// x0 is the first tap's x; (sb0, cb0) = sin and cos of pi x0 / 3 (Lanczos-3 only).
-inline double KernelTaps(Filter filter, double x0, int n, const KernelTables& tab, double sb0,
-                         double cb0, double* w) {
-  double total = 0;
-  if (filter == Filter::kBilinear) {  // Pillow's bilinear_filter: the triangle 1 - |x|
-    for (int k = 0; k < n; ++k) {
-      const double ax = Abs(x0 + tab.k_step[k]);
-      w[k] = ax < 1.0 ? 1.0 - ax : 0.0;
-    }
-  } else {
-    // lanczos3(x) = sin(pi x) sin(pi x / 3) / (pi^2 x^2 / 3). Each lane divides whatever x is
-    // (x = 0 gives a NaN that the select drops): branches would keep the loop scalar.
-    const double sa0 = sb0 * (3.0 - 4.0 * sb0 * sb0), ca0 = cb0 * (4.0 * cb0 * cb0 - 3.0);
-    const double* ka = tab.cos_a.data();
-    const double* sa = tab.sin_a.data();
-    const double* kb = tab.cos_b.data();
-    const double* sb = tab.sin_b.data();
-    const double* ks = tab.k_step.data();
-    for (int k = 0; k < n; ++k) {
-      const double x = x0 + ks[k];
-      const double s_a = sa0 * ka[k] + ca0 * sa[k], s_b = sb0 * kb[k] + cb0 * sb[k];
-      const double v = s_a * s_b * kSupport / (M_PI * M_PI * x * x), ax = Abs(x);
-      const double outside = ax >= kSupport ? 0.0 : v;
-      w[k] = ax < 1e-9 ? 1.0 : outside;
-    }
-  }
-  for (int k = 0; k < n; ++k) total += w[k];
-  return total;
-}
-
-// Fills *c (reusing its memory) for the window [out0, out0 + n_out) of the axis. With AVX2 where
-// the CPU has it: the taps' divisions four at a time. No FMA in either clone (contraction
-// would change the doubles): both give the same weights.
+// Fills *c (reusing its memory) for the window [out0, out0 + n_out) of the axis.
+//
+// Output pixel i's taps start at source index lo_i (clipped to the image) and tap k is at
+// x = x0_i + k * step (x0_i = (lo_i - centre_i + 0.5) / filter_scale, step = 1 / filter_scale),
+// its weight the kernel there divided by the sum over the pixel's taps. For Lanczos-3,
+// lanczos3(x) = sin(pi x) sin(pi x / 3) / (pi^2 x^2 / 3), and the sines at tap k are those at
+// x0 rotated by k * step (angle addition with per-tap tables: no recurrence from one tap to
+// the next); sin and cos of pi x0 / 3 come from one sincos every kReseed pixels, the pixels
+// between rotated from the one before by the step of their x0 (the rotations' rounding, a few
+// ulps, is far below the 14-bit weights' resolution), sin and cos of pi x0 from the
+// triple-angle formulas. The loops run over the output pixels, tap by tap ([tap][pixel]
+// scratch), so that the compiler vectorises them (divisions included; the AVX2 clone four at a
+// time, without FMA, so both clones give the same doubles); each pixel's sum adds its taps in
+// order. The trigonometric calls and the per-tap recurrence were most of a crop's coefficient
+// cost before (issue 30). Fixed point: floor(w / sum * 2^14 + 0.5); zero weights at either end
+// are then dropped (first and count shrink: they add nothing).
 MM_VECTOR_CLONES void Precompute(int in_size, double in0, double in1, int64_t out_size,
                                  int64_t out0, int n_out, Filter filter, Coeffs* c) {
   thread_local uint64_t next_id = 0;
@@ -123,19 +78,23 @@ MM_VECTOR_CLONES void Precompute(int in_size, double in0, double in1, int64_t ou
   const double scale = (in1 - in0) / static_cast<double>(out_size);
   const double filter_scale = std::max(scale, 1.0);
   const double support = SupportOf(filter) * filter_scale;
-  c->taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+  const int taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+  const bool lanczos = filter == Filter::kLanczos3;
+  c->taps = taps;
   c->first.resize(n_out);
   c->count.resize(n_out);
-  c->weight.resize(static_cast<size_t>(n_out) * c->taps);  // every entry is written below
-  thread_local std::vector<double> w;
-  thread_local KernelTables tab;
-  w.resize(c->taps);
-  tab.Fill(c->taps, filter_scale);
-  // sin and cos of pi x0 / 3 for each output pixel: exact (sincos) every kReseed pixels, and in
-  // between the previous pixel's rotated by the step from its x0 to this one's, pi (d - scale)
-  // / (3 filter_scale) with d the step of lo (a few values, their rotations kept in rot_*):
-  // the sincos call per pixel was a third of the coefficients' cost. The rotations' rounding
-  // (a few ulps after kReseed steps) is far below the 14-bit weights' resolution.
+  c->weight.resize(static_cast<size_t>(n_out) * taps);  // every entry is written below
+  // Per pixel: x0, sin/cos of pi x0 / 3, taps used, sum; per tap and pixel: the kernel.
+  thread_local std::vector<double> x0s, sbs, cbs, totals, units, kern;
+  thread_local std::vector<int> ns;
+  x0s.resize(n_out);
+  sbs.resize(n_out);
+  cbs.resize(n_out);
+  totals.resize(n_out);
+  units.resize(n_out);
+  ns.resize(n_out);
+  kern.resize(static_cast<size_t>(taps) * n_out);
+  // 1. Each pixel's first tap and x0 (and the angle's sine and cosine), in order.
   constexpr int kReseed = 16, kSteps = 4;
   const int d_min = static_cast<int>(std::floor(scale)) - 1;
   double rot_cos[kSteps], rot_sin[kSteps];
@@ -149,9 +108,10 @@ MM_VECTOR_CLONES void Precompute(int in_size, double in0, double in1, int64_t ou
     int hi = static_cast<int>(centre + support + 0.5);
     lo = std::max(lo, 0);
     hi = std::min(hi, in_size);
-    const int n = std::min(hi - lo, c->taps);
-    const double x0 = (lo - centre + 0.5) / filter_scale;
-    if (filter == Filter::kLanczos3) {
+    ns[i] = std::min(hi - lo, taps);
+    c->first[i] = lo;
+    x0s[i] = (lo - centre + 0.5) / filter_scale;
+    if (lanczos) {
       const int d = lo - prev_lo - d_min;
       if (since_exact < kReseed && d >= 0 && d < kSteps) {
         if (!rot_have[d]) {
@@ -165,31 +125,79 @@ MM_VECTOR_CLONES void Precompute(int in_size, double in0, double in1, int64_t ou
         sb0 = s1;
         ++since_exact;
       } else {
-        const double t = M_PI * x0 / kSupport;
+        const double t = M_PI * x0s[i] / kSupport;
         sb0 = std::sin(t);  // one sincos call
         cb0 = std::cos(t);
         since_exact = 1;
       }
       prev_lo = lo;
+      sbs[i] = sb0;
+      cbs[i] = cb0;
     }
-    const double total = KernelTaps(filter, x0, n, tab, sb0, cb0, w.data());
-    int32_t* out = &c->weight[static_cast<size_t>(i) * c->taps];
-    const double unit = total != 0.0 ? (1 << kPrecisionBits) / total : 0.0;
-    for (int k = 0; k < n; ++k) {
-      // floor(w / total * 2^14 + 0.5) without a libm call (x86-64's baseline has no roundsd):
-      // truncate, then step down where truncation went up (y < 0).
-      const double y = w[k] * unit + 0.5;
+  }
+  // 2. The kernel at every tap of every pixel (0 past a pixel's last tap), tap by tap.
+  const double step = 1.0 / filter_scale;
+  double* x0p = x0s.data();
+  double* sbp = sbs.data();
+  double* cbp = cbs.data();
+  int* np = ns.data();
+  for (int k = 0; k < taps; ++k) {
+    double* w = &kern[static_cast<size_t>(k) * n_out];
+    const double ks = k * step;
+    if (!lanczos) {  // Pillow's bilinear_filter: the triangle 1 - |x|
+      for (int i = 0; i < n_out; ++i) {
+        const double ax = Abs(x0p[i] + ks);
+        const double v = ax < 1.0 ? 1.0 - ax : 0.0;
+        w[i] = k < np[i] ? v : 0.0;
+      }
+      continue;
+    }
+    const double ka = std::cos(M_PI * ks), sa = std::sin(M_PI * ks);
+    const double kb = std::cos(M_PI * ks / kSupport), sb = std::sin(M_PI * ks / kSupport);
+    for (int i = 0; i < n_out; ++i) {
+      // Each lane divides whatever x is (x = 0 gives a NaN that the select drops): branches
+      // would keep the loop scalar.
+      const double sb0i = sbp[i], cb0i = cbp[i];
+      const double sa0 = sb0i * (3.0 - 4.0 * sb0i * sb0i), ca0 = cb0i * (4.0 * cb0i * cb0i - 3.0);
+      const double x = x0p[i] + ks;
+      const double s_a = sa0 * ka + ca0 * sa, s_b = sb0i * kb + cb0i * sb;
+      const double v = s_a * s_b * kSupport / (M_PI * M_PI * x * x), ax = Abs(x);
+      const double inside = ax >= kSupport ? 0.0 : v;
+      const double value = ax < 1e-9 ? 1.0 : inside;
+      w[i] = k < np[i] ? value : 0.0;
+    }
+  }
+  // 3. Each pixel's sum, its taps added in order, and 2^14 over it.
+  double* tot = totals.data();
+  double* unit = units.data();
+  for (int i = 0; i < n_out; ++i) tot[i] = 0.0;
+  for (int k = 0; k < taps; ++k) {
+    const double* w = &kern[static_cast<size_t>(k) * n_out];
+    for (int i = 0; i < n_out; ++i) tot[i] += w[i];
+  }
+  for (int i = 0; i < n_out; ++i) unit[i] = tot[i] != 0.0 ? (1 << kPrecisionBits) / tot[i] : 0.0;
+  // 4. Fixed point, floor(w * unit + 0.5) without a libm call (x86-64's baseline has no
+  // roundsd): truncate, then step down where truncation went up (y < 0).
+  int32_t* weight = c->weight.data();
+  for (int k = 0; k < taps; ++k) {
+    const double* w = &kern[static_cast<size_t>(k) * n_out];
+    for (int i = 0; i < n_out; ++i) {
+      const double y = w[i] * unit[i] + 0.5;
       const int32_t f = static_cast<int32_t>(y);
-      out[k] = f - (f > y);
+      weight[static_cast<size_t>(i) * taps + k] = f - (f > y);
     }
-    if (total == 0.0) out[0] = 1 << kPrecisionBits;  // no weight at all: the first tap
-    // Drop zero weights at both ends (exact: they add nothing).
+  }
+  // 5. Zero weights at either end dropped; a pixel without any weight takes the first tap.
+  for (int i = 0; i < n_out; ++i) {
+    int32_t* out = &weight[static_cast<size_t>(i) * taps];
+    const int n = ns[i];
+    if (tot[i] == 0.0) out[0] = 1 << kPrecisionBits;
     int a = 0, b = n;
     while (b - a > 1 && out[b - 1] == 0) --b;
     while (b - a > 1 && out[a] == 0) ++a;
     if (a > 0) std::memmove(out, out + a, sizeof(int32_t) * (b - a));
-    std::fill(out + (b - a), out + c->taps, 0);
-    c->first[i] = lo + a;
+    std::fill(out + (b - a), out + taps, 0);
+    c->first[i] += a;
     c->count[i] = b - a;
   }
 }
@@ -375,6 +383,12 @@ struct Avx2Blocks {
   }
 };
 
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), which -Wmaybe-uninitialized
+// reports as used uninitialised (GCC bug 105593, fixed in 13): silenced for these kernels only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define MM_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 struct Avx512Blocks {
   static constexpr int kBytes = 64;
@@ -398,9 +412,6 @@ struct Avx512Blocks {
   MM_AVX512_TARGET static void Row(const int16_t* p, size_t step, const int32_t* wp, int np,
                                    const int* at, int blocks, uint8_t* out) {
     const __m512i half = _mm512_set1_epi32(1 << (kPrecisionBits - 1));
-    // The masked shift (all lanes): GCC 12 warns that the unmasked one's undefined source may
-    // be used uninitialised.
-    constexpr __mmask16 kAll = 0xffff;
     for (int k = 0; k < blocks; ++k) {
       __m512i a0 = half, a1 = half, a2 = half, a3 = half;
       const int16_t* q = p + 128 * k;
@@ -411,15 +422,18 @@ struct Avx512Blocks {
         a2 = _mm512_dpwssd_epi32(a2, _mm512_loadu_si512(q + 64), wv);
         a3 = _mm512_dpwssd_epi32(a3, _mm512_loadu_si512(q + 96), wv);
       }
-      a0 = _mm512_maskz_srai_epi32(kAll, a0, kPrecisionBits);
-      a1 = _mm512_maskz_srai_epi32(kAll, a1, kPrecisionBits);
-      a2 = _mm512_maskz_srai_epi32(kAll, a2, kPrecisionBits);
-      a3 = _mm512_maskz_srai_epi32(kAll, a3, kPrecisionBits);
+      a0 = _mm512_srai_epi32(a0, kPrecisionBits);
+      a1 = _mm512_srai_epi32(a1, kPrecisionBits);
+      a2 = _mm512_srai_epi32(a2, kPrecisionBits);
+      a3 = _mm512_srai_epi32(a3, kPrecisionBits);
       const __m512i b = _mm512_packus_epi16(_mm512_packs_epi32(a0, a1), _mm512_packs_epi32(a2, a3));
       _mm512_storeu_si512(out + at[k], b);
     }
   }
 };
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // Pass with SIMD, the same integer arithmetic as Pass (identical bytes): two taps at a time
 // through a 16-bit multiply-add of interleaved (row k, row k+1) pairs by (w[k], w[k+1]) into
@@ -666,8 +680,97 @@ __attribute__((target("avx2"))) void TransposeRgbAvx2(const uint8_t* src, int w,
 }
 #endif
 
+#if MM_RESAMPLE_AVX2
+#define MM_AVX512_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as above
+#endif
+
+// Transpose<3> with AVX-512 (BW for the masked byte loads and stores, VBMI for vpermb), in
+// 16x16 blocks: each block row's 16 pixels (48 bytes, a masked load: nothing past them is
+// read) spread to 16 dwords (R, G, B, 0) by one vpermb, the 16x16 dword matrix transposed with
+// unpacks and 128-bit lane shuffles, each output row packed back to 48 bytes by one vpermb and
+// stored masked. Blocks at the edges load and store fewer rows and bytes (masks), so every
+// pixel goes through the same code. About a third of TransposeRgbAvx2's shuffles a pixel (its
+// shuffle port bounds it): the transposes were a fifth of a raw crop's CPU after the passes
+// were made faster.
+MM_AVX512_VBMI_TARGET void TransposeRgbAvx512(const uint8_t* src, int w, int h, uint8_t* dst) {
+  alignas(64) uint8_t spread_idx[64], pack_idx[64];
+  for (int j = 0; j < 16; ++j) {
+    for (int ch = 0; ch < 4; ++ch)
+      spread_idx[4 * j + ch] = static_cast<uint8_t>(3 * j + (ch < 3 ? ch : 0));
+  }
+  for (int j = 0; j < 64; ++j) pack_idx[j] = static_cast<uint8_t>(j < 48 ? 4 * (j / 3) + j % 3 : 0);
+  const __m512i spread = _mm512_load_si512(spread_idx), pack = _mm512_load_si512(pack_idx);
+  const __mmask64 keep_rgb = 0x7777777777777777ull;  // byte 3 of each dword: 0
+  for (int by = 0; by < h; by += 16) {
+    const int rows = std::min(16, h - by);
+    for (int bx = 0; bx < w; bx += 16) {
+      const int cols = std::min(16, w - bx);
+      const __mmask64 load_mask = cols == 16 ? ~0ull >> 16 : (1ull << (3 * cols)) - 1;
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        if (i < rows) {
+          const __m512i v =
+              _mm512_maskz_loadu_epi8(load_mask, src + (static_cast<size_t>(by + i) * w + bx) * 3);
+          r[i] = _mm512_maskz_permutexvar_epi8(keep_rgb, spread, v);
+        } else {
+          r[i] = _mm512_setzero_si512();
+        }
+      }
+      // 16x16 dwords: 2x2 blocks (unpack 32), 4x4 (unpack 64), then 128-bit lanes twice.
+      __m512i t[16], u[16];
+      for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+      }
+      for (int i = 0; i < 16; i += 4) {
+        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+      }
+      // u[4q + k], lane L, holds rows 4q..4q+3 at column 4L + k.
+      for (int k = 0; k < 4; ++k) {
+        // Lanes: (q0 L0, q0 L2, q1 L0, q1 L2) and (q0 L1, q0 L3, q1 L1, q1 L3), then likewise
+        // for q2, q3; then pairs of those.
+        t[k] = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
+        t[4 + k] = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xdd);
+        t[8 + k] = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
+        t[12 + k] = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xdd);
+      }
+      for (int k = 0; k < 4; ++k) {
+        // Column c = 4L + k: rows 0..15 = (q0 L, q1 L, q2 L, q3 L).
+        r[k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0x88);            // L = 0
+        r[4 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0x88);   // L = 1
+        r[8 + k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0xdd);        // L = 2
+        r[12 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0xdd);  // L = 3
+      }
+      const __mmask64 store_mask = rows == 16 ? ~0ull >> 16 : (1ull << (3 * rows)) - 1;
+      for (int j = 0; j < cols; ++j) {
+        _mm512_mask_storeu_epi8(dst + (static_cast<size_t>(bx + j) * h + by) * 3, store_mask,
+                                _mm512_permutexvar_epi8(pack, r[j]));
+      }
+    }
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+bool HaveAvx512Vbmi() {
+  static const bool have = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f") &&
+                                                      __builtin_cpu_supports("avx512bw") &&
+                                                      __builtin_cpu_supports("avx512vbmi"));
+  return have && g_allow_avx512.load(std::memory_order_relaxed);
+}
+#endif
+
 void TransposeAny(const uint8_t* src, int w, int h, int channels, uint8_t* dst, bool simd) {
 #if MM_RESAMPLE_AVX2
+  if (simd && channels == 3 && HaveAvx512Vbmi()) return TransposeRgbAvx512(src, w, h, dst);
   if (simd && channels == 3 && HaveAvx2()) return TransposeRgbAvx2(src, w, h, dst);
 #endif
   switch (channels) {
