@@ -139,11 +139,16 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   }
   if (!TokenizeCaptions(item, o, tokenizer)) return;
   EncodedSample& e = item->encoded;
-  auto chunk =
+  // Raw and uncompressed (the default): the pixels are the chunk, moved rather than copied
+  // (a 150 KB allocation and copy a sample at 224 px; issue 30, fewer copies).
+  const bool raw_none =
+      o.image_codec != format::ImageCodec::kJpeg && o.compression == format::Codec::kNone;
+  Result<std::vector<uint8_t>> chunk =
       o.image_codec == format::ImageCodec::kJpeg
           ? EncodeJpeg(image.pixels.data(), image.width, image.height, o.jpeg_quality)
-          : CompressImage(image.pixels.data(), image.pixels.size(), o.compression,
-                          o.compression_level);
+      : raw_none ? Result<std::vector<uint8_t>>(std::move(image.pixels))
+                 : CompressImage(image.pixels.data(), image.pixels.size(), o.compression,
+                                 o.compression_level);
   if (!chunk.ok()) {
     item->fatal = chunk.status().WithContext("encoding sample " + raw.key);
     return;
