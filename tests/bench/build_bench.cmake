@@ -1,7 +1,7 @@
 # The `mmpack build` benchmark (issue 2): tests/bench/build_bench.sh drives it; this adds the
 # decode-floor program it compares against (libjpeg-turbo, one thread, smallest DCT scale).
 # Not a timed test. Run it with any of:
-#   tests/bench/build_bench.sh BUILD_DIR [WORK_DIR] [N=2000] [REPEATS=2]
+#   tests/bench/build_bench.sh BUILD_DIR [WORK_DIR] [N=2000] [REPEATS=3]
 #   ninja -C BUILD_DIR bench_build
 #   ctest --test-dir BUILD_DIR -C Bench -R build_bench --output-on-failure
 pkg_check_modules(TURBOJPEG IMPORTED_TARGET libturbojpeg)

@@ -7,11 +7,14 @@ In one run, on the same cores, over the same N expanded coco-cc JPEGs (build_exp
   (a)      the Python way (build_python_way.py): images/s
   (b)      the decode floor (mm_decode_floor): CPU ms per image
   RSS      peak RSS of mmpack build at 1x (N/10) and 10x (N) inputs
-  also     mmpack at --threads 1 and with --compression none (where its CPU goes)
-and prints the ratios against the targets: mmpack/(a) >= 2.5, mmpack CPU/(b) <= 2,
-RSS(10x)/RSS(1x) close to 1. Each timed run is repeated REPEATS times; the best counts.
+  also     mmpack at --threads 1 and with --compression zstd (where its CPU goes)
+and prints the ratios against the targets: mmpack/(a) >= 2.5, mmpack CPU/(b) <= 1.5 (issue 30),
+RSS(10x)/RSS(1x) close to 1. Each timed run is repeated REPEATS times (mmpack and the Python
+way in turn, so that load from other work hits both alike); the median run counts (the floor:
+its lowest CPU); the images/s ratio is the median of the run-by-run ratios (each mmpack run
+against the Python run after it), the ratio of the two medians printed beside it.
 
-Usage: build_measure.py BUILD_DIR WORK_DIR SHARED_DIR [N=2000] [REPEATS=2]
+Usage: build_measure.py BUILD_DIR WORK_DIR SHARED_DIR [N=2000] [REPEATS=3]
 Writes WORK_DIR/build_bench.json with every figure.
 """
 
@@ -59,7 +62,7 @@ def subset_manifest(manifest, out, n_images):
 def main():
     build_dir, work, shared = sys.argv[1], sys.argv[2], sys.argv[3]
     n = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
-    repeats = int(sys.argv[5]) if len(sys.argv) > 5 else 2
+    repeats = int(sys.argv[5]) if len(sys.argv) > 5 else 3
     mmpack = os.path.join(build_dir, "bin", "mmpack")
     floor = os.path.join(build_dir, "bin", "mm_decode_floor")
     model = os.path.join(shared, "tokenizers", "albert-30k-clean.model")
@@ -106,10 +109,15 @@ def main():
         py_runs.append(json.loads(out))
         print("(a) python way: %s" % json.dumps(py_runs[-1]), flush=True)
     index = json.load(open(os.path.join(out_dir, "index.json")))
-    results["mmpack"] = dict(min(mm_runs, key=lambda r: r["wall_s"]), all_runs=mm_runs)
+    def median_run(runs, key):
+        return sorted(runs, key=lambda r: r[key])[len(runs) // 2]
+
+    results["mmpack"] = dict(median_run(mm_runs, "wall_s"), all_runs=mm_runs)
     results["mmpack"]["samples_written"] = index["totals"]["samples"]
     results["mmpack"]["shard_bytes"] = index["totals"]["bytes"]
-    results["python_way"] = dict(max(py_runs, key=lambda r: r["images_per_s"]), all_runs=py_runs)
+    results["python_way"] = dict(median_run(py_runs, "images_per_s"), all_runs=py_runs)
+    results["pairwise_images_per_s_ratios"] = [
+        round(m["images_per_s"] / p["images_per_s"], 2) for m, p in zip(mm_runs, py_runs)]
     if index["totals"]["samples"] != n:
         raise SystemExit("mmpack wrote %d samples of %d" % (index["totals"]["samples"], n))
 
@@ -120,13 +128,13 @@ def main():
                                   "cpu_ms_per_image": round(1e3 * cpu / n, 3)}
     print("mmpack build --threads 1: %s" % json.dumps(results["mmpack_1_thread"]), flush=True)
 
-    # the same without zstd: how much of mmpack's CPU the chunk compression takes
+    # the same with zstd (no longer the default): how much CPU the chunk compression takes
     wall, cpu, _, _ = run_measured([mmpack, "build", manifest, "-o", out_dir, "--overwrite",
                                     "--threads", "2", "--tokenizer", model, "--quiet",
-                                    "--compression", "none"])
-    results["mmpack_no_compression"] = {"wall_s": round(wall, 3), "images_per_s": round(n / wall, 1),
-                                        "cpu_ms_per_image": round(1e3 * cpu / n, 3)}
-    print("mmpack build --compression none: %s" % json.dumps(results["mmpack_no_compression"]),
+                                    "--compression", "zstd"])
+    results["mmpack_zstd"] = {"wall_s": round(wall, 3), "images_per_s": round(n / wall, 1),
+                              "cpu_ms_per_image": round(1e3 * cpu / n, 3)}
+    print("mmpack build --compression zstd: %s" % json.dumps(results["mmpack_zstd"]),
           flush=True)
 
     # peak RSS at 1x and 10x input
@@ -142,7 +150,12 @@ def main():
         "mmpack_1_thread_cpu_over_decode_floor":
             round(results["mmpack_1_thread"]["cpu_ms_per_image"] / b["cpu_ms_per_image"], 2),
         "mmpack_cpu_over_python_cpu": round(m["cpu_ms_per_image"] / a["cpu_ms_per_image"], 2),
-        "mmpack_over_python_images_per_s": round(m["images_per_s"] / a["images_per_s"], 2),
+        # the median of the run-by-run ratios (each mmpack run against the Python run after it):
+        # the two medians taken apart may come from different moments of the machine's load
+        "mmpack_over_python_images_per_s":
+            sorted(results["pairwise_images_per_s_ratios"])[len(mm_runs) // 2],
+        "median_mmpack_over_median_python_images_per_s":
+            round(m["images_per_s"] / a["images_per_s"], 2),
         "mmpack_cpu_over_decode_floor": round(m["cpu_ms_per_image"] / b["cpu_ms_per_image"], 2),
         "rss_10x_over_1x": round(r["max_rss_mb_10x"] / r["max_rss_mb_1x"], 2),
     }
@@ -150,24 +163,26 @@ def main():
         json.dump(results, f, indent=1)
     q = results["ratios"]
     print()
-    print("mmpack build benchmark: %d expanded coco-cc JPEGs (%.0f MB), %d CPUs, best of %d, load %s"
+    print("mmpack build benchmark: %d expanded coco-cc JPEGs (%.0f MB), %d CPUs, median of %d, load %s"
           % (n, results["input_mb"], results["cpus"], repeats,
              " ".join("%.1f" % x for x in results["loadavg_before"])))
     print("  mmpack build --threads 2   %8.1f images/s   %6.2f CPU ms/image   peak RSS %.0f MB"
           % (m["images_per_s"], m["cpu_ms_per_image"], m["max_rss_mb"]))
     print("  mmpack build --threads 1   %8.1f images/s   %6.2f CPU ms/image"
           % (results["mmpack_1_thread"]["images_per_s"], results["mmpack_1_thread"]["cpu_ms_per_image"]))
-    print("  mmpack --compression none  %8.1f images/s   %6.2f CPU ms/image"
-          % (results["mmpack_no_compression"]["images_per_s"],
-             results["mmpack_no_compression"]["cpu_ms_per_image"]))
+    print("  mmpack --compression zstd  %8.1f images/s   %6.2f CPU ms/image"
+          % (results["mmpack_zstd"]["images_per_s"], results["mmpack_zstd"]["cpu_ms_per_image"]))
     print("  (a) Python way, Pool(2)    %8.1f images/s   %6.2f CPU ms/image (work only, in the workers)"
           % (a["images_per_s"], a["cpu_ms_per_image"]))
     print("  (b) decode floor, 1 thread              %6.2f CPU ms/image  scales %s"
           % (b["cpu_ms_per_image"], b["by_scale"]))
-    print("  mmpack / (a) images/s      %6.2fx  (target >= 2.5)  %s"
-          % (q["mmpack_over_python_images_per_s"], "OK" if q["mmpack_over_python_images_per_s"] >= 2.5 else "MISSED"))
-    print("  mmpack CPU / (b) CPU       %6.2fx  (target <= 2)    %s   [--threads 1: %.2fx]"
-          % (q["mmpack_cpu_over_decode_floor"], "OK" if q["mmpack_cpu_over_decode_floor"] <= 2 else "MISSED",
+    print("  mmpack / (a) images/s      %6.2fx  (target >= 2.5)  %s   [median of run by run: %s;"
+          " median / median %.2fx]"
+          % (q["mmpack_over_python_images_per_s"], "OK" if q["mmpack_over_python_images_per_s"] >= 2.5 else "MISSED",
+             ", ".join("%.2f" % x for x in results["pairwise_images_per_s_ratios"]),
+             q["median_mmpack_over_median_python_images_per_s"]))
+    print("  mmpack CPU / (b) CPU       %6.2fx  (target <= 1.5)  %s   [--threads 1: %.2fx]"
+          % (q["mmpack_cpu_over_decode_floor"], "OK" if q["mmpack_cpu_over_decode_floor"] <= 1.5 else "MISSED",
              q["mmpack_1_thread_cpu_over_decode_floor"]))
     print("  mmpack CPU / (a) CPU       %6.2fx  (per image; < 1 means mmpack spends less CPU)"
           % q["mmpack_cpu_over_python_cpu"])

@@ -40,3 +40,12 @@ add_test(NAME loader_threads_bench CONFIGURATIONS Bench
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/loader_threads_bench.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(loader_threads_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                      TIMEOUT 1800)
+
+# Raw crops that touch only what they need (issue 30 item 1): a raw set's images stored as one
+# zstd frame, as row-band frames (8/16/32 rows) or uncompressed, each cropped by the loader's
+# own window and resize code; bytes per image and CPU per crop, interleaved, in one run:
+#   BUILD/bin/mm_raw_crop_layout_bench SET_DIR [N=4000] [SIZE=224] [ROUNDS=5] [LEVEL=-1]
+add_executable(mm_raw_crop_layout_bench ${CMAKE_CURRENT_LIST_DIR}/raw_crop_layout_bench.cc)
+target_link_libraries(mm_raw_crop_layout_bench PRIVATE mm_reader mm_reader_internal PkgConfig::ZSTD)
+target_include_directories(mm_raw_crop_layout_bench PRIVATE ${PROJECT_SOURCE_DIR}/reader/src)
+mm_target_warnings(mm_raw_crop_layout_bench)

@@ -2,7 +2,7 @@
 """The load-time transform benchmark of issue 10: FFCV 0.0.3 against mmpack, same photos, same
 run, same cores. Driven by run_transforms_bench.sh.
 
-Usage: transforms_bench.py BUILD_DIR WORK_DIR SHARED_DIR N SECONDS
+Usage: transforms_bench.py BUILD_DIR WORK_DIR SHARED_DIR N SECONDS [ROUNDS=3]
 
 Photos: coco-cc expanded to N distinct photos (build_expand.py, 383-640 px).
 FFCV: DatasetWriter with RGBImageField(write_mode='jpg' | 'raw', max_resolution=256,
@@ -10,8 +10,8 @@ FFCV: DatasetWriter with RGBImageField(write_mode='jpg' | 'raw', max_resolution=
   RandomResizedCropRGBImageDecoder((224, 224)) and CenterCropRGBImageDecoder((224, 224),
   224/256); one untimed epoch first (numba compiles), then SECONDS timed.
 mmpack raw: `mmpack build --image-size 256` (raw; fixed 256x256 centre crop: the raw codec
-  keeps one [N, H, W, 3] dataset), with zstd (the default) and with `--compression none` (as
-  FFCV's raw field: uncompressed pixels, cropped straight from the mapping), read by `mmpack
+  keeps one [N, H, W, 3] dataset) with the default options ("raw") and with `--compression zstd`
+  ("rawzstd", for reference; FFCV's raw field is uncompressed pixels), read by `mmpack
   bench --threads 2 --batch-size 32 --crop rrc|center --size 224 --interpolation
   lanczos|bilinear` (the real loader: random order, batches, tokens).
 mmpack JPEG: `mmpack build --codec jpeg --resize-mode keep-ratio-largest --max-size 256` (format
@@ -23,10 +23,15 @@ Build CPU: CPU seconds of the `mmpack build` child (RUSAGE_CHILDREN) per image, 
   at the same bound, same photos, same run.
 CPU-ms per sample: process CPU time (user + system, RUSAGE_SELF, all threads; FFCV's workers are
   threads of its process) over samples delivered.
+Rounds: the reads run ROUNDS times (default 3), interleaved (each round reads every FFCV and
+  mmpack configuration in turn, so that load from other work hits both alike); every figure
+  printed is the median over the rounds, with the uptime load before and after each round.
+  CPU-ms per sample is the robust figure on a shared machine; samples/s follows the load.
 """
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -91,6 +96,7 @@ def run_json(cmd):
 def main():
     build, work, shared, n, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), \
         float(sys.argv[5])
+    rounds = int(sys.argv[6]) if len(sys.argv) > 6 else 3
     here = os.path.dirname(os.path.abspath(__file__))
     mmpack = os.path.join(build, "bin", "mmpack")
     os.makedirs(work, exist_ok=True)
@@ -121,9 +127,9 @@ def main():
 
     print("mmpack build raw 256 ...", flush=True)
     shards, r["mmpack_raw_build"] = build("shards_raw256", "--image-size", "256")
-    print("mmpack build raw 256, no zstd ...", flush=True)
-    nshards, r["mmpack_rawnone_build"] = build("shards_raw256_none", "--image-size", "256",
-                                               "--compression", "none")
+    print("mmpack build raw 256, zstd ...", flush=True)
+    zshards, r["mmpack_rawzstd_build"] = build("shards_raw256_zstd", "--image-size", "256",
+                                               "--compression", "zstd")
     print("mmpack build jpeg keep-ratio-largest 256 ...", flush=True)
     jshards, r["mmpack_jpeg_build"] = build("shards_jpeg256", "--codec", "jpeg", "--resize-mode",
                                             "keep-ratio-largest", "--max-size", "256")
@@ -137,34 +143,53 @@ def main():
         r["ffcv_%s_write_images_per_s" % mode] = ffcv_write(paths, beton, mode)
         r["ffcv_%s_bytes_per_sample" % mode] = os.path.getsize(beton) / len(paths)
 
-    for crop in ("rrc", "center"):
-        for mode in ("jpg", "raw"):
-            print("FFCV read", mode, crop, "...", flush=True)
-            r["ffcv_%s_%s" % (mode, crop)] = ffcv_read(
-                os.path.join(work, "ffcv_%s.beton" % mode), crop, seconds)
-        for name, path in (("raw", shards), ("rawnone", nshards), ("jpeg", jshards)):
-            for interp in ("lanczos", "bilinear"):
-                key = "mmpack_%s_%s" % (name, crop) + ("" if interp == "lanczos" else "_bilinear")
-                print("mmpack read", name, crop, interp, "...", flush=True)
-                r[key] = run_json([mmpack, "bench", path, "--threads", "2", "--batch-size", "32",
-                                   "--seconds", str(seconds), "--crop", crop, "--size", "224",
-                                   "--interpolation", interp, "--json"])
-    print("mmpack read jpeg 224 whole ...", flush=True)
-    r["mmpack_jpeg224_none"] = run_json([mmpack, "bench", fshards, "--threads", "2",
-                                         "--batch-size", "32", "--seconds", str(seconds),
-                                         "--json"])
+    def read_round(rr):
+        for crop in ("rrc", "center"):
+            for mode in ("jpg", "raw"):
+                print("FFCV read", mode, crop, "...", flush=True)
+                rr["ffcv_%s_%s" % (mode, crop)] = ffcv_read(
+                    os.path.join(work, "ffcv_%s.beton" % mode), crop, seconds)
+            for name, path in (("raw", shards), ("rawzstd", zshards), ("jpeg", jshards)):
+                for interp in ("lanczos", "bilinear"):
+                    key = "mmpack_%s_%s" % (name, crop) + ("" if interp == "lanczos" else
+                                                           "_bilinear")
+                    print("mmpack read", name, crop, interp, "...", flush=True)
+                    rr[key] = run_json([mmpack, "bench", path, "--threads", "2", "--batch-size",
+                                        "32", "--seconds", str(seconds), "--crop", crop, "--size",
+                                        "224", "--interpolation", interp, "--json"])
+        print("mmpack read jpeg 224 whole ...", flush=True)
+        rr["mmpack_jpeg224_none"] = run_json([mmpack, "bench", fshards, "--threads", "2",
+                                              "--batch-size", "32", "--seconds", str(seconds),
+                                              "--json"])
+
+    r["rounds"] = []
+    for k in range(rounds):
+        rr = {"load_before": os.getloadavg()}
+        print("round %d of %d, load %.2f" % (k + 1, rounds, rr["load_before"][0]), flush=True)
+        read_round(rr)
+        rr["load_after"] = os.getloadavg()
+        r["rounds"].append(rr)
+    for key in r["rounds"][0]:
+        if key.startswith("load"):
+            continue
+        r[key] = {f: statistics.median(rr[key][f] for rr in r["rounds"])
+                  for f in ("samples_per_s", "cpu_ms_per_sample")}
+        r[key]["cpu_ms_all_rounds"] = [rr[key]["cpu_ms_per_sample"] for rr in r["rounds"]]
     r["load_after"] = os.getloadavg()
     json.dump(r, open(os.path.join(work, "transforms_bench.json"), "w"), indent=2)
 
-    print("\n%d photos, 224x224 out, 2 threads/workers, batch 32, %.0f s each; load %s -> %s" %
-          (len(paths), seconds, "%.1f" % r["load_before"][0], "%.1f" % r["load_after"][0]))
+    print("\n%d photos, 224x224 out, 2 threads/workers, batch 32, %.0f s each, median of %d "
+          "interleaved rounds; load %s" %
+          (len(paths), seconds, rounds, ", ".join("%.1f -> %.1f" % (rr["load_before"][0],
+                                                                  rr["load_after"][0])
+                                                  for rr in r["rounds"])))
     rb, jb, fb = r["mmpack_raw_build"], r["mmpack_jpeg_build"], r["mmpack_jpeg224_build"]
-    nb = r["mmpack_rawnone_build"]
+    zb = r["mmpack_rawzstd_build"]
     print("  stored bytes/sample: FFCV jpg %.0f, mmpack jpeg 256 %.0f (JPEG %.0f); mmpack jpeg 224 "
-          "%.0f (JPEG %.0f); FFCV raw %.0f, mmpack raw 256 zstd %.0f, no zstd %.0f" %
+          "%.0f (JPEG %.0f); FFCV raw %.0f, mmpack raw 256 default %.0f, zstd %.0f" %
           (r["ffcv_jpg_bytes_per_sample"], jb["bytes_per_sample"], jb["image_bytes_per_sample"],
            fb["bytes_per_sample"], fb["image_bytes_per_sample"], r["ffcv_raw_bytes_per_sample"],
-           rb["bytes_per_sample"], nb["bytes_per_sample"]))
+           rb["bytes_per_sample"], zb["bytes_per_sample"]))
     print("  write images/s: FFCV jpg %.0f, FFCV raw %.0f, mmpack jpeg %.0f, mmpack raw %.0f" %
           (r["ffcv_jpg_write_images_per_s"], r["ffcv_raw_write_images_per_s"],
            jb["images_per_s"], rb["images_per_s"]))
@@ -176,28 +201,28 @@ def main():
     print("  mmpack jpeg 224 whole decode: %.0f samples/s %.3f CPU-ms" %
           (whole["samples_per_s"], whole["cpu_ms_per_sample"]))
     ok = True
-    # Like for like: FFCV jpg against mmpack's JPEG set; FFCV raw (uncompressed pixels) against
-    # mmpack raw without zstd ("rawnone") and, for reference, with zstd. Each with Lanczos-3
-    # (Pillow's LANCZOS) and the triangle (Pillow's BILINEAR, torchvision's RandomResizedCrop
-    # default); FFCV resizes with OpenCV's INTER_AREA. A target counts as met by the bilinear
-    # rows too: both are antialiased filters, as the issue allows.
+    # Like for like (issue 30), in CPU per sample: FFCV jpg against mmpack's JPEG set, FFCV raw
+    # (uncompressed pixels) against mmpack raw built with the defaults ("raw") and with zstd asked
+    # for ("rawzstd", listed for reference: an opt-in trade of CPU for ~10% of disk). Each with
+    # Lanczos-3 (Pillow's LANCZOS, the default) and the triangle (Pillow's BILINEAR); FFCV
+    # resizes with OpenCV's INTER_AREA. Targets: every path <= 1.0x FFCV's CPU, JPEG rrc
+    # Lanczos-3 <= 0.75x.
     for crop in ("rrc", "center"):
-        for ours, theirs, target in (("jpeg", "jpg", 1.5 if crop == "rrc" else 1.1),
-                                     ("rawnone", "raw", 1.1), ("raw", "raw", 1.1)):
+        for ours, theirs in (("jpeg", "jpg"), ("raw", "raw"), ("rawzstd", "raw")):
             b = r["ffcv_%s_%s" % (theirs, crop)]
-            best = False
             for suffix in ("", "_bilinear"):
                 key = "mmpack_%s_%s%s" % (ours, crop, suffix)
                 a = r[key]
-                ratio = a["samples_per_s"] / b["samples_per_s"]
-                met = ratio >= target and a["cpu_ms_per_sample"] <= b["cpu_ms_per_sample"]
-                best |= met
-                print("  %-30s %7.0f samples/s %.3f CPU-ms | FFCV %-3s %7.0f samples/s %.3f CPU-ms "
-                      "| %.2fx (target >= %.1fx, CPU <=) %s" %
-                      (key, a["samples_per_s"], a["cpu_ms_per_sample"], theirs, b["samples_per_s"],
-                       b["cpu_ms_per_sample"], ratio, target, "ok" if met else "missed"))
-            if ours != "raw":  # zstd raw is listed for reference; FFCV's raw is uncompressed
-                ok &= best
+                target = 0.75 if (ours, crop, suffix) == ("jpeg", "rrc", "") else 1.0
+                cpu_ratio = a["cpu_ms_per_sample"] / b["cpu_ms_per_sample"]
+                met = cpu_ratio <= target
+                print("  %-28s %.3f CPU-ms %7.0f samples/s | FFCV %-3s %.3f CPU-ms %7.0f samples/s "
+                      "| CPU %.2fx (target <= %.2fx) %s" %
+                      (key, a["cpu_ms_per_sample"], a["samples_per_s"], theirs,
+                       b["cpu_ms_per_sample"], b["samples_per_s"], cpu_ratio, target,
+                       "ok" if met else ("missed" if ours != "rawzstd" else "(reference)")))
+                if ours != "rawzstd":
+                    ok &= met
     ok &= build_ratio <= 1.3
     return 0 if ok else 1
 

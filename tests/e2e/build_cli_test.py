@@ -371,7 +371,7 @@ class EnvScript(u.TempDirTest):
 
     def test_h5dump_and_h5py_after_eval_env(self):
         out = os.path.join(self.tmp, "set")
-        u.build(SKIMAGE, out)
+        u.build(SKIMAGE, out, "--compression", "zstd")
         shard = os.path.join(out, "shard-000000.h5")
         env = {k: v for k, v in os.environ.items() if k != "HDF5_PLUGIN_PATH"}
         script = ('eval "$("$0" env)" && h5dump -d /images -s 0,10,10,0 -c 1,1,2,3 "$1" && '
@@ -464,7 +464,7 @@ class ResizeModes(u.TempDirTest):
 
     def test_uncompressed_shards_hold_the_same_pixels(self):
         a, b = os.path.join(self.tmp, "zstd"), os.path.join(self.tmp, "none")
-        u.build(SKIMAGE, a)
+        u.build(SKIMAGE, a, "--compression", "zstd")
         u.build(SKIMAGE, b, "--compression", "none")
         sa, sb = u.ShardSet(a), u.ShardSet(b)
         self.assertEqual(sb.index["compression"]["codec"], "none")
@@ -472,12 +472,24 @@ class ResizeModes(u.TempDirTest):
             self.assertTrue(np.array_equal(sa.image(x), sb.image(y)), x["source"])
         self.assertEqual(u.mmpack("verify", b).rc, 0)
 
-    def test_default_compression_is_zstd_fast_level_minus_1(self):
-        """Level -1 (zstd --fast=1) is the default (FORMAT.md: ~5% larger than level 1,
-        2.7x its decompression speed); the index, the filter's cd_values[0] (two's
-        complement) and --help say so, and h5py reads the pixels through the plugin."""
+    def test_default_compression_is_none_and_zstd_level_minus_1(self):
+        """Raw chunks are uncompressed by default (issue 30, FORMAT.md: a crop then reads only
+        the rows it covers): no filter, and h5py reads them with no plugin. With zstd, level -1
+        (zstd --fast=1) is the default level (FORMAT.md: ~5% larger than level 1, 2.7x its
+        decompression speed); the index, the filter's cd_values[0] (two's complement) and
+        --help say so, and h5py reads the pixels through the plugin. A level alone means
+        zstd."""
+        plain = os.path.join(self.tmp, "default")
+        u.build(SKIMAGE, plain)
+        p = u.ShardSet(plain)
+        self.assertEqual(p.index["compression"], {"codec": "none", "level": 0,
+                                                  "hdf5_filter_id": 0})
+        with h5py.File(os.path.join(plain, p.index["shards"][0]["file"]), "r") as f:
+            self.assertEqual(f["images"].id.get_create_plist().get_nfilters(), 0)
+            self.assertEqual(f.attrs["compression"], "none")
+        self.assertRegex(u.mmpack("build", "--help").stdout, r"--compression TEXT[^\n]*=none\b")
         out = os.path.join(self.tmp, "default_level")
-        u.build(SKIMAGE, out)
+        u.build(SKIMAGE, out, "--compression", "zstd")
         s = u.ShardSet(out)
         self.assertEqual(s.index["compression"]["codec"], "zstd")
         self.assertEqual(s.index["compression"]["level"], -1)
@@ -493,6 +505,7 @@ class ResizeModes(u.TempDirTest):
             other = os.path.join(self.tmp, "level" + level)
             u.build(SKIMAGE, other, "--compression-level=" + level)
             o = u.ShardSet(other)
+            self.assertEqual(o.index["compression"]["codec"], "zstd")
             self.assertEqual(o.index["compression"]["level"], int(level))
             self.assertTrue(np.array_equal(o.image(o.samples[0]), first), level)
             self.assertEqual(u.mmpack("verify", other).rc, 0, level)

@@ -120,7 +120,7 @@ def build_and_check_real_sets():
     shared = os.environ["MM_SHARED_DIR"]
     tokenizer = os.path.join(shared, "tokenizers", "albert-30k-clean.model")
     assert os.environ.get("HDF5_PLUGIN_PATH"), "HDF5_PLUGIN_PATH must name the zstd plugin folder"
-    runs = [("coco-cc", ["--samples-per-shard", "20", "--threads", "2"]),
+    runs = [("coco-cc", ["--samples-per-shard", "20", "--threads", "2", "--compression", "zstd"]),
             ("skimage-micro", ["--resize-mode", "pad", "--compression", "none"]),
             ("openclipart-pd", ["--resize-mode", "pad", "--compression", "none",
                                 "--image-size", "96"])]
@@ -137,7 +137,8 @@ def build_and_check_real_sets():
         manifest = os.path.join(shared, "data", "coco-cc", "captions.jsonl")
         other = os.path.join(tmp, "coco-cc-1-thread")
         subprocess.run([mmpack, "build", manifest, "-o", other, "--tokenizer", tokenizer,
-                        "--lowercase", "--quiet", "--samples-per-shard", "20", "--threads", "1"], check=True)
+                        "--lowercase", "--quiet", "--samples-per-shard", "20", "--threads", "1",
+                        "--compression", "zstd"], check=True)
         a = json.load(open(os.path.join(tmp, "coco-cc", "index.json")))
         b = json.load(open(os.path.join(other, "index.json")))
         assert a["shards"] == b["shards"], "index shards differ between --threads 2 and 1"

@@ -21,13 +21,15 @@ COCO = os.path.join(DATA_DIR, "coco-cc")
 COPIES = 6
 
 # (name, build options): a raw zstd set with --dedup exact and 3 samples a shard, a keep-ratio
-# jpeg set with 3 samples a shard, and a raw set whose shards close by bytes (about 3 samples of
-# 150 KB each in 450 KB), so that a shard ends before a sample that does not fit.
+# jpeg set with 3 samples a shard, and a raw zstd set whose shards close by bytes (about 3
+# samples of 130-150 KB each in 450 KB; zstd, so that samples differ in size), so that a shard
+# ends before a sample that does not fit.
 VARIANTS = {
-    "raw_dedup": ["--dedup", "exact", "--image-size", "224", "--samples-per-shard", "3"],
+    "raw_dedup": ["--dedup", "exact", "--image-size", "224", "--samples-per-shard", "3",
+                  "--compression", "zstd"],
     "jpeg": ["--codec", "jpeg", "--resize-mode", "keep-ratio-largest", "--max-size", "256",
              "--samples-per-shard", "3"],
-    "raw_bytes": ["--image-size", "224", "--shard-size", "450000"],
+    "raw_bytes": ["--image-size", "224", "--shard-size", "450000", "--compression", "zstd"],
 }
 
 

@@ -43,8 +43,9 @@ def run(*args, timeout=600):
 # Where each test session builds its sets: one build per set per session (a few seconds each).
 _SETS = {
     # name: (input under DATA_DIR, extra mmpack build options)
-    "coco": ("coco-cc/captions.jsonl", {}),
-    "coco_multi": ("coco-cc/captions.jsonl", {"samples_per_shard": 16}),  # 4 shards: 16,16,16,3
+    "coco": ("coco-cc/captions.jsonl", {"compression": "zstd"}),
+    # 4 shards: 16,16,16,3
+    "coco_multi": ("coco-cc/captions.jsonl", {"samples_per_shard": 16, "compression": "zstd"}),
     "coco_raw": ("coco-cc/captions.jsonl", {"compression": "none", "image_size": 96}),
     "openclipart": ("openclipart-pd/captions.jsonl", {"image_size": 64}),
     "skimage": ("skimage-micro/captions.jsonl", {"image_size": (80, 48), "resize_mode": "pad"}),
@@ -82,7 +83,8 @@ def coco_multi(build_set):
 
 @pytest.fixture(params=["coco", "coco_multi", "coco_raw", "openclipart", "skimage"])
 def any_set(request, build_set):
-    """Each real set in turn (zstd and raw chunks, one shard and several, three sizes)."""
+    """Each real set in turn (zstd and raw chunks, one shard and several, three sizes; openclipart
+    and skimage with the default, uncompressed)."""
     return build_set(request.param)
 
 

@@ -98,7 +98,7 @@ def test_a_refused_append_leaves_out_as_it_was(manifests, tmp_path):
     for extra, message in (
             (["--image-size", "96"], "OUT holds images of 224x224, this build makes 96x96"),
             (["--codec", "jpeg"], "OUT holds image codec raw, this build makes jpeg"),
-            (["--compression", "none"], "OUT holds compression zstd, this build makes none"),
+            (["--compression", "zstd"], "OUT holds compression none, this build makes zstd"),
             (["--max-tokens", "32"], "captions of at most max tokens 77"),
             (["--keep-fields", "license"], "kept fields [], this build makes [license]"),
             (["--tokenizer", "none"], "--tokenizer none would store none"),
@@ -115,6 +115,20 @@ def test_a_refused_append_leaves_out_as_it_was(manifests, tmp_path):
     r = run(MMPACK, "build", manifests["a"], "-o", str(tmp_path / "nothere"), "--append")
     assert r.returncode == 1 and "does not exist" in r.stderr
     assert not os.path.exists(str(tmp_path / "nothere"))
+
+
+def test_append_without_compression_options_takes_outs(manifests, tmp_path):
+    # A set built with zstd (the default before issue 30) takes appends from the same command
+    # line: no --compression given means OUT's codec and level, not the new default (none).
+    out = str(tmp_path / "zstd")
+    build(manifests["a"], out, "--compression-level", "3")  # a level alone means zstd
+    build(manifests["b"], out, "--append")
+    index = json.load(open(os.path.join(out, "index.json")))
+    assert index["compression"] == {"codec": "zstd", "level": 3, "hdf5_filter_id": 32015}
+    assert run(MMPACK, "verify", out).returncode == 0
+    r = run(MMPACK, "build", manifests["c"], "-o", out, "--append", "--lowercase",
+            "--compression-level", "1")
+    assert r.returncode != 0 and "OUT holds zstd level 3, this build makes 1" in r.stderr
 
 
 def test_append_to_a_text_only_set(manifests, tmp_path):

@@ -73,7 +73,8 @@ void ExpectEqualsH5py(const std::string& dir, const TempDir& tmp) {
 TEST(MmpackSet, ReaderEqualsH5pyOnCocoInSeveralShards) {
   TempDir tmp;
   std::string out = tmp / "coco";
-  ASSERT_TRUE(Build(SharedDir() + "/data/coco-cc/captions.jsonl", out, "--samples-per-shard 16"));
+  ASSERT_TRUE(Build(SharedDir() + "/data/coco-cc/captions.jsonl", out,
+                    "--samples-per-shard 16 --compression zstd"));
   ExpectEqualsH5py(out, tmp);
   auto set = ShardSet::Open(out);
   ASSERT_TRUE(set.ok());
@@ -86,7 +87,7 @@ TEST(MmpackSet, ReaderEqualsH5pyOnMixedModesAndUncompressed) {
   TempDir tmp;
   std::string zstd = tmp / "zstd", none = tmp / "none";
   std::string input = SharedDir() + "/data/skimage-micro/captions.jsonl";
-  ASSERT_TRUE(Build(input, zstd, "--image-size 96x64 --resize-mode pad"));
+  ASSERT_TRUE(Build(input, zstd, "--image-size 96x64 --resize-mode pad --compression zstd"));
   ASSERT_TRUE(Build(input, none, "--image-size 96x64 --resize-mode pad --compression none"));
   ExpectEqualsH5py(none, tmp);
   auto a = ShardSet::Open(zstd), b = ShardSet::Open(none);

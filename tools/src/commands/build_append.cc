@@ -183,6 +183,14 @@ Result<BuildOptions> AppendOptions(const BuildOptions& o, const fs::path& out,
     return Status::InvalidArgument(
         "--append: OUT's captions have token ids; --tokenizer none would store none");
   }
+  if (!o.compression_given) {  // OUT's chunk codec and level (the default changed in issue 30)
+    if (const auto codec = format::ParseCodec(base.index.info.compression)) {
+      a.compression = *codec;
+      if (a.compression == format::Codec::kZstd) {
+        a.compression_level = base.index.info.compression_level;
+      }
+    }
+  }
   if (!has) {
     a.tokenizer = kNoTokenizer;
   } else if (o.tokenizer.empty()) {  // OUT's own model, never one trained on the new captions

@@ -49,8 +49,10 @@ struct AppendBase {
 [[nodiscard]] Result<AppendBase> OpenAppendBase(const std::filesystem::path& out);
 
 /// `o` with its tokenizer resolved against the base: OUT's tokenizer.model when none is given,
-/// "none" for a text-only set. Errors: InvalidArgument (a text-only set and a tokenizer given,
-/// or the reverse).
+/// "none" for a text-only set; OUT's chunk compression and zstd level when neither
+/// --compression nor --compression-level is given (so a set built before the default became
+/// `none` still takes appends with the same command). Errors: InvalidArgument (a text-only set and
+/// a tokenizer given, or the reverse).
 [[nodiscard]] Result<BuildOptions> AppendOptions(const BuildOptions& o,
                                                  const std::filesystem::path& out,
                                                  const AppendBase& base);

@@ -71,6 +71,7 @@ struct BuildArgs {
   std::string compression{ToString(options.compression)};
   std::string codec{ToString(options.image_codec)};
   CLI::Option* compression_option = nullptr;  // given on the command line?
+  CLI::Option* level_option = nullptr;
   CLI::Option* image_size_option = nullptr;
   CLI::Option* quality_option = nullptr;
   std::string normalize{ToString(options.text.normalize)};
@@ -191,10 +192,12 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
       b->add_option("--compression", a->compression, "--codec raw: image chunk compression")
           ->check(CLI::IsMember(Names(mm::format::kCodecs)))
           ->capture_default_str();
-  b->add_option("--compression-level", o.compression_level,
-                "zstd level: 1..22, or negative for zstd's fast levels (-N is --fast=N)")
-      ->check(CLI::Range(-(1 << 17), 22))
-      ->capture_default_str();
+  a->level_option =
+      b->add_option("--compression-level", o.compression_level,
+                    "zstd level: 1..22, or negative for zstd's fast levels (-N is --fast=N); "
+                    "alone, it implies --compression zstd")
+          ->check(CLI::Range(-(1 << 17), 22))
+          ->capture_default_str();
   b->add_option("-j,--threads", o.threads, "Worker threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   b->add_flag("-q,--quiet", o.quiet, "Print only errors and the summary");
@@ -221,6 +224,10 @@ bool FinishBuild(BuildArgs* a) {
   o.input_format = mm::pack::ParseInputFormat(a->input_format).value();
   o.resize_mode = mm::format::ParseResizeMode(a->resize_mode).value();
   o.compression = mm::format::ParseCodec(a->compression).value();
+  o.compression_given = a->compression_option->count() > 0 || a->level_option->count() > 0;
+  if (a->compression_option->count() == 0 && a->level_option->count() > 0) {
+    o.compression = mm::format::Codec::kZstd;  // a level is a zstd level
+  }
   o.image_codec = mm::format::ParseImageCodec(a->codec).value();
   if (o.image_codec != mm::format::ImageCodec::kJpeg && a->quality_option->count() > 0) {
     std::cerr << "mmpack build: --quality is the JPEG quality of --codec jpeg; --codec "

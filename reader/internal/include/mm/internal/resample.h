@@ -65,4 +65,13 @@ void ResizeBox(const uint8_t* src, int src_x0, int src_y0, int src_stride, int f
 /// Whether ResizeLanczos3 has an AVX2 kernel on this CPU.
 bool ResampleHasAvx2();
 
+/// Whether it has the AVX-512 (BW, VNNI) kernel on this CPU, and it is allowed.
+bool ResampleHasAvx512();
+
+/// The widest kernels `simd` = true may use: the best this CPU has (the default), or at most
+/// AVX2. For tests, which compare the kernels with each other and with the portable loops on a
+/// CPU that has AVX-512; process-wide, not meant to change while resizes run.
+enum class SimdLevel { kBest, kAvx2 };
+void SetResampleSimdLevelForTesting(SimdLevel level);
+
 }  // namespace mm::image
