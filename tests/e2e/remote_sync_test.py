@@ -207,6 +207,35 @@ class RemoteSyncTest(u.TempDirTest):
         self.assertNotEqual(bad.rc, 0, str(bad))
         self.assertIn("--part-size", bad.stderr)
 
+    def test_a_failing_part_is_retried_alone(self):
+        # The first shard's first two part PUTs answer 503: that part is sent again (three
+        # times in all), the upload is not restarted (one POST ?uploads per object).
+        shard = self.index["shards"][0]["file"]
+        s3 = self.s3("--fail", "PUT */" + shard + ":503:2")
+        up = run([u.MMPACK, "upload", "-q", "--transfers", "1", "--multipart-threshold", "1",
+                  self.local, "s3://bkt/retry"], self.env)
+        self.assertEqual(up.rc, 0, str(up))
+        path = "/bkt/retry/" + shard
+        lines = [(l[0], l[1].split("&")[0], l[2]) for l in s3.lines() if l[1].startswith(path)]
+        self.assertEqual(lines.count(("POST", path + "?uploads=", "200")), 1, lines)
+        parts = [status for m, p, status in lines if m == "PUT" and p == path + "?partNumber=1"]
+        self.assertEqual(parts, ["503", "503", "200"], lines)
+        self.assertEqual(open(os.path.join(s3.root, "bkt", "retry", shard), "rb").read(),
+                         open(os.path.join(self.local, shard), "rb").read())
+
+    def test_http_sets_send_mmpack_http_token_as_a_bearer_token(self):
+        www = self.server("--bearer", "s3cr3t-token")
+        shutil.copytree(self.local, os.path.join(www.root, "sets", "coco"))
+        no_token = run([u.MMPACK, "info", www.url + "/sets/coco"], self.env)
+        self.assertNotEqual(no_token.rc, 0)
+        self.assertIn("HTTP 401", no_token.stderr)
+        self.env["MMPACK_HTTP_TOKEN"] = "s3cr3t-token"
+        v = run([u.MMPACK, "verify", www.url + "/sets/coco"] + self.cache("bearer"), self.env)
+        self.assertEqual(v.rc, 0, str(v))
+        off_host = run([u.MMPACK, "info", "http://example.com/sets/coco"], self.env)
+        self.assertNotEqual(off_host.rc, 0)
+        self.assertIn("MMPACK_HTTP_TOKEN", off_host.stderr)
+
     def test_progress_lines_go_to_a_pipe_every_few_seconds(self):
         self.s3("--delay", "*.h5:0.4")
         up = run([u.MMPACK, "upload", "--transfers", "1", "--progress-every", "0.5", self.local,
