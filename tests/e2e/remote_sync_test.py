@@ -21,6 +21,7 @@ import e2e_util as u  # noqa: E402
 
 SOURCE_DIR = os.environ.get("MM_SOURCE_DIR", "")
 SERVER = os.path.join(SOURCE_DIR, "tests", "remote", "http_server.py")
+MMTRAIN = os.path.join(u.BIN_DIR, "mmtrain")
 
 AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                  "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
@@ -291,7 +292,7 @@ class RemoteSyncTest(u.TempDirTest):
         self.assertIn(self.index["shards"][0]["file"], b["error"])
 
     def test_gs_sets_use_the_hmac_keys_never_the_aws_ones(self):
-        gcs = self.server("--sigv4", "GOOG1EHMACKEY:hmac-secret")
+        gcs = self.server("--sigv4", "GOOG1EHMACKEY:hmac-secret", "--gcs")
         self.env.update({"GCS_ENDPOINT_URL": gcs.url, "GCS_ACCESS_KEY_ID": "GOOG1EHMACKEY",
                          "GCS_SECRET_ACCESS_KEY": "hmac-secret",
                          # AWS keys the server does not know: used, they would be refused
@@ -300,6 +301,12 @@ class RemoteSyncTest(u.TempDirTest):
         up = run([u.MMPACK, "upload", "-q", self.local, "gs://bkt/sets/coco"], self.env)
         self.assertEqual(up.rc, 0, str(up))
         self.assertIn("GCS credentials: HMAC key (GCS_ACCESS_KEY_ID)", up.stderr)
+        # GCS answers the checksum metadata as x-goog-meta-*: recognised, nothing sent again.
+        gcs.clear()
+        again = run([u.MMPACK, "upload", "--json", self.local, "gs://bkt/sets/coco"], self.env)
+        self.assertEqual(again.rc, 0, str(again))
+        self.assertEqual(json.loads(again.stdout)["sent"], 0)
+        self.assertEqual(set(l[0] for l in gcs.lines()), {"HEAD"})
         v = run([u.MMPACK, "verify", "gs://bkt/sets/coco"] + self.cache("gs"), self.env)
         self.assertEqual(v.rc, 0, str(v))
         self.assertIn("verify: OK: %d shards" % len(self.index["shards"]), v.stdout)
@@ -355,6 +362,23 @@ class RemoteSyncTest(u.TempDirTest):
         self.assertNotEqual(bad.rc, 0)
         self.assertIn("401", bad.stderr)
         self.assertIn("/datasets/org/cc/resolve/main/sets/coco/index.json", bad.stderr)
+
+    @unittest.skipIf(not os.access(MMTRAIN, os.X_OK), "mmtrain is not built (MM_BUILD_TRAINER)")
+    def test_mmtrain_trains_from_gs_and_hf_sets(self):
+        gcs = self.server("--sigv4", "GOOG1EHMACKEY:hmac-secret")
+        self.env.update({"GCS_ENDPOINT_URL": gcs.url, "GCS_ACCESS_KEY_ID": "GOOG1EHMACKEY",
+                         "GCS_SECRET_ACCESS_KEY": "hmac-secret"})
+        up = run([u.MMPACK, "upload", "-q", self.local, "gs://bkt/train"], self.env)
+        self.assertEqual(up.rc, 0, str(up))
+        self.hub()
+        for name, url in (("gs", "gs://bkt/train"), ("hf", "hf://datasets/org/cc/sets/coco")):
+            out = os.path.join(self.tmp, "run-" + name)
+            t = run([MMTRAIN, "--shards", url, "--out", out, "--steps", 2, "--batch-size", 8,
+                     "--dim", 64, "--layers", 1, "--heads", 4, "--patch", 16, "--threads", 1,
+                     "--loader-threads", 1, "--seed", 7, "--quiet"] + self.cache("train-" + name),
+                    self.env, timeout=600)
+            self.assertEqual(t.rc, 0, str(t))
+            self.assertTrue(os.path.exists(os.path.join(out, "summary.json")), name)
 
     def test_hf_urls_that_cannot_work_are_refused_in_one_line(self):
         self.env["HF_TOKEN"] = "hf_x"

@@ -49,6 +49,9 @@ small files directly, *.h5 files (the Hub's LFS files) with a 302 redirect to
 http://localhost:PORT/cdn/... (another host name than 127.0.0.1, as the Hub redirects to its
 CDN), served from there. Any other path is 404 with the Hub's "Entry not found".
 
+--gcs: GET and HEAD return the stored x-amz-meta-* headers as x-goog-meta-*, as GCS's XML API
+does.
+
 --log FILE: one line per request, "METHOD PATH STATUS KIND", and " key=ID" when it was signed
 (the access key id), for tests that count requests.
 
@@ -396,6 +399,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header('ETag', etag)
         for k, v in meta.items():
+            if self.server.gcs:  # GCS's XML API answers custom metadata as x-goog-meta-*
+                k = 'x-goog-meta-' + k[len('x-amz-meta-'):]
             self.send_header(k, v)
         self.send_header('Content-Length', str(len(data)))
         self.send_header('Content-Type', 'application/octet-stream')
@@ -427,6 +432,7 @@ def main():
     parser.add_argument('--delay', action='append', default=[])
     parser.add_argument('--bearer', default=None)
     parser.add_argument('--hf', action='store_true')
+    parser.add_argument('--gcs', action='store_true')
     parser.add_argument('--log', default='')
     parser.add_argument('--put-delay', type=float, default=0.0)
     parser.add_argument('--put-peak', default='')
@@ -438,7 +444,7 @@ def main():
     server.sigv4 = dict(k.split(':', 1) for k in args.sigv4)
     server.sigv4_issued = args.sigv4_issued
     server.delays = [(d.rsplit(':', 1)[0], float(d.rsplit(':', 1)[1])) for d in args.delay]
-    server.bearer, server.hf = args.bearer, args.hf
+    server.bearer, server.hf, server.gcs = args.bearer, args.hf, args.gcs
     server.meta, server.uploads, server.meta_lock = {}, {}, threading.Lock()
     server.log_path = args.log
     server.log_lock = threading.Lock()

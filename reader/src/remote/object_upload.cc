@@ -139,6 +139,7 @@ Result<ObjectInfo> StatObject(const Location& location, const std::string& name,
   info.exists = true;
   info.size = head->ContentLength();
   info.xxh3 = head->Header(kXxh3MetadataHeader);
+  if (info.xxh3.empty()) info.xxh3 = head->Header(kXxh3GcsMetadataHeader);
   info.etag = head->Header("etag");
   return info;
 }

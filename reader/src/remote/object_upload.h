@@ -33,6 +33,9 @@ namespace mm::reader::internal {
 
 /// The user metadata header that holds a file's XXH3-64.
 inline constexpr const char kXxh3MetadataHeader[] = "x-amz-meta-mmpack-xxh3";
+/// The same metadata as GCS's XML API answers it: it takes x-amz-meta-* on a PUT and returns
+/// the object's custom metadata as x-goog-meta-* (GCS "XML API headers": x-goog-meta-).
+inline constexpr const char kXxh3GcsMetadataHeader[] = "x-goog-meta-mmpack-xxh3";
 
 struct ObjectUploadOptions {
   std::string xxh3;                                 // "" : no checksum metadata
@@ -44,7 +47,7 @@ struct ObjectUploadOptions {
 struct ObjectInfo {
   bool exists = false;
   int64_t size = -1;  // Content-Length, -1 when not given
-  std::string xxh3;   // kXxh3MetadataHeader, "" when absent
+  std::string xxh3;   // kXxh3MetadataHeader (else kXxh3GcsMetadataHeader), "" when absent
   std::string etag;
 };
 
