@@ -10,6 +10,7 @@ tests/remote/http_server.py on 127.0.0.1 only:
 """
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -257,6 +258,21 @@ class RemoteSyncTest(u.TempDirTest):
                     self.env)
         self.assertEqual(quiet.rc, 0, str(quiet))
         self.assertNotIn(" of ", quiet.stderr)
+
+    @unittest.skipIf(not shutil.which("script"), "no script(1) to give mmpack a terminal")
+    def test_a_terminal_gets_one_line_redrawn_then_erased(self):
+        self.s3("--delay", "*.h5:0.3")
+        cmd = " ".join(shlex.quote(str(a)) for a in
+                       [u.MMPACK, "upload", "--transfers", "1", self.local, "s3://bkt/tty"])
+        r = subprocess.run(["script", "-qec", cmd, "/dev/null"], env=self.env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=u.TIMEOUT_S)
+        out = r.stdout.decode(errors="replace")
+        self.assertEqual(r.returncode, 0, out)
+        self.assertGreaterEqual(out.count("\rupload: "), 2, repr(out))  # redrawn in place
+        self.assertIn("/s, ETA ", out)
+        self.assertIn("\r\x1b[K", out)  # erased before the summary
+        self.assertIn("upload: OK: %d files" % len(self.names), out)
+        self.assertNotRegex(out, r"upload: [0-9.]+ [kKMG]?B of [^\r]*\n")  # no ended lines
 
     def test_json_outputs_parse_with_the_documented_keys(self):
         self.s3()
