@@ -273,6 +273,12 @@ class RemoteSyncTest(u.TempDirTest):
         self.assertIn("\r\x1b[K", out)  # erased before the summary
         self.assertIn("upload: OK: %d files" % len(self.names), out)
         self.assertNotRegex(out, r"upload: [0-9.]+ [kKMG]?B of [^\r]*\n")  # no ended lines
+        # Each file's own line starts a line: the progress line is erased before it.
+        sent = [i for i in range(len(out)) if out.startswith("upload: sent ", i)]
+        self.assertEqual(len(sent), len(self.names), repr(out))
+        for i in sent:
+            self.assertTrue(out[:i].endswith(("\n", "\r\x1b[K")),
+                            repr(out[max(0, i - 80):i + 20]))
 
     def test_json_outputs_parse_with_the_documented_keys(self):
         self.s3()

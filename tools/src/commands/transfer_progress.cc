@@ -62,6 +62,16 @@ void TransferProgress::Finish() {
   }
 }
 
+void TransferProgress::Above(const std::function<void()>& write) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (drawn_) {
+    std::fputs("\r\x1b[K", stream_);
+    std::fflush(stream_);
+    drawn_ = false;
+  }
+  write();
+}
+
 std::string TransferProgress::Line(int64_t done, int64_t total, double bytes_per_s, double eta_s) {
   std::string line = HumanBytes(static_cast<double>(done));
   if (total > 0) {

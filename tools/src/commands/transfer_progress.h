@@ -45,6 +45,10 @@ class TransferProgress {
   void SetDeadline(std::chrono::steady_clock::time_point deadline);
   /// Stops the thread; erases the terminal's line. Idempotent.
   void Finish();
+  /// Runs `write` (which prints a line of the command's own, e.g. on stdout) with the terminal's
+  /// progress line erased first, so that the line does not land on it; the next draw puts the
+  /// progress line back below. Calls are serialised with each other and with drawing.
+  void Above(const std::function<void()>& write);
 
   /// "12.3 MB of 45.6 MB (27.0%), 3.4 MB/s, ETA 0:09" for these figures (a pure function).
   static std::string Line(int64_t done, int64_t total, double bytes_per_s, double eta_s);

@@ -184,7 +184,6 @@ Status RunUpload(const UploadOptions& options, std::ostream& out) {
   TransferProgress bar(
       "upload", [sent_before] { return mm::reader::internal::RemoteBytesSent() - sent_before; },
       to_send, progress);
-  std::mutex out_mu;
   auto put = [&](const SetFile& f) -> Status {
     mm::reader::internal::PutOptions put_options;
     put_options.xxh3 = f.xxh3;
@@ -192,9 +191,11 @@ Status RunUpload(const UploadOptions& options, std::ostream& out) {
     put_options.part_size = options.part_size;
     MM_RETURN_NOT_OK(remote->Put(f.name, local->Display(f.name), put_options));
     if (!options.quiet && !options.report.json) {
-      std::lock_guard<std::mutex> lock(out_mu);
-      out << "upload: sent " << remote->Display(f.name) << " ("
-          << HumanBytes(static_cast<double>(f.bytes)) << ")" << std::endl;
+      // Above the terminal's progress line, never on it (and one thread at a time).
+      bar.Above([&] {
+        out << "upload: sent " << remote->Display(f.name) << " ("
+            << HumanBytes(static_cast<double>(f.bytes)) << ")" << std::endl;
+      });
     }
     return Status::OK();
   };
