@@ -240,6 +240,35 @@ TEST_F(CredentialChain, WebIdentityAssumesTheRoleThroughSts) {
       << st.ToString();
 }
 
+// EKS-style web identity configured in a profile (web_identity_token_file + role_arn in
+// ~/.aws/config) rather than in the environment.
+TEST_F(CredentialChain, AProfilesWebIdentityAssumesItsRole) {
+  StartServers();
+  env_.Set("AWS_PROFILE", "ci");
+  env_.Set("AWS_ENDPOINT_URL_STS", identity_->url());
+  WriteFile(tmp_ / "home/.aws/config", "[profile ci]\nweb_identity_token_file = " + tmp_ / "token" +
+                                           "\nrole_arn = " + kRoleArn +
+                                           "\nrole_session_name = mmpack-test-session\n");
+  ::testing::internal::CaptureStderr();
+  std::set<std::string> keys;
+  Status st = Read(&keys);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(keys, std::set<std::string>({"STS-1"}));
+  EXPECT_EQ(CountLogLines(identity_log(), "POST / 200 STS-1 mmpack-test-session"), 1);
+  EXPECT_NE(err.find("web identity (role " + std::string(kRoleArn) + ", token file " +
+                     tmp_ / "token" + ", profile 'ci'"),
+            std::string::npos)
+      << err;
+  // Without role_arn: an error naming the profile's file, not a silent unsigned request.
+  WriteFile(tmp_ / "home/.aws/config",
+            "[profile ci]\nweb_identity_token_file = " + tmp_ / "token" + "\n");
+  st = Read();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("has web_identity_token_file but no role_arn"), std::string::npos)
+      << st.ToString();
+}
+
 TEST_F(CredentialChain, InstanceMetadataGivesTheRoleCredentialsWithIMDSv2) {
   StartServers();
   Imds();
