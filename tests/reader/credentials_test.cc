@@ -181,6 +181,26 @@ TEST_F(CredentialChain, ProfileGivesKeysRegionAndEndpointFromTheSharedFiles) {
   EXPECT_EQ(keys, std::set<std::string>({"ENVKEY"}));
 }
 
+// A profile holding temporary keys (what `aws configure export-credentials` or an SSO helper
+// writes): the session token, 1,200 characters, outlasts inih's 200-byte lines and must reach
+// the server whole as x-amz-security-token.
+TEST_F(CredentialChain, AProfilesSessionTokenIsSentWhole) {
+  StartServers();
+  const std::string token(1200, 'Q');
+  std::ofstream(tmp_ / "id/issued.jsonl", std::ios::app)
+      << R"({"key": "PROFTMP", "secret": "tmp-secret", "token": ")" << token
+      << R"(", "expires": 4102444800})"
+      << "\n";
+  WriteFile(tmp_ / "home/.aws/credentials",
+            "[default]\naws_access_key_id = PROFTMP\naws_secret_access_key = tmp-secret\n"
+            "aws_session_token = " +
+                token + "\n");
+  std::set<std::string> keys;
+  Status st = Read(&keys);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(keys, std::set<std::string>({"PROFTMP"}));
+}
+
 TEST_F(CredentialChain, DefaultProfileIsReadFromHome) {
   StartServers();
   Profile();
