@@ -10,6 +10,7 @@ tests/remote/http_server.py on 127.0.0.1 only:
 """
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -254,6 +255,13 @@ class RemoteSyncTest(u.TempDirTest):
         self.assertEqual(v.rc, 0, str(v))
         self.assertTrue(any(l.startswith("verify: ") and " of " in l
                             for l in v.stderr.splitlines()), v.stderr)
+        # bench on a remote set: what the cache downloads, the ETA the end of --seconds.
+        b = run([u.MMPACK, "bench", "s3://bkt/p", "--seconds", "3", "--threads", "1",
+                 "--progress-every", "0.5"] + self.cache("pbench"), self.env)
+        self.assertEqual(b.rc, 0, str(b))
+        self.assertTrue(any(re.match(r"^bench: downloaded: [0-9.]+ [kKMG]?B, [0-9.]+ [kKMG]?B/s, "
+                                     r"ETA [0-9]+:[0-9]{2}$", l)
+                            for l in b.stderr.splitlines()), b.stderr)
         quiet = run([u.MMPACK, "upload", "--progress-every", "0", self.local, "s3://bkt/p"],
                     self.env)
         self.assertEqual(quiet.rc, 0, str(quiet))
