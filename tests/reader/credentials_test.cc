@@ -34,6 +34,7 @@ using mm::testing::TempDir;
 
 constexpr char kRoleArn[] = "arn:aws:iam::123456789012:role/mmpack-reader";
 constexpr char kWebToken[] = "eyJhbGciOiJSUzI1NiJ9.k8s-service-account.signature";
+constexpr char kContainerToken[] = "eks-pod-identity-token-0123456789";
 
 void WriteFile(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
@@ -58,13 +59,27 @@ class CredentialChain : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::Mirror(CocoSet(testing::SmallShards()), tmp_ / "www/bkt/coco");
-    for (const char* name :
-         {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-          "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
-          "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_STS", "AWS_CONFIG_FILE",
-          "AWS_SHARED_CREDENTIALS_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
-          "AWS_ROLE_SESSION_NAME", "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-          "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"}) {
+    for (const char* name : {"AWS_ACCESS_KEY_ID",
+                             "AWS_SECRET_ACCESS_KEY",
+                             "AWS_SESSION_TOKEN",
+                             "AWS_PROFILE",
+                             "AWS_DEFAULT_PROFILE",
+                             "AWS_REGION",
+                             "AWS_DEFAULT_REGION",
+                             "AWS_ENDPOINT_URL",
+                             "AWS_ENDPOINT_URL_S3",
+                             "AWS_ENDPOINT_URL_STS",
+                             "AWS_CONFIG_FILE",
+                             "AWS_SHARED_CREDENTIALS_FILE",
+                             "AWS_WEB_IDENTITY_TOKEN_FILE",
+                             "AWS_ROLE_ARN",
+                             "AWS_ROLE_SESSION_NAME",
+                             "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+                             "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+                             "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                             "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+                             "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"}) {
       env_.Unset(name);
     }
     env_.Set("HOME", tmp_ / "home");
@@ -75,9 +90,9 @@ class CredentialChain : public ::testing::Test {
 
   // Starts both servers; `lifetime_s`: of the credentials the identity server issues.
   void StartServers(double lifetime_s = 3600, std::vector<std::string> http_extra = {}) {
-    auto identity =
-        StartIdentityServer(tmp_ / "id", {"--lifetime", std::to_string(lifetime_s), "--role-arn",
-                                          kRoleArn, "--web-identity-token", kWebToken});
+    auto identity = StartIdentityServer(
+        tmp_ / "id", {"--lifetime", std::to_string(lifetime_s), "--role-arn", kRoleArn,
+                      "--web-identity-token", kWebToken, "--container-token", kContainerToken});
     ASSERT_TRUE(identity.ok()) << identity.status().ToString();
     identity_ = std::move(*identity);
     std::vector<std::string> args = {
@@ -287,6 +302,37 @@ TEST_F(CredentialChain, AProfilesWebIdentityAssumesItsRole) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("has web_identity_token_file but no role_arn"), std::string::npos)
       << st.ToString();
+}
+
+// ECS tasks and EKS Pod Identity: the container credentials endpoint, its token read from the
+// file the agent keeps; after the profile, before the instance metadata service.
+TEST_F(CredentialChain, ContainerCredentialsComeFromTheEndpointWithItsToken) {
+  StartServers();
+  const std::string uri = identity_->url() + "/container/credentials";
+  env_.Set("AWS_CONTAINER_CREDENTIALS_FULL_URI", uri);
+  WriteFile(tmp_ / "pod-token", std::string(kContainerToken) + "\n");
+  env_.Set("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", tmp_ / "pod-token");
+  Imds();  // not asked: the container's credentials come first
+  ::testing::internal::CaptureStderr();
+  std::set<std::string> keys;
+  Status st = Read(&keys);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(keys, std::set<std::string>({"ECS-1"}));
+  EXPECT_EQ(CountLogLines(identity_log(), "GET /container/credentials 200 ECS-1"), 1);
+  EXPECT_EQ(CountLogLines(identity_log(), "/latest/"), 0);
+  EXPECT_NE(err.find("S3 credentials: container credentials (" + uri + ")"), std::string::npos)
+      << err;
+  // A wrong token: the endpoint's 401, naming it.
+  env_.Set("AWS_CONTAINER_AUTHORIZATION_TOKEN", "wrong");
+  st = Read();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("GET " + uri + ": HTTP 401"), std::string::npos) << st.ToString();
+  // The profile's keys come before it.
+  env_.Unset("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+  Profile();
+  ASSERT_TRUE(Read(&keys).ok());
+  EXPECT_EQ(keys, std::set<std::string>({"PROFILEKEY"}));
 }
 
 TEST_F(CredentialChain, InstanceMetadataGivesTheRoleCredentialsWithIMDSv2) {

@@ -17,6 +17,9 @@ IMDSv2 (AWS's "Use IMDSv2"):
                                      token it issued (else 401); answers --role
     GET /latest/meta-data/iam/security-credentials/ROLE    the same; answers the credentials JSON
                                      (404 for another role)
+Container credentials (ECS tasks, EKS Pod Identity): GET /container/credentials with
+Authorization equal to --container-token (else 401); answers {"AccessKeyId", "SecretAccessKey",
+"Token", "Expiration"} with key ids "ECS-N".
 STS (POST /, form body, unsigned): Action=AssumeRoleWithWebIdentity, Version=2011-06-15, RoleArn
 --role-arn, WebIdentityToken --web-identity-token and a RoleSessionName (also --session-name
 when given), else 400/403 with STS's ErrorResponse XML (InvalidIdentityToken, AccessDenied,
@@ -87,6 +90,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(200, token, what='token')
 
     def do_GET(self):
+        if self.path == '/container/credentials':
+            return self.container()
         base = '/latest/meta-data/iam/security-credentials/'
         if not self.path.startswith(base):
             return self.answer(404, 'not found')
@@ -103,6 +108,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         cred = self.issue('IMDS')
         body = json.dumps({'Code': 'Success', 'LastUpdated': iso(time.time()), 'Type': 'AWS-HMAC',
                            'AccessKeyId': cred['key'], 'SecretAccessKey': cred['secret'],
+                           'Token': cred['token'], 'Expiration': iso(cred['expires'])})
+        self.answer(200, body, 'application/json', what=cred['key'])
+
+    # --- ECS / EKS Pod Identity container credentials
+    def container(self):
+        if self.headers.get('Authorization', '') != self.server.container_token:
+            return self.answer(401, 'no or wrong Authorization', what='unauthorized')
+        cred = self.issue('ECS')
+        body = json.dumps({'AccessKeyId': cred['key'], 'SecretAccessKey': cred['secret'],
                            'Token': cred['token'], 'Expiration': iso(cred['expires'])})
         self.answer(200, body, 'application/json', what=cred['key'])
 
@@ -152,6 +166,7 @@ def main():
     parser.add_argument('--role-arn', default='')
     parser.add_argument('--web-identity-token', default='')
     parser.add_argument('--session-name', default='')
+    parser.add_argument('--container-token', default='')
     parser.add_argument('--log', default='')
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
@@ -161,6 +176,7 @@ def main():
     server.issued_path, server.lifetime, server.role = args.issued, args.lifetime, args.role
     server.role_arn, server.web_identity_token = args.role_arn, args.web_identity_token
     server.session_name, server.log_path = args.session_name, args.log
+    server.container_token = args.container_token
     open(args.issued, 'a').close()
     print(server.server_address[1], flush=True)
     try:

@@ -159,6 +159,13 @@ AwsConfig AwsConfig::FromEnvironment() {
   }
   if (c.sts_endpoint.empty()) c.sts_endpoint = "https://sts." + c.region + ".amazonaws.com";
 
+  c.container_uri = Env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+  if (c.container_uri.empty() && !Env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").empty()) {
+    c.container_uri = "http://169.254.170.2" + Env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+  }
+  c.container_token = Env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+  c.container_token_file = Env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+
   c.imds_disabled = Lower(Env("AWS_EC2_METADATA_DISABLED")) == "true";
   const std::string imds = NoTrailingSlash(Env("AWS_EC2_METADATA_SERVICE_ENDPOINT"));
   if (!imds.empty()) {
@@ -177,7 +184,7 @@ std::string AwsConfig::Key() const {
        {&env_access_key_id, &env_secret_access_key, &env_session_token, &profile, &credentials_file,
         &config_file, &profile_access_key_id, &profile_secret_access_key, &profile_session_token,
         &profile_unsupported, &web_identity_token_file, &role_arn, &role_session_name, &region,
-        &sts_endpoint, &imds_endpoint}) {
+        &sts_endpoint, &container_uri, &container_token, &container_token_file, &imds_endpoint}) {
     key += *part;
     key.push_back('\n');
   }

@@ -47,6 +47,12 @@ struct AwsConfig {
   std::string endpoint;      // S3; no trailing '/'; empty: AWS
   std::string sts_endpoint;  // no trailing '/'
 
+  // Container credentials (ECS tasks, EKS Pod Identity; container_credentials.h):
+  // AWS_CONTAINER_CREDENTIALS_FULL_URI, else http://169.254.170.2 +
+  // AWS_CONTAINER_CREDENTIALS_RELATIVE_URI; "" when neither is set. The token:
+  // AWS_CONTAINER_AUTHORIZATION_TOKEN, else the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE.
+  std::string container_uri, container_token, container_token_file;
+
   // The instance metadata service (IMDSv2): AWS_EC2_METADATA_DISABLED=true turns it off;
   // AWS_EC2_METADATA_SERVICE_ENDPOINT (else AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6's
   // http://[fd00:ec2::254], else http://169.254.169.254); AWS_METADATA_SERVICE_TIMEOUT seconds

@@ -9,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "remote/container_credentials.h"
 #include "remote/imds.h"
 #include "remote/sts.h"
 
@@ -74,6 +75,12 @@ Result<CredentialSource> ResolveAwsChain(const AwsConfig& c) {
         ", which mmpack does not implement: export them first, e.g. eval \"$(aws configure "
         "export-credentials --profile " +
         c.profile + " --format env)\"");
+  }
+  if (!c.container_uri.empty()) {
+    const ContainerEndpoint endpoint{c.container_uri, c.container_token, c.container_token_file};
+    source.description = "container credentials (" + c.container_uri + ")";
+    source.fetch = [endpoint] { return FetchContainerCredentials(endpoint); };
+    return source;
   }
   std::string tried = "the environment, web identity, profile '" + c.profile + "'";
   if (c.imds_disabled) {

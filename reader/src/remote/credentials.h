@@ -8,18 +8,20 @@
 //      IRSA), through STS AssumeRoleWithWebIdentity (sts.h);
 //   3. the profile (aws_config.h): its keys in ~/.aws/credentials or ~/.aws/config, else its
 //      web_identity_token_file + role_arn;
-//   4. the instance metadata service, IMDSv2 (imds.h), unless AWS_EC2_METADATA_DISABLED=true;
-//   5. none: requests go unsigned (public buckets).
+//   4. container credentials (ECS tasks, EKS Pod Identity: container_credentials.h), when
+//      AWS_CONTAINER_CREDENTIALS_FULL_URI or _RELATIVE_URI is set;
+//   5. the instance metadata service, IMDSv2 (imds.h), unless AWS_EC2_METADATA_DISABLED=true;
+//   6. none: requests go unsigned (public buckets).
 // The issue that asked for this listed the profile before web identity; the SDKs put web
 // identity from the environment first (a pod with IRSA and a stray ~/.aws/credentials uses the
 // role), and so does this. A profile that configures what is not implemented here
 // (source_profile, credential_process, SSO) and has no keys is an error naming the setting.
-// Not implemented: ECS/EKS container credentials (AWS_CONTAINER_CREDENTIALS_*).
 //
 // One line on stderr says which source was used, once per process and configuration:
 //   mmpack: S3 credentials: environment (AWS_ACCESS_KEY_ID)
 //   mmpack: S3 credentials: profile 'dev' (/home/u/.aws/credentials)
 //   mmpack: S3 credentials: web identity (role arn:aws:iam::1:role/r, token file /var/run/t)
+//   mmpack: S3 credentials: container credentials (http://169.254.170.23/v1/credentials)
 //   mmpack: S3 credentials: instance metadata (IMDSv2 role 'r' at http://169.254.169.254)
 //   mmpack: S3 credentials: no credentials found: unsigned requests (tried: ...)
 //
