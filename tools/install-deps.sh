@@ -10,6 +10,7 @@ PACKAGES=(
   libsentencepiece-dev sentencepiece libtbb-dev libcli11-dev
   libarchive-dev libssl-dev libfmt-dev libturbojpeg0-dev libjpeg62-turbo-dev
   libcurl4-openssl-dev  # remote shard sets: HTTP(S) and S3 (reader/src/remote)
+  libinih-dev  # ~/.aws/credentials and ~/.aws/config (reader/src/remote/ini_file.cc)
   nodejs curl  # the S3 test server (s3rver, put in the build tree by tests/remote/npm_setup.sh); uploads
   libicu-dev fonts-dejavu-core  # NFKC + lowercasing before tokenizing; `mmpack preview` font
   libpcre2-dev zlib1g-dev  # tokenizers: pre-tokenizer regexes, CLIP's gzipped BPE merges

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <vector>
@@ -76,14 +77,34 @@ std::string Sha256Hex(std::string_view bytes) {
 }
 
 Result<std::string> Sha256HexOfFile(const std::string& path) {
+  return Sha256HexOfFileRange(path, 0, -1);
+}
+
+Result<std::string> Sha256HexOfFileRange(const std::string& path, int64_t offset, int64_t size) {
   MM_ASSIGN_OR_RETURN(RegularFile file, OpenRegularFile(path));
   EvpMdCtxPtr ctx(EVP_MD_CTX_new());
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     return Status::Internal("EVP_DigestInit_ex(sha256) failed");
   }
-  MM_RETURN_NOT_OK(
-      ReadBlocks(file.fd.get(), 1 << 16, "reading " + path,
-                 [&](const char* data, size_t n) { EVP_DigestUpdate(ctx.get(), data, n); }));
+  if (size < 0) {
+    MM_RETURN_NOT_OK(
+        ReadBlocks(file.fd.get(), 1 << 16, "reading " + path,
+                   [&](const char* data, size_t n) { EVP_DigestUpdate(ctx.get(), data, n); }));
+  } else {
+    std::vector<char> buffer(1 << 16);
+    for (int64_t done = 0; done < size;) {
+      const size_t want = static_cast<size_t>(std::min<int64_t>(size - done, 1 << 16));
+      const ssize_t got = ::pread(file.fd.get(), buffer.data(), want, offset + done);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return ErrnoStatus(errno, "reading " + path);
+      if (got == 0) {
+        return Status::IOError("reading " + path + ": it ends before byte " +
+                               std::to_string(offset + size));
+      }
+      EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(got));
+      done += got;
+    }
+  }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1) {

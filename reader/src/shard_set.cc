@@ -80,7 +80,7 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
                                                   const OpenOptions& options,
                                                   std::vector<std::unique_ptr<Shard>>* opened) {
   Part part;
-  MM_ASSIGN_OR_RETURN(part.location, ParseLocation(location, S3Settings::FromEnvironment()));
+  MM_ASSIGN_OR_RETURN(part.location, ParseLocation(location));
   if (!part.location.remote()) {
     MM_ASSIGN_OR_RETURN(std::string text, ReadIndexText(location));  // never blocks on a FIFO
     MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, location));
@@ -92,9 +92,8 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
     }
     return part;
   }
-  HttpRequest request;
-  MM_ASSIGN_OR_RETURN(request.url, part.location.FileUrl(std::string(mm::format::kIndexFile)));
-  request.s3 = part.location.kind == LocationKind::kS3 ? &part.location.s3 : nullptr;
+  MM_ASSIGN_OR_RETURN(const HttpRequest request,
+                      RequestFor(part.location, std::string(mm::format::kIndexFile)));
   MM_ASSIGN_OR_RETURN(std::string text,
                       ThreadHttpClient().GetText(request, options.remote, kMaxRemoteIndexBytes));
   MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, part.location.text));

@@ -182,7 +182,10 @@ class RemoteCliTest(u.TempDirTest):
         bad = run([u.MMPACK, "info", "s3://bkt/sets/coco"] + self.cache("bad"),
                   s3_env(self.s3.url, key="NOBODY"))
         self.assertNotEqual(bad.rc, 0)
-        self.assertEqual(len(bad.stderr.strip().splitlines()), 1, bad.stderr)
+        # One error line, after the one line that says where the keys came from (issue 29).
+        lines = bad.stderr.strip().splitlines()
+        self.assertEqual(lines[0], "mmpack: S3 credentials: environment (AWS_ACCESS_KEY_ID)")
+        self.assertEqual(len(lines), 2, bad.stderr)
         self.assertIn("/bkt/sets/coco/index.json", bad.stderr)
         self.assertIn("InvalidAccessKeyId", bad.stderr)
         missing = run([u.MMPACK, "verify", "s3://bkt/nothing"] + self.cache("bad"), self.env)
@@ -244,7 +247,7 @@ class RemoteCliTest(u.TempDirTest):
     def test_upload_puts_index_json_last_and_retries_a_5xx(self):
         www = os.path.join(self.tmp, "www-order")
         second = self.index["shards"][1]["file"]
-        http = self.http_server(www, "--fail", "*/" + second + ":503:2")
+        http = self.http_server(www, "--fail", "PUT */" + second + ":503:2")
         up = run([u.MMPACK, "upload", "-q", self.local, http.url + "/b/set"])
         self.assertEqual(up.rc, 0, str(up))
         puts = [l.split()[1] for l in open(http.requests) if l.startswith("PUT ")]
@@ -273,29 +276,28 @@ class RemoteCliTest(u.TempDirTest):
         self.assertNotEqual(bad.rc, 0, str(bad))  # CLI11's usage error
         self.assertIn("--transfers", bad.stderr)
 
-    def test_upload_failing_midway_leaves_no_index_json(self):
+    def test_upload_failing_midway_keeps_the_previous_index_json(self):
         www = os.path.join(self.tmp, "www-fail")
         dest = os.path.join(www, "b", "set")
         ok = self.http_server(www)
         first = run([u.MMPACK, "upload", "-q", self.local, ok.url + "/b/set"])
         self.assertEqual(first.rc, 0, str(first))
-        self.assertTrue(os.path.exists(os.path.join(dest, "index.json")))
+        before = open(os.path.join(dest, "index.json"), "rb").read()
         ok.stop()
-        # The same destination again; the third shard's PUT always fails: the old index.json is
-        # gone (it would name shards being replaced) and no new one is written.
+        # The same destination from a server that lost the objects' metadata (so every file is
+        # sent again); the third shard's PUT always fails: index.json is neither deleted nor
+        # replaced (a reader finds the previous set), and the error names the PUT.
         third = self.index["shards"][2]["file"]
-        bad = self.http_server(www, "--fail", "*/" + third + ":503:always")
-        up = run([u.MMPACK, "upload", self.local, bad.url + "/b/set"])
+        bad = self.http_server(www, "--fail", "PUT */" + third + ":503:always")
+        up = run([u.MMPACK, "upload", "--transfers", "1", self.local, bad.url + "/b/set"])
         self.assertNotEqual(up.rc, 0, str(up))
         self.assertEqual(len(up.stderr.strip().splitlines()), 1, up.stderr)
         self.assertIn("PUT %s/b/set/%s" % (bad.url, third), up.stderr)
         self.assertIn("503", up.stderr)
-        self.assertFalse(os.path.exists(os.path.join(dest, "index.json")))
-        puts = [l.split()[1] for l in open(bad.requests) if l.startswith("PUT ")]
-        self.assertNotIn("/b/set/index.json", puts)
-        v = run([u.MMPACK, "verify", bad.url + "/b/set"] + self.cache("upfail"))
-        self.assertNotEqual(v.rc, 0, str(v))
-        self.assertIn("NotFound", v.stderr)
+        self.assertEqual(open(os.path.join(dest, "index.json"), "rb").read(), before)
+        requests = [l.split()[:2] for l in open(bad.requests)]
+        self.assertNotIn(["PUT", "/b/set/index.json"], requests)
+        self.assertNotIn("DELETE", [r[0] for r in requests])
 
     def test_upload_refuses_a_set_that_does_not_verify(self):
         broken = os.path.join(self.tmp, "broken")

@@ -3,6 +3,7 @@ tool's error line."""
 
 import os
 import stat
+import warnings
 
 import pytest
 
@@ -48,6 +49,17 @@ def test_verbose_passes_the_summary_through(tmp_path, capfd):
     assert "mmpack build: wrote 6 samples" in capfd.readouterr().err
     mmpack.build(SKIMAGE, tmp_path / "t", tokenizer=ALBERT, image_size=16)
     assert capfd.readouterr().err == ""
+
+
+def test_the_tools_warnings_become_python_warnings(tmp_path):
+    # ALBERT's pieces are lowercase: COCO's cased captions give over 1% <unk>, which the tool
+    # warns of on stderr (issue 29: the warning was lost to Python callers).
+    coco = os.path.join(DATA_DIR, "coco-cc", "captions.jsonl")
+    with pytest.warns(mmpack.BuildWarning, match=r"of the token ids are <unk>.*--lowercase"):
+        mmpack.build(coco, tmp_path / "cased", tokenizer=ALBERT, image_size=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mmpack.build(coco, tmp_path / "lower", tokenizer=ALBERT, image_size=16, lowercase=True)
 
 
 def test_find_mmpack(monkeypatch, tmp_path):

@@ -7,7 +7,9 @@
 //     version 4 calculation is unimplemented"): it refuses an unknown access key id (403
 //     InvalidAccessKeyId) and a request without x-amz-content-sha256, and accepts any secret;
 //   - tests/remote/http_server.py (/usr/bin/python3): plain HTTP with injected failures, and an
-//     AWS Signature V4 verifier (--sigv4 KEY:SECRET) for the signing s3rver does not check.
+//     AWS Signature V4 verifier (--sigv4 KEY:SECRET) for the signing s3rver does not check;
+//   - tests/remote/aws_identity_server.py: a fake instance metadata service (IMDSv2) and STS
+//     (AssumeRoleWithWebIdentity) that check the requests they get and issue credentials.
 // No test talks to any address outside 127.0.0.1. Output of each server goes to a log file in
 // the test's directory; its port is read from there (bounded wait).
 #pragma once
@@ -158,6 +160,21 @@ inline Result<std::unique_ptr<ServerProcess>> StartHttpServer(
                                    "--root", root};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return ServerProcess::Start(argv, root + ".http.log", "^([0-9]+)\\n");
+}
+
+/// tests/remote/aws_identity_server.py on 127.0.0.1 (a fake IMDSv2 and STS) with `extra`
+/// arguments (--issued is `dir`/issued.jsonl, --log `dir`/identity.log).
+inline Result<std::unique_ptr<ServerProcess>> StartIdentityServer(
+    const std::string& dir, const std::vector<std::string>& extra = {}) {
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> argv = {"/usr/bin/python3",
+                                   SourceDir() + "/tests/remote/aws_identity_server.py",
+                                   "--issued",
+                                   dir + "/issued.jsonl",
+                                   "--log",
+                                   dir + "/identity.log"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return ServerProcess::Start(argv, dir + "/identity.out", "^([0-9]+)\\n");
 }
 
 /// Sets environment variables for the scope, restoring the previous values after.

@@ -23,7 +23,8 @@ Errors: FileNotFoundError (no set, no shard), ValueError (a bad option or loader
 IndexError (a sample index out of range), mmpack.CorruptionError (a damaged shard; the
 message names the shard file and the sample), mmpack.UnsupportedError (a format version this
 mmpack cannot read), mmpack.BuildError (`mmpack build` failed); all of mmpack's own derive
-from mmpack.Error.
+from mmpack.Error. What `mmpack build` warns of (a high <unk> rate, ...) comes as
+warnings.warn(mmpack.BuildWarning).
 """
 
 from mmpack._mmpack import (  # noqa: F401  (re-exported)
@@ -33,7 +34,7 @@ from mmpack._mmpack import (  # noqa: F401  (re-exported)
     hdf5_version,
     zstd_filter_registered,
 )
-from mmpack._build import BuildError, build, find_mmpack  # noqa: F401
+from mmpack._build import BuildError, BuildWarning, build, find_mmpack  # noqa: F401
 from mmpack._config import VERSION as __version__  # noqa: F401
 from mmpack._loader import Loader  # noqa: F401
 from mmpack._resources import plugin_dir  # noqa: F401
@@ -41,6 +42,7 @@ from mmpack._shard_set import ShardSet  # noqa: F401
 
 __all__ = [
     "BuildError",
+    "BuildWarning",
     "CorruptionError",
     "Error",
     "Loader",

@@ -14,7 +14,11 @@
 //
 // S3: x-amz-content-sha256 is always sent (the SHA-256 of an empty body for GET, HEAD and
 // DELETE; of the file for PUT) and x-amz-security-token when a session token is set; libcurl
-// signs them with the host and x-amz-date. Requests carry no query string.
+// signs them with the host and x-amz-date. The keys are asked of S3Settings::credentials at
+// each try, so a retry after temporary credentials were refreshed signs with the new ones.
+// Only S3's multipart requests carry a query string, written in Signature V4's canonical form
+// (names sorted, values percent-encoded, "uploads=") because libcurl 7.88 signs the query as
+// it is sent (object_upload.cc).
 //
 // Thread safety: an HttpClient is one libcurl easy handle (reused: keep-alive) and is used by
 // one thread at a time; ThreadHttpClient() gives each thread its own.
@@ -26,8 +30,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mm/reader.h"
 #include "mm/status.h"
@@ -39,7 +45,32 @@ namespace mm::reader::internal {
 struct HttpRequest {
   std::string url;
   const S3Settings* s3 = nullptr;  // non-null: an S3 request, signed when it has credentials
+  /// Sent as "Authorization: Bearer TOKEN" (libcurl's CURLAUTH_BEARER: never to another host
+  /// a redirect leads to). Location::bearer_token: only over https or to a loopback host.
+  std::string bearer_token;
+  std::vector<std::string> headers;  // more request headers, "Name: value"
+  /// The whole request's limit in milliseconds, connecting included; 0: RemoteOptions' connect
+  /// and stall timeouts only (the instance metadata service's short timeouts).
+  int timeout_ms = 0;
 };
+
+/// What a response said besides its body: the status and the headers (names lowercased).
+struct HttpResponseHead {
+  long status = 0;
+  std::map<std::string, std::string> headers;
+  /// A header's value, or "" when absent.
+  std::string Header(const std::string& lowercase_name) const;
+  /// Content-Length, -1 when absent.
+  int64_t ContentLength() const;
+};
+
+/// The request for file `name` of the remote set `location` (its URL, S3 settings or bearer
+/// token). `location` must outlive the request. Errors: those of Location::FileUrl.
+Result<HttpRequest> RequestFor(const Location& location, const std::string& name);
+
+/// The text of the first <Tag>...</Tag> of an XML document (S3's and STS's answers), "" when
+/// absent. Not an XML parser: enough for those answers, whose values hold no markup.
+std::string XmlElementText(const std::string& xml, const std::string& tag);
 
 /// Receives a download's body. Begin() comes before each try: a retry starts over.
 class DownloadSink {
@@ -66,10 +97,24 @@ class HttpClient {
   Result<std::string> GetText(const HttpRequest& request, const RemoteOptions& options,
                               int64_t max_bytes);
   /// PUTs the regular file `path` as request.url's body. S3: signed with the file's SHA-256.
+  /// `head`, when given, receives the response's status and headers (an S3 ETag).
   /// Errors as Get; IOError reading the file.
-  Status PutFile(const HttpRequest& request, const RemoteOptions& options, const std::string& path);
+  Status PutFile(const HttpRequest& request, const RemoteOptions& options, const std::string& path,
+                 HttpResponseHead* head = nullptr);
+  /// PUTs `size` bytes of `path` from byte `offset` (a part of a multipart upload), as PutFile.
+  Status PutFileRange(const HttpRequest& request, const RemoteOptions& options,
+                      const std::string& path, int64_t offset, int64_t size,
+                      HttpResponseHead* head = nullptr);
+  /// Sends `method` (GET, PUT, POST, DELETE) with `body` and returns the 2xx response's body, at
+  /// most `max_bytes` (small documents: STS, the instance metadata, S3's multipart answers).
+  /// Errors as Get.
+  Result<std::string> Send(const HttpRequest& request, const RemoteOptions& options,
+                           const std::string& method, const std::string& body, int64_t max_bytes,
+                           HttpResponseHead* head = nullptr);
   /// HEAD: true for 2xx, false for 404. Errors as Get.
   Result<bool> Exists(const HttpRequest& request, const RemoteOptions& options);
+  /// HEAD: the 2xx response's status and headers. Errors as Get (NotFound for 404).
+  Result<HttpResponseHead> Head(const HttpRequest& request, const RemoteOptions& options);
   /// DELETE; a missing object is not an error (S3 answers 204 either way).
   Status Delete(const HttpRequest& request, const RemoteOptions& options);
 
@@ -90,5 +135,11 @@ class HttpClient {
 
 /// This thread's client (created on first use, freed at thread exit).
 HttpClient& ThreadHttpClient();
+
+/// Body bytes that every client of this process has received and sent, counting only the try
+/// that is under way or succeeded of each request (a retried try's bytes are taken back): what
+/// progress lines count. Monotonic but for those retries.
+int64_t ProcessBytesReceived();
+int64_t ProcessBytesSent();
 
 }  // namespace mm::reader::internal

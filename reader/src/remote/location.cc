@@ -3,6 +3,12 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "mm/internal/file.h"
+#include "remote/aws_config.h"
+#include "remote/credentials.h"
 
 namespace mm::reader::internal {
 namespace {
@@ -81,32 +87,32 @@ bool ValidBucket(const std::string& bucket) {
   return true;
 }
 
-Result<Location> ParseS3(const std::string& text, const S3Settings& s3) {
-  std::string rest = text.substr(5);  // after "s3://"
+// "s3://BUCKET[/PREFIX]" or "gs://BUCKET[/PREFIX]" (`scheme` "s3" or "gs").
+Result<Location> ParseBucket(const std::string& text, const std::string& scheme,
+                             const S3Settings& s3) {
+  const std::string head = scheme + "://";
+  std::string rest = text.substr(head.size());
   const size_t slash = rest.find('/');
   Location loc;
   loc.kind = LocationKind::kS3;
+  loc.scheme = scheme;
   loc.bucket = rest.substr(0, slash);
   loc.prefix = slash == std::string::npos ? "" : StripSlashes(rest.substr(slash));
   loc.s3 = s3;
-  if (loc.bucket.empty()) return Status::InvalidArgument(text + ": no bucket after s3://");
+  if (loc.bucket.empty()) return Status::InvalidArgument(text + ": no bucket after " + head);
   if (!ValidBucket(loc.bucket)) {
     return Status::InvalidArgument(text + ": bucket name '" + loc.bucket +
                                    "' is not letters, digits, '.', '-' and '_'");
   }
   MM_RETURN_NOT_OK(CheckNoDotSegments(loc.prefix, /*encoded=*/false, text));
-  if (!s3.access_key_id.empty() && s3.secret_access_key.empty()) {
-    // Signing with an empty secret only earns the server's SignatureDoesNotMatch.
-    return Status::InvalidArgument(text +
-                                   ": AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is "
-                                   "empty or unset: set both (or neither, for a public bucket)");
-  }
-  loc.text = "s3://" + loc.bucket + (loc.prefix.empty() ? "" : "/" + loc.prefix);
+  if (!s3.error.empty()) return Status::InvalidArgument(text + ": " + s3.error);
+  loc.text = head + loc.bucket + (loc.prefix.empty() ? "" : "/" + loc.prefix);
   std::string root;
   if (!s3.endpoint.empty()) {
     if (!LooksLikeHttpUrl(s3.endpoint)) {
-      return Status::InvalidArgument("AWS_ENDPOINT_URL '" + s3.endpoint +
-                                     "' is not an http:// or https:// URL");
+      return Status::InvalidArgument(
+          std::string(scheme == "gs" ? "GCS_ENDPOINT_URL" : "AWS_ENDPOINT_URL") + " '" +
+          s3.endpoint + "' is not an http:// or https:// URL");
     }
     root = s3.endpoint + "/" + PercentEncodePath(loc.bucket) + "/";  // path style
   } else if (loc.bucket.find('.') != std::string::npos) {
@@ -118,18 +124,151 @@ Result<Location> ParseS3(const std::string& text, const S3Settings& s3) {
   return loc;
 }
 
+// Hub repository names: letters, digits, '-', '_', '.' (not "." or "..").
+bool ValidRepoPart(const std::string& part) { return ValidBucket(part); }
+
+// A token may go over plain http only to this machine (location.h).
+Status CheckBearerTransport(const std::string& url, const std::string& token,
+                            const std::string& variable, const std::string& text) {
+  if (token.empty() || StartsWith(url, "https://")) return Status::OK();
+  for (const char* local : {"http://127.", "http://localhost", "http://[::1]"}) {
+    if (StartsWith(url, local)) return Status::OK();
+  }
+  return Status::InvalidArgument(text + ": " + variable +
+                                 " is set and the URL is plain http:// off this machine: a "
+                                 "bearer token is sent only over https");
+}
+
+std::string HfToken(std::string* variable) {
+  for (const char* name : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
+    std::string v = Env(name);
+    if (!v.empty()) {
+      *variable = name;
+      return v;
+    }
+  }
+  std::string path = Env("HF_TOKEN_PATH");
+  if (path.empty()) {
+    std::string home = Env("HF_HOME");
+    if (home.empty()) {
+      const std::string cache = Env("XDG_CACHE_HOME");
+      home = !cache.empty() ? cache + "/huggingface"
+                            : (Env("HOME").empty() ? "" : Env("HOME") + "/.cache/huggingface");
+    }
+    if (!home.empty()) path = home + "/token";
+  }
+  std::string token;
+  if (!path.empty() && ReadRegularFile(path, &token, 4096).ok()) {
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+      token.pop_back();
+    }
+    *variable = path;
+  }
+  return token;
+}
+
+// "hf://datasets/ORG/NAME[@REV][/PATH]".
+Result<Location> ParseHf(const std::string& text) {
+  const std::string rest = StripSlashes(text.substr(5));
+  if (!StartsWith(rest, "datasets/")) {
+    return Status::InvalidArgument(text +
+                                   ": only dataset repositories are read "
+                                   "(hf://datasets/ORG/NAME[@REV]/PATH)");
+  }
+  std::string after = rest.substr(9);
+  const size_t org_end = after.find('/');
+  if (org_end == std::string::npos) {
+    return Status::InvalidArgument(text + ": no NAME after hf://datasets/ORG/");
+  }
+  const std::string org = after.substr(0, org_end);
+  after = after.substr(org_end + 1);
+  size_t name_end = after.find_first_of("@/");
+  std::string name = after.substr(0, name_end);
+  std::string revision = "main", path;
+  if (name_end != std::string::npos && after[name_end] == '@') {
+    std::string tail = after.substr(name_end + 1);
+    // "refs/pr/N" and "refs/convert/X" hold slashes (huggingface_hub's special refs).
+    size_t rev_end = tail.find('/');
+    if (StartsWith(tail, "refs/pr/") || StartsWith(tail, "refs/convert/")) {
+      rev_end = tail.find('/', tail.find('/', 5) + 1);
+    }
+    revision = tail.substr(0, rev_end);
+    path = rev_end == std::string::npos ? "" : tail.substr(rev_end + 1);
+  } else if (name_end != std::string::npos) {
+    path = after.substr(name_end + 1);
+  }
+  path = StripSlashes(path);
+  if (!ValidRepoPart(org) || !ValidRepoPart(name)) {
+    return Status::InvalidArgument(text + ": '" + org + "/" + name +
+                                   "' is not a repository id (letters, digits, '.', '-', '_')");
+  }
+  if (revision.empty()) return Status::InvalidArgument(text + ": an empty revision after '@'");
+  MM_RETURN_NOT_OK(CheckNoDotSegments(revision, /*encoded=*/false, text));
+  MM_RETURN_NOT_OK(CheckNoDotSegments(path, /*encoded=*/false, text));
+  std::string endpoint = Env("HF_ENDPOINT");
+  if (endpoint.empty()) endpoint = "https://huggingface.co";
+  while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+  if (!LooksLikeHttpUrl(endpoint)) {
+    return Status::InvalidArgument("HF_ENDPOINT '" + endpoint +
+                                   "' is not an http:// or https:// URL");
+  }
+  Location loc;
+  loc.kind = LocationKind::kHttp;
+  loc.scheme = "hf";
+  loc.text = "hf://" + rest;
+  std::string encoded_revision = PercentEncodePath(revision);
+  for (size_t at = encoded_revision.find('/'); at != std::string::npos;
+       at = encoded_revision.find('/', at)) {
+    encoded_revision.replace(at, 1, "%2F");
+  }
+  loc.base_url = endpoint + "/datasets/" + org + "/" + name + "/resolve/" + encoded_revision + "/" +
+                 (path.empty() ? "" : PercentEncodePath(path) + "/");
+  std::string variable;
+  loc.bearer_token = HfToken(&variable);
+  MM_RETURN_NOT_OK(CheckBearerTransport(loc.base_url, loc.bearer_token, variable, text));
+  return loc;
+}
+
 }  // namespace
 
 S3Settings S3Settings::FromEnvironment() {
+  const AwsConfig config = AwsConfig::FromEnvironment();
   S3Settings s;
-  s.access_key_id = Env("AWS_ACCESS_KEY_ID");
-  s.secret_access_key = Env("AWS_SECRET_ACCESS_KEY");
-  s.session_token = Env("AWS_SESSION_TOKEN");
-  std::string region = Env("AWS_REGION");
-  if (region.empty()) region = Env("AWS_DEFAULT_REGION");
-  if (!region.empty()) s.region = region;
-  s.endpoint = Env("AWS_ENDPOINT_URL");
+  s.region = config.region;
+  s.endpoint = config.endpoint;
+  s.error = config.error;
+  if (s.error.empty()) s.credentials = CredentialProvider::AwsChain(config);
+  return s;
+}
+
+S3Settings S3Settings::GcsFromEnvironment() {
+  S3Settings s;
+  s.region = "auto";  // GCS's region for Signature V4 with HMAC keys
+  s.endpoint = Env("GCS_ENDPOINT_URL");
   while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
+  if (s.endpoint.empty()) s.endpoint = "https://storage.googleapis.com";
+  const std::string id = Env("GCS_ACCESS_KEY_ID"), secret = Env("GCS_SECRET_ACCESS_KEY");
+  if (!id.empty() && secret.empty()) {
+    s.error = "GCS_ACCESS_KEY_ID is set but GCS_SECRET_ACCESS_KEY is empty or unset";
+    return s;
+  }
+  // One provider per key id and process, so that its line is said once.
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<CredentialProvider>>* providers =
+      new std::map<std::string, std::shared_ptr<CredentialProvider>>();
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<CredentialProvider>& p = (*providers)[id + "\n" + secret];
+  if (!p) {
+    if (id.empty()) {
+      p = CredentialProvider::Unsigned("GCS", "GCS_ACCESS_KEY_ID is not set");
+    } else {
+      AwsCredentials keys;
+      keys.access_key_id = id;
+      keys.secret_access_key = secret;
+      p = CredentialProvider::Fixed("GCS", keys, "HMAC key (GCS_ACCESS_KEY_ID)");
+    }
+  }
+  s.credentials = p;
   return s;
 }
 
@@ -144,11 +283,29 @@ Result<std::string> Location::FileUrl(const std::string& name) const {
 std::string Location::Display(const std::string& name) const { return text + "/" + name; }
 
 bool IsRemoteLocation(const std::string& text) {
-  return StartsWith(text, "s3://") || StartsWith(text, "http://") || StartsWith(text, "https://");
+  for (const char* scheme : {"s3://", "gs://", "hf://", "http://", "https://"}) {
+    if (StartsWith(text, scheme)) return true;
+  }
+  return false;
+}
+
+Result<Location> ParseLocation(const std::string& text) {
+  if (StartsWith(text, "s3://")) return ParseBucket(text, "s3", S3Settings::FromEnvironment());
+  if (StartsWith(text, "gs://")) return ParseBucket(text, "gs", S3Settings::GcsFromEnvironment());
+  if (StartsWith(text, "hf://")) return ParseHf(text);
+  MM_ASSIGN_OR_RETURN(Location loc, ParseLocation(text, S3Settings()));
+  if (loc.kind == LocationKind::kHttp) {
+    loc.bearer_token = Env("MMPACK_HTTP_TOKEN");
+    MM_RETURN_NOT_OK(
+        CheckBearerTransport(loc.base_url, loc.bearer_token, "MMPACK_HTTP_TOKEN", text));
+  }
+  return loc;
 }
 
 Result<Location> ParseLocation(const std::string& text, const S3Settings& s3) {
-  if (StartsWith(text, "s3://")) return ParseS3(text, s3);
+  if (StartsWith(text, "s3://")) return ParseBucket(text, "s3", s3);
+  if (StartsWith(text, "gs://")) return ParseBucket(text, "gs", s3);
+  if (StartsWith(text, "hf://")) return ParseHf(text);
   Location loc;
   if (StartsWith(text, "http://") || StartsWith(text, "https://")) {
     std::string url = text;
@@ -165,6 +322,7 @@ Result<Location> ParseLocation(const std::string& text, const S3Settings& s3) {
       MM_RETURN_NOT_OK(CheckNoDotSegments(url.substr(path + 1), /*encoded=*/true, text));
     }
     loc.kind = LocationKind::kHttp;
+    loc.scheme = url.substr(0, url.find("://"));
     loc.text = url;
     loc.base_url = url + "/";
     return loc;
@@ -172,7 +330,8 @@ Result<Location> ParseLocation(const std::string& text, const S3Settings& s3) {
   const size_t scheme = text.find("://");
   if (scheme != std::string::npos && text.find('/') > scheme) {
     return Status::InvalidArgument(text + ": unsupported scheme '" + text.substr(0, scheme) +
-                                   "://' (s3://, http://, https:// or a local directory)");
+                                   "://' (s3://, gs://, hf://, http://, https:// or a local "
+                                   "directory)");
   }
   loc.kind = LocationKind::kLocal;
   loc.text = text;

@@ -24,9 +24,7 @@ Result<std::shared_ptr<RemoteShards>> RemoteShards::Create(Location location, co
 // Fetches shard k into the cache (or finds it there) and opens the cached file as a shard.
 Status RemoteShards::Load(size_t k, std::unique_ptr<Shard>* shard, CachedFile* file) {
   const ShardEntry& entry = info_.shards[k];
-  HttpRequest request;
-  MM_ASSIGN_OR_RETURN(request.url, location_.FileUrl(entry.file));
-  request.s3 = location_.kind == LocationKind::kS3 ? &location_.s3 : nullptr;
+  MM_ASSIGN_OR_RETURN(const HttpRequest request, RequestFor(location_, entry.file));
   const RemoteOptions& remote = options_.remote;
   auto fetch = [&](DownloadSink* sink) {
     return ThreadHttpClient().Get(request, remote, sink, entry.bytes);

@@ -9,6 +9,7 @@
 #include "remote/cache.h"
 #include "remote/http.h"
 #include "remote/location.h"
+#include "remote/object_upload.h"
 
 namespace mm::reader::internal {
 namespace {
@@ -35,8 +36,14 @@ class LocalSetFiles final : public SetFiles {
   Result<LocalShardFile> Shard(const ShardEntry& entry) const override {
     return LocalShardFile{Display(entry.file), nullptr};
   }
-  Status Put(const std::string& name, const std::string&) const override {
+  Status Put(const std::string& name, const std::string&, const PutOptions&) const override {
     return Status::Unsupported(Display(name) + ": uploading into a local directory");
+  }
+  Result<RemoteFileInfo> Stat(const std::string& name) const override {
+    return Status::Unsupported(Display(name) + ": a local file, not an object");
+  }
+  Status CheckWritable() const override {
+    return Status::Unsupported(dir_ + ": uploading into a local directory");
   }
   Status Remove(const std::string& name) const override {
     return Status::Unsupported(Display(name) + ": removing from a local directory");
@@ -79,9 +86,26 @@ class RemoteSetFiles final : public SetFiles {
     });
     return out;
   }
-  Status Put(const std::string& name, const std::string& local_path) const override {
-    MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(name));
-    return ThreadHttpClient().PutFile(request, options_, local_path);
+  Status Put(const std::string& name, const std::string& local_path,
+             const PutOptions& options) const override {
+    MM_RETURN_NOT_OK(CheckWritable());
+    ObjectUploadOptions upload;
+    upload.xxh3 = options.xxh3;
+    upload.multipart_threshold = options.multipart_threshold;
+    upload.part_size = options.part_size;
+    return UploadObject(location_, name, local_path, options_, upload);
+  }
+  Result<RemoteFileInfo> Stat(const std::string& name) const override {
+    MM_ASSIGN_OR_RETURN(ObjectInfo object, StatObject(location_, name, options_));
+    return RemoteFileInfo{object.exists, object.size, object.xxh3, object.etag};
+  }
+  Status CheckWritable() const override {
+    if (location_.scheme == "hf") {
+      return Status::Unsupported(location_.text +
+                                 ": hf:// sets are read here; upload to the Hub with its own "
+                                 "tools (huggingface-cli upload)");
+    }
+    return Status::OK();
   }
   Status Remove(const std::string& name) const override {
     MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(name));
@@ -90,12 +114,7 @@ class RemoteSetFiles final : public SetFiles {
 
  private:
   // Errors: InvalidArgument (a name with a "." or ".." segment: location.h).
-  Result<HttpRequest> Request(const std::string& name) const {
-    HttpRequest request;
-    MM_ASSIGN_OR_RETURN(request.url, location_.FileUrl(name));
-    request.s3 = location_.kind == LocationKind::kS3 ? &location_.s3 : nullptr;
-    return request;
-  }
+  Result<HttpRequest> Request(const std::string& name) const { return RequestFor(location_, name); }
   Location location_;
   RemoteOptions options_;
   std::shared_ptr<CacheDir> cache_;
@@ -104,9 +123,12 @@ class RemoteSetFiles final : public SetFiles {
 
 }  // namespace
 
+int64_t RemoteBytesReceived() { return ProcessBytesReceived(); }
+int64_t RemoteBytesSent() { return ProcessBytesSent(); }
+
 Result<std::unique_ptr<SetFiles>> SetFiles::Open(const std::string& location,
                                                  const RemoteOptions& options) {
-  MM_ASSIGN_OR_RETURN(Location parsed, ParseLocation(location, S3Settings::FromEnvironment()));
+  MM_ASSIGN_OR_RETURN(Location parsed, ParseLocation(location));
   if (!parsed.remote()) return std::unique_ptr<SetFiles>(new LocalSetFiles(location));
   MM_ASSIGN_OR_RETURN(std::shared_ptr<CacheDir> cache, CacheDir::Get(options.cache_dir));
   return std::unique_ptr<SetFiles>(

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "commands/commands.h"
+#include "mm/internal/set_files.h"
 #include "mm/reader.h"
 
 namespace mm::pack {
@@ -189,7 +190,19 @@ Status RunBench(const BenchOptions& options, std::ostream& out) {
   lo.num_threads = loader->options().num_threads;  // 0 resolved
   if (!loader->notice().empty()) std::cerr << "mmpack bench: " << loader->notice() << "\n";
   RssWatcher watcher;
+  // A remote set: what the cache downloads meanwhile, the ETA the end of --seconds.
+  const int64_t received_before = mm::reader::internal::RemoteBytesReceived();
+  ProgressOptions progress = options.progress;
+  progress.enabled = progress.enabled && set->remote();
+  TransferProgress bar(
+      "bench: downloaded",
+      [received_before] { return mm::reader::internal::RemoteBytesReceived() - received_before; },
+      0, progress);
+  bar.SetDeadline(std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(options.seconds)));
   Status read = ReadFor(loader.get(), options.seconds, &f);
+  bar.Finish();
   watcher.Stop();
   loader.reset();
   MM_RETURN_NOT_OK(read);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "commands/transfer_progress.h"
 #include "curate/filters.h"
 #include "ingest/ingest.h"
 #include "mm/format.h"
@@ -26,10 +27,10 @@ struct BuildOptions {
   std::string output;  // OUT directory
   InputFormat input_format = InputFormat::kAuto;
   bool overwrite = false;
-  bool append = false;  // add RAW's samples to the existing set OUT (build_append.h)
-  bool resume = false;  // continue the interrupted build in OUT.mmpack-partial (build_resume.h)
-  std::string part;     // "I/N": build part I of N (build_parts.h); "auto": the launcher's
-                        // (mpirun, srun) rank and size; "": one process
+  bool append = false;     // add RAW's samples to the existing set OUT (build_append.h)
+  bool resume = false;     // continue the interrupted build in OUT.mmpack-partial (build_resume.h)
+  std::string part;        // "I/N": build part I of N (build_parts.h); "auto": the launcher's
+                           // (mpirun, srun) rank and size; "": one process
   int image_width = 224;   // pixels
   int image_height = 224;  // pixels
   format::ResizeMode resize_mode = format::ResizeMode::kCenterCrop;
@@ -38,9 +39,9 @@ struct BuildOptions {
   // A tokenizer file (.model, CLIP's bpe_simple_vocab_16e6.txt.gz, tokenizer.json:
   // text/tokenizer.h); empty: train one on the captions; kNoTokenizer: none
   std::string tokenizer;
-  int vocab_size = 8000;  // when training a tokenizer
-  int64_t tokenizer_sample = kDefaultTokenizerSample;  // captions a trained tokenizer sees
-  int max_tokens = 77;    // per caption, bos/eos included
+  int vocab_size = 8000;                                // when training a tokenizer
+  int64_t tokenizer_sample = kDefaultTokenizerSample;   // captions a trained tokenizer sees
+  int max_tokens = 77;                                  // per caption, bos/eos included
   int64_t max_caption_bytes = kDefaultMaxCaptionBytes;  // longer captions: caption_too_large
   TextOptions text;   // --lowercase, --normalize: before tokenizing only
   FieldNames fields;  // --image-field, --caption-field (ingest.h)
@@ -74,33 +75,46 @@ Status RunBuild(const BuildOptions& options);
 /// loop that tokenizes with a tokenizer of its own); index.json's "tokenizer" is null.
 inline constexpr const char* kNoTokenizer = "none";
 
+/// How info, verify and upload report: text or one JSON object on `out` (--json; the keys are
+/// README's "JSON output"), and progress lines on stderr while a remote set's bytes move.
+struct ReportOptions {
+  bool json = false;
+  ProgressOptions progress;
+};
+
 /// `mmpack info OUT`: samples, shards, bytes per sample, image size, tokenizer, dropped.
-/// OUT: a directory, or a remote set (s3://, http(s)://; only index.json and report.json are
-/// fetched).
+/// OUT: a directory, or a remote set (s3://, gs://, hf://, http(s)://; only index.json and
+/// report.json are fetched).
 Status RunInfo(const std::string& dir, std::ostream& out,
-               const mm::reader::RemoteOptions& remote = {});
+               const mm::reader::RemoteOptions& remote = {}, const ReportOptions& report = {});
 
 /// `mmpack verify OUT`: checksums, structure against the schema, every chunk decoded, counts
 /// against the index. OK only when all is well; else the first bad shard and sample.
 /// OUT as for info; a remote set's shards are downloaded one at a time through the cache of
 /// `remote` (checked against index.json's XXH3-64 on arrival), then verified as local ones.
+/// With report.json, a failure is also an object on `out` ("ok": false, "error").
 Status RunVerify(const std::string& dir, std::ostream& out,
-                 const mm::reader::RemoteOptions& remote = {});
+                 const mm::reader::RemoteOptions& remote = {}, const ReportOptions& report = {});
 
-/// `mmpack upload OUT URL`: publishes the local set OUT at URL (s3://BUCKET/PREFIX or
-/// http(s)://URL, through `remote`'s transport settings): verifies OUT (as `mmpack verify`),
-/// deletes URL's index.json, PUTs every shard, the tokenizer and report.json (`transfers` at a
-/// time), then index.json last, so that a reader never sees a half-written set (upload.cc). Prints
-/// one line per file (unless quiet) and "upload: OK: N files, SIZE to URL". Errors: InvalidArgument
-/// (URL is not remote, OUT is), those of verify ("not uploaded: OUT:
-/// ..."), IOError naming the URL of the file whose PUT failed after the retries (URL then has
-/// no index.json).
+/// `mmpack upload OUT URL`: publishes the local set OUT at URL (s3://, gs:// or http(s)://,
+/// through `remote`'s transport settings) as a sync (upload.cc): verifies OUT (as `mmpack
+/// verify`), asks the server what it has of each file (HEAD) and sends only the files whose
+/// size or XXH3-64 (kept with each object as x-amz-meta-mmpack-xxh3) differ, `transfers` at a
+/// time, large ones in parts; then index.json last, only when it differs. The remote
+/// index.json is never deleted. Prints one line per file sent (unless quiet or json) and
+/// "upload: OK: N files to URL: S sent (SIZE), U unchanged", or one JSON object (json).
+/// Errors: InvalidArgument (URL is not remote, OUT is), Unsupported (an hf:// URL), those of
+/// verify ("not uploaded: OUT: ..."), IOError naming the URL of the file whose PUT failed after
+/// the retries (URL then keeps its previous index.json, if it had one).
 struct UploadOptions {
   std::string dir;                   // OUT: a local set
   std::string url;                   // where to publish it
   mm::reader::RemoteOptions remote;  // transport (retries, timeouts); the cache is not used
-  int transfers = 4;                 // concurrent PUTs, 1..64 (rclone's --transfers)
+  int transfers = 4;                 // concurrent requests, 1..64 (rclone's --transfers)
+  int64_t multipart_threshold = int64_t{64} << 20;  // bytes; s3:// and gs:// only
+  int64_t part_size = int64_t{16} << 20;            // bytes, at least 5 MiB (S3's minimum)
   bool quiet = false;
+  ReportOptions report;
 };
 Status RunUpload(const UploadOptions& options, std::ostream& out);
 
@@ -115,18 +129,19 @@ struct BenchOptions {
   mm::reader::RemoteOptions remote;  // cache and transport of a remote set
   mm::reader::ShuffleMode shuffle = mm::reader::ShuffleMode::kAuto;
   int shuffle_window = 0;  // kBlock: shards per window (0: chosen, see reader.h)
-  int threads = 0;   // decode threads (0: one per CPU available, the Loader's default)
-  int prefetch = 4;  // batches decoded ahead (LoaderOptions::prefetch_batches)
+  int threads = 0;         // decode threads (0: one per CPU available, the Loader's default)
+  int prefetch = 4;        // batches decoded ahead (LoaderOptions::prefetch_batches)
   int batch_size = 32;
   double seconds = 5.0;
-  std::string crop = "none";  // the loader's crop: none | center | rrc
-  int size = 0;               // the loader's output side (0: as stored)
+  std::string crop = "none";              // the loader's crop: none | center | rrc
+  int size = 0;                           // the loader's output side (0: as stored)
   std::string interpolation = "lanczos";  // the crop's resize filter: lanczos | bilinear
   // Open shards in this process, as mmtrain and mmpack.Loader do, instead of parsing each one's
   // HDF5 metadata in a forked child (the default: safe on damaged shards).
   bool trusted = false;
   bool json =
       false;  // one JSON object: samples_per_s, mb_per_s, cpu_ms_per_sample, peak_anon_rss_mb
+  ProgressOptions progress;  // stderr lines while a remote set downloads
 };
 Status RunBench(const BenchOptions& options, std::ostream& out);
 

@@ -13,6 +13,7 @@
 #include "commands/set_index.h"
 #include "mm/format.h"
 #include "mm/internal/file.h"
+#include "mm/internal/set_files.h"
 
 namespace mm::pack {
 namespace {
@@ -67,9 +68,9 @@ void PrintImages(const mm::reader::internal::IndexDocument& index, const Result<
   const bool keep_ratio = info.max_size > 0;
   if (keep_ratio) {
     out << "images:       own aspect ratio, " << info.resize_mode << " "
-        << (info.resize_mode == "keep-ratio" ? "shorter" : "longer") << " side <= "
-        << info.max_size << " px (loader default output " << width << "x" << height
-        << "), background " << Known(index.background) << "\n";
+        << (info.resize_mode == "keep-ratio" ? "shorter" : "longer") << " side <= " << info.max_size
+        << " px (loader default output " << width << "x" << height << "), background "
+        << Known(index.background) << "\n";
   } else {
     out << "images:       " << width << "x" << height << "x" << info.channels << " uint8, resize "
         << Known(info.resize_mode) << ", background " << Known(index.background) << "\n";
@@ -77,8 +78,8 @@ void PrintImages(const mm::reader::internal::IndexDocument& index, const Result<
   if (info.image_codec == "jpeg") {
     const json stats = report.ok() ? report->value("stats", json::object()) : json::object();
     const int64_t samples = Or0(index.totals.samples);
-    out << "codec:        jpeg quality " << info.jpeg_quality << ", "
-        << format::kJpegSubsampling << ", decoded and cropped by the loader (format 2)\n";
+    out << "codec:        jpeg quality " << info.jpeg_quality << ", " << format::kJpegSubsampling
+        << ", decoded and cropped by the loader (format 2)\n";
     out << "stored size:  width " << Spread(stats, "stored_width") << ", height "
         << Spread(stats, "stored_height") << " px\n";
     out << "stored bytes: " << Spread(stats, "stored_bytes") << " a JPEG; "
@@ -128,10 +129,9 @@ void PrintTokenizer(const mm::reader::internal::IndexDocument& index, std::ostre
   }
 }
 
-// dropped (the index's counts by reason, or report.json's when the index has none) and
-// truncated captions (report.json).
-void PrintDrops(const mm::reader::internal::IndexDocument& index, const Result<json>& report,
-                std::ostream& out) {
+// Samples dropped by reason: the index's counts, or report.json's when the index has none.
+std::map<std::string, int64_t> DropsByReason(const mm::reader::internal::IndexDocument& index,
+                                             const Result<json>& report) {
   std::map<std::string, int64_t> by_reason = index.dropped_by_reason;
   if (by_reason.empty() && report.ok()) {
     const json reported = report->value("dropped_by_reason", json::object());
@@ -141,6 +141,13 @@ void PrintDrops(const mm::reader::internal::IndexDocument& index, const Result<j
       }
     }
   }
+  return by_reason;
+}
+
+// dropped (DropsByReason) and truncated captions (report.json).
+void PrintDrops(const mm::reader::internal::IndexDocument& index, const Result<json>& report,
+                std::ostream& out) {
+  const std::map<std::string, int64_t> by_reason = DropsByReason(index, report);
   int64_t dropped_total = Or0(index.dropped_total);
   if (dropped_total == 0) {
     for (const auto& [reason, count] : by_reason) dropped_total += count;
@@ -163,18 +170,93 @@ void PrintDrops(const mm::reader::internal::IndexDocument& index, const Result<j
   }
 }
 
+// --json: the figures above as one object (README "JSON output").
+nlohmann::ordered_json InfoJson(const std::string& set, bool remote,
+                                const mm::reader::internal::IndexDocument& index,
+                                const Result<json>& report) {
+  using ojson = nlohmann::ordered_json;
+  const mm::reader::SetInfo& info = index.info;
+  const int64_t samples = Or0(index.totals.samples), bytes = Or0(index.totals.bytes);
+  ojson j;
+  j["set"] = set;
+  j["remote"] = remote;
+  j["format_version"] = info.format_version;
+  j["created_by"] = index.created_by;
+  j["samples"] = samples;
+  j["shards"] = Or0(index.totals.shards);
+  j["captions"] = Or0(index.totals.captions);
+  j["tokens"] = Or0(index.totals.tokens);
+  j["bytes"] = bytes;
+  j["bytes_per_sample"] = Ratio(static_cast<double>(bytes), static_cast<double>(samples));
+  const bool zstd = format::ParseCodec(info.compression) == format::Codec::kZstd;
+  j["image"] = {{"width", info.image_width},
+                {"height", info.image_height},
+                {"channels", info.channels},
+                {"resize_mode", info.resize_mode},
+                {"max_size", info.max_size},
+                {"background", index.background},
+                {"codec", info.image_codec},
+                {"jpeg_quality", info.image_codec == "jpeg" ? ojson(info.jpeg_quality) : ojson()},
+                {"compression", info.compression},
+                {"compression_level", zstd ? ojson(info.compression_level) : ojson()}};
+  if (info.has_tokenizer) {
+    j["tokenizer"] = {{"file", index.tokenizer_file.empty() ? std::string(format::kTokenizerFile)
+                                                            : index.tokenizer_file},
+                      {"kind", mm::format::ToString(index.tokenizer_kind)},
+                      {"sha256", info.tokenizer_sha256},
+                      {"trained", index.tokenizer_trained},
+                      {"vocab_size", info.vocab_size},
+                      {"pad_id", info.pad_id},
+                      {"unk_id", info.unk_id},
+                      {"bos_id", info.bos_id},
+                      {"eos_id", info.eos_id},
+                      {"max_tokens", info.max_tokens}};
+  } else {
+    j["tokenizer"] = nullptr;
+  }
+  j["text"] = {{"lowercase", info.text_lowercase}, {"normalize", info.text_normalize}};
+  j["metadata_fields"] = info.metadata_fields;
+  j["unk_rate"] = info.unk_rate >= 0 ? ojson(info.unk_rate) : ojson();
+  const std::map<std::string, int64_t> by_reason = DropsByReason(index, report);
+  int64_t dropped_total = Or0(index.dropped_total);
+  if (dropped_total == 0) {
+    for (const auto& [reason, count] : by_reason) dropped_total += count;
+  }
+  j["dropped_total"] = dropped_total;
+  j["dropped_by_reason"] = by_reason;
+  const bool truncated = report.ok() && report->contains("truncated_captions") &&
+                         (*report)["truncated_captions"].is_number_integer();
+  j["truncated_captions"] =
+      truncated ? ojson((*report)["truncated_captions"].get<int64_t>()) : ojson();
+  return j;
+}
+
 }  // namespace
 
-Status RunInfo(const std::string& dir, std::ostream& out, const mm::reader::RemoteOptions& remote) {
+Status RunInfo(const std::string& dir, std::ostream& out, const mm::reader::RemoteOptions& remote,
+               const ReportOptions& report_options) {
   MM_ASSIGN_OR_RETURN(auto files, OpenSetFiles(dir, remote));
+  const int64_t received_before = mm::reader::internal::RemoteBytesReceived();
+  ProgressOptions progress = report_options.progress;
+  progress.enabled = progress.enabled && files->remote();
+  TransferProgress bar(
+      "info",
+      [received_before] { return mm::reader::internal::RemoteBytesReceived() - received_before; },
+      0, progress);
   MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index, ReadSetIndex(*files));
+  const Result<json> report = ReadJsonFile(*files, std::string(format::kReportFile));
+  bar.Finish();
+  const std::string set =
+      files->remote() ? dir : fs::absolute(fs::path(dir)).lexically_normal().string();
+  if (report_options.json) {
+    out << InfoJson(set, files->remote(), index, report).dump(2) << "\n";
+    return Status::OK();
+  }
   out << std::fixed << std::setprecision(2);
-  out << "set:          "
-      << (files->remote() ? dir : fs::absolute(fs::path(dir)).lexically_normal().string()) << "\n";
+  out << "set:          " << set << "\n";
   out << "format:       " << format::kFormatName << " v" << index.info.format_version << " ("
       << Known(index.created_by) << ")\n";
   PrintCounts(index, out);
-  const Result<json> report = ReadJsonFile(*files, std::string(format::kReportFile));
   PrintImages(index, report, out);
   PrintTokenizer(index, out);
   PrintDrops(index, report, out);

@@ -230,8 +230,8 @@ bool FinishBuild(BuildArgs* a) {
   }
   o.image_codec = mm::format::ParseImageCodec(a->codec).value();
   if (o.image_codec != mm::format::ImageCodec::kJpeg && a->quality_option->count() > 0) {
-    std::cerr << "mmpack build: --quality is the JPEG quality of --codec jpeg; --codec "
-              << a->codec << " stores no JPEG" << std::endl;
+    std::cerr << "mmpack build: --quality is the JPEG quality of --codec jpeg; --codec " << a->codec
+              << " stores no JPEG" << std::endl;
     return false;
   }
   if (o.image_codec == mm::format::ImageCodec::kJpeg) {
@@ -280,7 +280,36 @@ struct RemoteArgs {
   std::string cache_limit = "0";
 };
 
-constexpr const char* kSetHelp = "Shard set: a directory, s3://BUCKET/PREFIX or http(s)://URL";
+constexpr const char* kSetHelp =
+    "Shard set: a directory, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, "
+    "hf://datasets/ORG/NAME[@REV]/PATH or http(s)://URL";
+
+// --progress-every: lines on stderr while a remote set's bytes move (transfer_progress.h).
+void AddProgress(CLI::App* cmd, mm::pack::ProgressOptions* p) {
+  cmd->add_option("--progress-every", p->every_s,
+                  "Seconds between progress lines when stderr is not a terminal (0: none; a "
+                  "terminal gets one line redrawn)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
+// A byte size option checked as it is parsed ("64MiB"): CLI11's usage error otherwise.
+CLI::Option* AddBytes(CLI::App* cmd, const std::string& name, int64_t* bytes,
+                      const std::string& help, int64_t minimum) {
+  return cmd
+      ->add_option_function<std::string>(
+          name,
+          [bytes, name, minimum](const std::string& text) {
+            int64_t parsed = 0;
+            if (!ParseBytes(text, &parsed) || parsed < minimum) {
+              throw CLI::ValidationError(
+                  name, "'" + text + "' is not a byte size of at least " + std::to_string(minimum));
+            }
+            *bytes = parsed;
+          },
+          help)
+      ->default_str(std::to_string(*bytes));
+}
 
 void AddRemote(CLI::App* cmd, RemoteArgs* r) {
   cmd->add_option("--cache-dir", r->cache_dir,
@@ -341,6 +370,7 @@ CLI::App* AddBench(CLI::App& app, mm::pack::BenchOptions* bench, RemoteArgs* rem
       ->check(CLI::IsMember({"lanczos", "bilinear"}))
       ->capture_default_str();
   be->add_flag("--json", bench->json, "Print one JSON object");
+  AddProgress(be, &bench->progress);
   return be;
 }
 
@@ -439,13 +469,19 @@ int main(int argc, char** argv) {
     auto* b = AddBuild(app, &build);
     std::string dir;
     RemoteArgs remote;  // of the one subcommand given
+    mm::pack::ReportOptions report;
     auto* info = app.add_subcommand("info", "Summarise a shard set");
     info->add_option("dir", dir, kSetHelp)->required();
     AddRemote(info, &remote);
+    info->add_flag("--json", report.json, "Print one JSON object (keys: README)");
+    AddProgress(info, &report.progress);
     auto* verify =
         app.add_subcommand("verify", "Check a shard set end to end; exit 0 only if sound");
     verify->add_option("dir", dir, kSetHelp)->required();
     AddRemote(verify, &remote);
+    verify->add_flag("--json", report.json,
+                     "Print one JSON object, also on failure (keys: README)");
+    AddProgress(verify, &report.progress);
     auto* env =
         app.add_subcommand("env", "Print shell lines for h5dump/h5py: eval \"$(mmpack env)\"");
     mm::pack::BenchOptions bench;
@@ -455,14 +491,22 @@ int main(int argc, char** argv) {
     auto* sh = AddShow(app, &show, &remote);
     mm::pack::UploadOptions upload;
     auto* up = app.add_subcommand(
-        "upload", "Publish a local set at s3://BUCKET/PREFIX or http(s)://URL, index.json last");
+        "upload",
+        "Sync a local set to s3://, gs:// or http(s)://: send only what differs, index.json last");
     up->add_option("dir", upload.dir, "Local shard set (verified first)")->required();
-    up->add_option("url", upload.url, "Destination: s3://BUCKET/PREFIX or http(s)://URL")
+    up->add_option("url", upload.url,
+                   "Destination: s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or http(s)://URL")
         ->required();
     up->add_option("--transfers", upload.transfers, "Files uploaded at a time (index.json last)")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();
+    AddBytes(up, "--multipart-threshold", &upload.multipart_threshold,
+             "s3:// and gs://: files of at least this size go up in parts, each retried alone", 1);
+    AddBytes(up, "--part-size", &upload.part_size,
+             "Bytes of a part of a multipart upload (S3's minimum: 5MiB)", int64_t{5} << 20);
     up->add_flag("-q,--quiet", upload.quiet, "Print only errors and the summary");
+    up->add_flag("--json", upload.report.json, "Print one JSON object (keys: README)");
+    AddProgress(up, &upload.report.progress);
     mm::pack::StatsOptions stats;
     auto* st = AddStats(app, &stats);
     mm::pack::PreviewOptions preview;
@@ -479,8 +523,11 @@ int main(int argc, char** argv) {
     if (!FinishRemote(remote, app.get_subcommands().front()->get_name().c_str(), &remote_options)) {
       return 2;
     }
-    if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout, remote_options));
-    if (*verify) return Report("verify", mm::pack::RunVerify(dir, std::cout, remote_options));
+    report.progress.enabled = report.progress.every_s > 0;
+    if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout, remote_options, report));
+    if (*verify) {
+      return Report("verify", mm::pack::RunVerify(dir, std::cout, remote_options, report));
+    }
     if (*env) {
       mm::Result<std::string> script = mm::pack::EnvScript();
       if (script.ok()) std::cout << *script;
@@ -488,11 +535,13 @@ int main(int argc, char** argv) {
     }
     if (*be) {
       bench.remote = remote_options;
+      bench.progress.enabled = bench.progress.every_s > 0;
       bench.shuffle = mm::reader::ParseShuffleMode(shuffle).value();  // CLI::IsMember checked
       return Report("bench", mm::pack::RunBench(bench, std::cout));
     }
     if (*up) {
       upload.remote = remote_options;
+      upload.report.progress.enabled = upload.report.progress.every_s > 0;
       return Report("upload", mm::pack::RunUpload(upload, std::cout));
     }
     if (*sh) {

@@ -3,6 +3,8 @@
 // size and XXH3-64, then shard/verifier.h on each shard, the totals and no leftover shard.
 // A remote set (s3://, http(s)://) is verified the same way, file by file: its shards one at a
 // time through the reader's cache (mm/internal/set_files.h), each pinned only while checked.
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -15,6 +17,7 @@
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
+#include "mm/internal/set_files.h"
 #include "mm/internal/set_path.h"
 #include "mm/internal/set_rules.h"
 #include "shard/bounded_verify.h"
@@ -184,8 +187,29 @@ Status CheckTotals(const mm::reader::internal::IndexDocument::Totals& stored, co
   return Status::OK();
 }
 
+// Bytes checked so far of a set's shards, with the download of the one being checked (for the
+// progress line; read from its thread).
+class VerifyProgress {
+ public:
+  explicit VerifyProgress(bool remote) : remote_(remote) {}
+  void StartShard(int64_t bytes) {
+    shard_bytes_ = bytes;
+    received_at_start_ = mm::reader::internal::RemoteBytesReceived();
+  }
+  void EndShard() { checked_ += shard_bytes_.exchange(0); }
+  int64_t Done() const {
+    const int64_t downloading =
+        remote_ ? mm::reader::internal::RemoteBytesReceived() - received_at_start_ : 0;
+    return checked_ + std::min<int64_t>(std::max<int64_t>(0, downloading), shard_bytes_);
+  }
+
+ private:
+  const bool remote_;
+  std::atomic<int64_t> checked_{0}, shard_bytes_{0}, received_at_start_{0};
+};
+
 Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote,
-                 std::ostream& out) {
+                 const ReportOptions& report, std::ostream& out) {
   h5::SilenceErrors();
   MM_RETURN_NOT_OK(h5::RegisterZstdFilter());
   json schema = json::parse(format::SchemaJson(), nullptr, false);
@@ -199,6 +223,13 @@ Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote
   MM_RETURN_NOT_OK(set.CheckTokenizer(index));
   const ShardExpectation base = BaseExpectation(info);
   Totals totals;
+  int64_t set_bytes = 0;
+  for (const auto& s : info.shards) set_bytes += s.bytes;
+  VerifyProgress done(files->remote());
+  ProgressOptions progress = report.progress;
+  progress.enabled = progress.enabled && files->remote();
+  TransferProgress bar(
+      "verify", [&done] { return done.Done(); }, set_bytes, progress);
   for (size_t i = 0; i < info.shards.size(); ++i) {
     const mm::reader::ShardEntry& s = info.shards[i];
     ShardExpectation e = base;
@@ -207,28 +238,53 @@ Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote
     e.samples = s.samples;
     e.captions = s.captions;
     e.tokens = s.tokens;
+    done.StartShard(s.bytes);
     MM_RETURN_NOT_OK(set.CheckShard(e, s, info, &totals));
+    done.EndShard();
   }
+  bar.Finish();
   MM_RETURN_NOT_OK(CheckTotals(index.totals, totals));
   MM_RETURN_NOT_OK(set.CheckNoLeftover(totals.shards));
+  const std::string checked = std::string("checksums, schema, offsets, keys and every ") +
+                              (info.image_codec == "jpeg" ? "JPEG decoded" : "image chunk checked");
+  if (report.json) {
+    nlohmann::ordered_json j;
+    j["ok"] = true;
+    j["set"] = files->root();
+    j["shards"] = totals.shards;
+    j["samples"] = totals.samples;
+    j["captions"] = totals.captions;
+    j["tokens"] = totals.tokens;
+    j["bytes"] = totals.bytes;
+    j["checked"] = checked;
+    out << j.dump(2) << "\n";
+    return Status::OK();
+  }
   out << "verify: OK: " << totals.shards << " shards, " << totals.samples << " samples, "
       << totals.captions << " captions, " << totals.tokens << " tokens, "
-      << HumanBytes(static_cast<double>(totals.bytes))
-      << "; checksums, schema, offsets, keys and every "
-      << (info.image_codec == "jpeg" ? "JPEG decoded" : "image chunk checked") << "\n";
+      << HumanBytes(static_cast<double>(totals.bytes)) << "; " << checked << "\n";
   return Status::OK();
 }
 
 }  // namespace
 
-Status RunVerify(const std::string& dir, std::ostream& out,
-                 const mm::reader::RemoteOptions& remote) {
+Status RunVerify(const std::string& dir, std::ostream& out, const mm::reader::RemoteOptions& remote,
+                 const ReportOptions& report) {
+  Status st;
   try {
-    return VerifySet(dir, remote, out);
+    st = VerifySet(dir, remote, report, out);
   } catch (const json::exception& e) {
     // index.json with a value of the wrong JSON type.
-    return Status::Corruption(std::string("index.json: ") + e.what());
+    st = Status::Corruption(std::string("index.json: ") + e.what());
   }
+  if (!st.ok() && report.json) {
+    nlohmann::ordered_json j;
+    j["ok"] = false;
+    j["set"] = dir;
+    j["error"] = st.ToString();
+    out << j.dump(2) << "\n";
+  }
+  return st;
 }
 
 }  // namespace mm::pack

@@ -40,4 +40,10 @@ std::string Sha256Hex(std::string_view bytes);
 /// Errors: those of OpenRegularFile; IOError ("reading PATH: <strerror>"); Internal (OpenSSL).
 [[nodiscard]] Result<std::string> Sha256HexOfFile(const std::string& path);
 
+/// SHA-256 of `size` bytes of the regular file `path` from byte `offset` (-1: to its end), as
+/// Sha256Hex: the x-amz-content-sha256 of one part of a multipart upload.
+/// Errors: those of Sha256HexOfFile; IOError (the file ends before offset + size).
+[[nodiscard]] Result<std::string> Sha256HexOfFileRange(const std::string& path, int64_t offset,
+                                                       int64_t size);
+
 }  // namespace mm

@@ -3,7 +3,7 @@
 // samples (`mmpack info`, `mmpack verify`). Remote files come through the reader's transport
 // (reader/src/remote/http.h: Signature V4, retries) and shards through its cache
 // (reader/src/remote/cache.h: checked against index.json's size and XXH3-64, bounded, shared).
-// A remote set can also be written, file by file (`mmpack upload`): Put and Remove.
+// A remote set can also be written, file by file (`mmpack upload`): Stat, Put and Remove.
 // Thread safety: one SetFiles per thread.
 #pragma once
 
@@ -22,6 +22,28 @@ struct LocalShardFile {
   std::string path;
   std::shared_ptr<const void> hold;  // null for a local set
 };
+
+/// What a remote set's file is at the server (SetFiles::Stat).
+struct RemoteFileInfo {
+  bool exists = false;
+  int64_t size = -1;  // bytes; -1 when the server did not say
+  std::string xxh3;   // the XXH3-64 stored with the object by Put (16 hex digits); "" if none
+  std::string etag;
+};
+
+/// How Put stores a file (reader/src/remote/object_upload.h).
+struct PutOptions {
+  std::string xxh3;  // the file's XXH3-64, kept with the object as x-amz-meta-mmpack-xxh3
+  /// s3:// and gs://: files of at least this many bytes go up in parts (S3 multipart upload),
+  /// `part_size` bytes each; each part is retried alone. 0: always one PUT.
+  int64_t multipart_threshold = int64_t{64} << 20;
+  int64_t part_size = int64_t{16} << 20;
+};
+
+/// Body bytes this process has received from and sent to remote sets, a failed try's bytes
+/// taken back (reader/src/remote/http.h): what progress lines count.
+int64_t RemoteBytesReceived();
+int64_t RemoteBytesSent();
 
 class SetFiles {
  public:
@@ -49,11 +71,19 @@ class SetFiles {
   /// differs twice; IOError naming the URL after the retries); none for a local set (the
   /// caller checks the file).
   virtual Result<LocalShardFile> Shard(const ShardEntry& entry) const = 0;
-  /// Uploads the local regular file `local_path` as the set's file `name` (HTTP PUT; S3:
-  /// signed with the file's SHA-256), retried as downloads are. Errors: IOError naming the URL
-  /// after the last try ("PUT URL: HTTP 503 (...) (5 tries over 3.1 s)") or reading the file;
-  /// Unsupported for a local set (mmpack writes local sets itself).
-  virtual Status Put(const std::string& name, const std::string& local_path) const = 0;
+  /// Uploads the local regular file `local_path` as the set's file `name` (HTTP PUT, or S3's
+  /// multipart upload for large files: PutOptions; S3: signed with the body's SHA-256), retried
+  /// as downloads are. Errors: IOError naming the URL after the last try ("PUT URL: HTTP 503
+  /// (...) (5 tries over 3.1 s)") or reading the file; Unsupported for a local set (mmpack
+  /// writes local sets itself) and an hf:// set (CheckWritable).
+  virtual Status Put(const std::string& name, const std::string& local_path,
+                     const PutOptions& options = PutOptions()) const = 0;
+  /// What the server has as file `name` (HTTP HEAD). Errors: as Exists; Unsupported for a
+  /// local set.
+  virtual Result<RemoteFileInfo> Stat(const std::string& name) const = 0;
+  /// OK when Put can store files here. Errors: Unsupported (a local set; an hf:// set, which
+  /// the Hub's own tools upload).
+  virtual Status CheckWritable() const = 0;
   /// Deletes the set's file `name`; a missing file is not an error. Errors as Put.
   virtual Status Remove(const std::string& name) const = 0;
 };
