@@ -454,17 +454,25 @@ class LoaderImpl final : public Loader {
     const size_t image_bytes = static_cast<size_t>(b.height) * b.width * 3;
     const int64_t base =
         ob.start + ob.k * global_batch_ + static_cast<int64_t>(run.rank) * run.batch_size;
-    thread_local std::vector<internal::Draw> draws;
-    draws.resize(static_cast<size_t>(hi - lo));
-    for (int j = lo; j < hi; ++j) {
+    auto draw_at = [&](int j) {
       int64_t pos = base + j;
       if (pos >= items_) pos %= items_;  // padding wraps to the epoch's first items
-      draws[j - lo] = ob.order->At(pos);
-    }
-    if (prefetcher_) {  // a remote set: the rows' shards stay resident until the batch completes
+      return ob.order->At(pos);
+    };
+    thread_local std::vector<internal::Draw> draws;
+    if (prefetcher_) {
+      // A remote set: the shards of the whole batch, not only of these rows, are pinned in one
+      // Acquire (all or nothing) and stay resident until the batch completes. Pinning only this
+      // range's shards let a batch hold some of its shards while waiting for the others, and two
+      // processes sharing a limited cache then each held what the other waited for room for
+      // (python_remote's two_loaders_sharing_a_limited_cache hung that way).
+      draws.resize(static_cast<size_t>(run.batch_size));
+      for (int j = 0; j < run.batch_size; ++j) draws[j] = draw_at(j);
       *failed_row = -1;
       MM_ASSIGN_OR_RETURN(*pins, PinShards(draws, ob.gen));
     }
+    draws.resize(static_cast<size_t>(hi - lo));
+    for (int j = lo; j < hi; ++j) draws[j - lo] = draw_at(j);
     for (int j = lo; j < hi; ++j) {
       *failed_row = j;
       const Item item = internal::ResolveDraw(impl_, run, ob.epoch, draws[j - lo]);
