@@ -282,7 +282,7 @@ def test_an_inherited_launcher_environment_builds_the_whole_set(build_manifest, 
     os.environ.update({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4"})
     try:
         index = mmpack.build(build_manifest, str(out), vocab_size=300, threads=2, image_size=224,
-                             samples_per_shard=3, dedup="exact")
+                             samples_per_shard=3, dedup="exact", compression="zstd")
     finally:
         for k, v in old.items():
             if v is None:
