@@ -2,7 +2,6 @@
 #include "remote/container_credentials.h"
 
 #include <cctype>
-#include <nlohmann/json.hpp>
 
 #include "mm/internal/file.h"
 #include "remote/http.h"
@@ -27,25 +26,7 @@ Result<AwsCredentials> FetchContainerCredentials(const ContainerEndpoint& endpoi
   if (!token.empty()) get.headers = {"Authorization: " + token};
   get.timeout_ms = endpoint.timeout_ms;
   MM_ASSIGN_OR_RETURN(std::string text, client.Send(get, transport, "GET", "", 64 << 10));
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  auto field = [&](const char* name) {
-    return doc.is_object() && doc.contains(name) && doc[name].is_string()
-               ? doc[name].get<std::string>()
-               : std::string();
-  };
-  if (field("AccessKeyId").empty() || field("SecretAccessKey").empty()) {
-    return Status::Corruption("GET " + get.url +
-                              ": the answer holds no AccessKeyId and "
-                              "SecretAccessKey");
-  }
-  AwsCredentials keys;
-  keys.access_key_id = field("AccessKeyId");
-  keys.secret_access_key = field("SecretAccessKey");
-  keys.session_token = field("Token");
-  if (!field("Expiration").empty()) {
-    MM_ASSIGN_OR_RETURN(keys.expiration, ParseIso8601(field("Expiration")));
-  }
-  return keys;
+  return CredentialsFromJson(text, get.url, /*want_code=*/false);
 }
 
 }  // namespace mm::reader::internal

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "remote/container_credentials.h"
@@ -127,6 +128,31 @@ Result<SystemClock::time_point> ParseIso8601(const std::string& text) {
     return Status::InvalidArgument("'" + text + "' is out of range");
   }
   return SystemClock::from_time_t(seconds);
+}
+
+Result<AwsCredentials> CredentialsFromJson(const std::string& text, const std::string& url,
+                                           bool want_code) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto field = [&](const char* name) {
+    return doc.is_object() && doc.contains(name) && doc[name].is_string()
+               ? doc[name].get<std::string>()
+               : std::string();
+  };
+  if (want_code && field("Code") != "Success") {
+    return Status::Corruption("GET " + url + ": not credentials (Code '" + field("Code") + "')");
+  }
+  if (field("AccessKeyId").empty() || field("SecretAccessKey").empty()) {
+    return Status::Corruption("GET " + url +
+                              ": the answer holds no AccessKeyId and SecretAccessKey");
+  }
+  AwsCredentials keys;
+  keys.access_key_id = field("AccessKeyId");
+  keys.secret_access_key = field("SecretAccessKey");
+  keys.session_token = field("Token");
+  if (!field("Expiration").empty()) {
+    MM_ASSIGN_OR_RETURN(keys.expiration, ParseIso8601(field("Expiration")));
+  }
+  return keys;
 }
 
 CredentialProvider::CredentialProvider(std::string label,

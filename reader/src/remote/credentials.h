@@ -101,4 +101,11 @@ class CredentialProvider {
 /// Errors: InvalidArgument.
 Result<std::chrono::system_clock::time_point> ParseIso8601(const std::string& text);
 
+/// The keys of a credentials endpoint's JSON answer, the shape IMDS and the ECS/EKS container
+/// endpoint share: {"AccessKeyId", "SecretAccessKey", "Token", "Expiration" (ISO 8601)}; with
+/// want_code, also "Code": "Success" (IMDS). `url` names the answer in errors.
+/// Errors: Corruption (not JSON, no keys, another Code), InvalidArgument (Expiration).
+Result<AwsCredentials> CredentialsFromJson(const std::string& text, const std::string& url,
+                                           bool want_code);
+
 }  // namespace mm::reader::internal

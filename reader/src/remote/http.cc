@@ -404,19 +404,26 @@ Status HttpClient::Get(const HttpRequest& request, const RemoteOptions& options,
   return Perform(&t, options);
 }
 
+namespace {
+
+// A response body kept in memory (GetText, Send: small answers under a max_bytes).
+struct StringSink final : DownloadSink {
+  std::string text;
+  Status Begin() override {
+    text.clear();
+    return Status::OK();
+  }
+  Status Write(const char* data, size_t size) override {
+    text.append(data, size);
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
 Result<std::string> HttpClient::GetText(const HttpRequest& request, const RemoteOptions& options,
                                         int64_t max_bytes) {
-  struct StringSink final : DownloadSink {
-    std::string text;
-    Status Begin() override {
-      text.clear();
-      return Status::OK();
-    }
-    Status Write(const char* data, size_t size) override {
-      text.append(data, size);
-      return Status::OK();
-    }
-  } sink;
+  StringSink sink;
   MM_RETURN_NOT_OK(Get(request, options, &sink, max_bytes));
   return std::move(sink.text);
 }
@@ -455,17 +462,7 @@ Status HttpClient::PutFileRange(const HttpRequest& request, const RemoteOptions&
 Result<std::string> HttpClient::Send(const HttpRequest& request, const RemoteOptions& options,
                                      const std::string& method, const std::string& body,
                                      int64_t max_bytes, HttpResponseHead* head) {
-  struct StringSink final : DownloadSink {
-    std::string text;
-    Status Begin() override {
-      text.clear();
-      return Status::OK();
-    }
-    Status Write(const char* data, size_t size) override {
-      text.append(data, size);
-      return Status::OK();
-    }
-  } sink;
+  StringSink sink;
   Transfer t;
   t.method = method.c_str();
   t.request = &request;

@@ -1,8 +1,6 @@
 // imds.cc: see imds.h.
 #include "remote/imds.h"
 
-#include <nlohmann/json.hpp>
-
 #include "remote/http.h"
 
 namespace mm::reader::internal {
@@ -33,25 +31,7 @@ Result<AwsCredentials> FetchImdsCredentials(const ImdsOptions& options, std::str
   if (role->empty()) return Status::NotFound(get.url + ": no instance role");
   get.url += *role;
   MM_ASSIGN_OR_RETURN(std::string text, client.Send(get, transport, "GET", "", kMaxAnswerBytes));
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  auto field = [&](const char* name) {
-    return doc.is_object() && doc.contains(name) && doc[name].is_string()
-               ? doc[name].get<std::string>()
-               : std::string();
-  };
-  if (field("Code") != "Success" || field("AccessKeyId").empty() ||
-      field("SecretAccessKey").empty()) {
-    return Status::Corruption("GET " + get.url + ": not credentials (Code '" + field("Code") +
-                              "')");
-  }
-  AwsCredentials keys;
-  keys.access_key_id = field("AccessKeyId");
-  keys.secret_access_key = field("SecretAccessKey");
-  keys.session_token = field("Token");
-  if (!field("Expiration").empty()) {
-    MM_ASSIGN_OR_RETURN(keys.expiration, ParseIso8601(field("Expiration")));
-  }
-  return keys;
+  return CredentialsFromJson(text, get.url, /*want_code=*/true);
 }
 
 }  // namespace mm::reader::internal
