@@ -329,13 +329,11 @@ class LoaderImpl final : public Loader {
         // Nothing to decode for a replaced run, or past a row that already failed.
         const bool skip = ob->gen != sh.gen || ob->failed_row < lo;
         lock.unlock();
-        std::vector<ShardPin> pins;
         int failed_row = -1;
-        Status status = skip ? Status::OK()
-                             : Guarded([&] { return DecodeRows(*ob, lo, hi, &pins, &failed_row); });
+        Status status =
+            skip ? Status::OK() : Guarded([&] { return DecodeRows(*ob, lo, hi, &failed_row); });
         lock.lock();
         ++ob->finished;
-        std::move(pins.begin(), pins.end(), std::back_inserter(ob->pins));
         if (!status.ok() && failed_row < ob->failed_row) {
           ob->failed_row = failed_row;
           ob->status = std::move(status);
@@ -343,9 +341,28 @@ class LoaderImpl final : public Loader {
         if (ob->finished == ob->ranges && !sh.stop) Complete(ob, lock);
       } else if (sh.CanOpenLocked()) {
         OpenBatch* ob = OpenLocked();
+        const bool current = ob->gen == sh.gen;
         lock.unlock();
         SizeBuffers(*ob);
+        // A remote set: the shards of the whole batch are pinned in one Acquire (all or nothing)
+        // before any range is claimed, and stay resident until the batch completes. Were each
+        // range to pin its own rows' shards, a batch could hold some of its shards while waiting
+        // for room for the others, and two processes sharing a limited cache then each held what
+        // the other waited for (python_remote's two_loaders_sharing_a_limited_cache hung so).
+        std::vector<ShardPin> pins;
+        Status pinned = Status::OK();
+        if (prefetcher_ && current) {
+          pinned = Guarded([&] {
+            MM_ASSIGN_OR_RETURN(pins, PinShards(BatchDraws(*ob), ob->gen));
+            return Status::OK();
+          });
+        }
         lock.lock();
+        ob->pins = std::move(pins);
+        if (!pinned.ok() && ob->status.ok()) {  // a shard's download: before any row's error
+          ob->failed_row = -1;
+          ob->status = std::move(pinned);
+        }
         ob->ranges = (ob->run.batch_size + sh.grain - 1) / sh.grain;
         sh.work_cv.notify_all();
       } else {
@@ -444,38 +461,32 @@ class LoaderImpl final : public Loader {
     return prefetcher_->Acquire(gen, shards);
   }
 
+  // The draw of row j of `ob` (padding wraps to the epoch's first items).
+  internal::Draw DrawAt(const OpenBatch& ob, int j) const {
+    int64_t pos =
+        ob.start + ob.k * global_batch_ + static_cast<int64_t>(ob.run.rank) * ob.run.batch_size + j;
+    if (pos >= items_) pos %= items_;
+    return ob.order->At(pos);
+  }
+
+  // The draws of every row of `ob`.
+  std::vector<internal::Draw> BatchDraws(const OpenBatch& ob) const {
+    std::vector<internal::Draw> draws(static_cast<size_t>(ob.run.batch_size));
+    for (int j = 0; j < ob.run.batch_size; ++j) draws[j] = DrawAt(ob, j);
+    return draws;
+  }
+
   // Decodes rows [lo, hi) of `ob`: each row's image (transformed), sample, caption, key and
-  // token view. On failure *failed_row is the row (-1: pinning the rows' shards failed).
-  Status DecodeRows(OpenBatch& ob, int lo, int hi, std::vector<ShardPin>* pins,
-                    int* failed_row) const {
+  // token view (a remote set's shards were pinned when the batch was opened). On failure
+  // *failed_row is the row.
+  Status DecodeRows(OpenBatch& ob, int lo, int hi, int* failed_row) const {
     const ShardSet& set = *set_;
     const LoaderOptions& run = ob.run;
     Batch& b = *ob.batch;
     const size_t image_bytes = static_cast<size_t>(b.height) * b.width * 3;
-    const int64_t base =
-        ob.start + ob.k * global_batch_ + static_cast<int64_t>(run.rank) * run.batch_size;
-    auto draw_at = [&](int j) {
-      int64_t pos = base + j;
-      if (pos >= items_) pos %= items_;  // padding wraps to the epoch's first items
-      return ob.order->At(pos);
-    };
-    thread_local std::vector<internal::Draw> draws;
-    if (prefetcher_) {
-      // A remote set: the shards of the whole batch, not only of these rows, are pinned in one
-      // Acquire (all or nothing) and stay resident until the batch completes. Pinning only this
-      // range's shards let a batch hold some of its shards while waiting for the others, and two
-      // processes sharing a limited cache then each held what the other waited for room for
-      // (python_remote's two_loaders_sharing_a_limited_cache hung that way).
-      draws.resize(static_cast<size_t>(run.batch_size));
-      for (int j = 0; j < run.batch_size; ++j) draws[j] = draw_at(j);
-      *failed_row = -1;
-      MM_ASSIGN_OR_RETURN(*pins, PinShards(draws, ob.gen));
-    }
-    draws.resize(static_cast<size_t>(hi - lo));
-    for (int j = lo; j < hi; ++j) draws[j - lo] = draw_at(j);
     for (int j = lo; j < hi; ++j) {
       *failed_row = j;
-      const Item item = internal::ResolveDraw(impl_, run, ob.epoch, draws[j - lo]);
+      const Item item = internal::ResolveDraw(impl_, run, ob.epoch, DrawAt(ob, j));
       uint8_t* dst = b.images.data() + image_bytes * j;
       MM_RETURN_NOT_OK(
           internal::TransformImage(set, run, ob.epoch, item.sample, b.width, b.height, dst));
