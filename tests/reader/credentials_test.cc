@@ -136,6 +136,14 @@ class CredentialChain : public ::testing::Test {
     return st;
   }
 
+  // Read, with what the chain wrote on stderr (the line naming the credentials' source) in *err.
+  Status ReadSaying(std::set<std::string>* keys, std::string* err) {
+    ::testing::internal::CaptureStderr();
+    Status st = Read(keys);
+    *err = ::testing::internal::GetCapturedStderr();
+    return st;
+  }
+
   std::string log() const { return tmp_ / "requests.log"; }
   std::string identity_log() const { return tmp_ / "id/identity.log"; }
 
@@ -148,10 +156,9 @@ class CredentialChain : public ::testing::Test {
 TEST_F(CredentialChain, EnvironmentKeysSignEveryRequest) {
   StartServers();
   Env();
-  ::testing::internal::CaptureStderr();
   std::set<std::string> keys;
-  ASSERT_TRUE(Read(&keys).ok());
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::string err;
+  ASSERT_TRUE(ReadSaying(&keys, &err).ok());
   EXPECT_EQ(keys, std::set<std::string>({"ENVKEY"}));
   EXPECT_NE(err.find("mmpack: S3 credentials: environment (AWS_ACCESS_KEY_ID)\n"),
             std::string::npos)
@@ -255,10 +262,9 @@ TEST_F(CredentialChain, AProfileThroughAnUnimplementedSourceSaysWhatToDo) {
 TEST_F(CredentialChain, WebIdentityAssumesTheRoleThroughSts) {
   StartServers();
   WebIdentity();
-  ::testing::internal::CaptureStderr();
   std::set<std::string> keys;
-  Status st = Read(&keys);
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::string err;
+  Status st = ReadSaying(&keys, &err);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(keys, std::set<std::string>({"STS-1"}));
   EXPECT_EQ(CountLogLines(identity_log(), "POST / 200 STS-1 mmpack-test-session"), 1);
@@ -284,10 +290,9 @@ TEST_F(CredentialChain, AProfilesWebIdentityAssumesItsRole) {
   WriteFile(tmp_ / "home/.aws/config", "[profile ci]\nweb_identity_token_file = " + tmp_ / "token" +
                                            "\nrole_arn = " + kRoleArn +
                                            "\nrole_session_name = mmpack-test-session\n");
-  ::testing::internal::CaptureStderr();
   std::set<std::string> keys;
-  Status st = Read(&keys);
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::string err;
+  Status st = ReadSaying(&keys, &err);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(keys, std::set<std::string>({"STS-1"}));
   EXPECT_EQ(CountLogLines(identity_log(), "POST / 200 STS-1 mmpack-test-session"), 1);
@@ -313,10 +318,9 @@ TEST_F(CredentialChain, ContainerCredentialsComeFromTheEndpointWithItsToken) {
   WriteFile(tmp_ / "pod-token", std::string(kContainerToken) + "\n");
   env_.Set("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", tmp_ / "pod-token");
   Imds();  // not asked: the container's credentials come first
-  ::testing::internal::CaptureStderr();
   std::set<std::string> keys;
-  Status st = Read(&keys);
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::string err;
+  Status st = ReadSaying(&keys, &err);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(keys, std::set<std::string>({"ECS-1"}));
   EXPECT_EQ(CountLogLines(identity_log(), "GET /container/credentials 200 ECS-1"), 1);
@@ -338,10 +342,9 @@ TEST_F(CredentialChain, ContainerCredentialsComeFromTheEndpointWithItsToken) {
 TEST_F(CredentialChain, InstanceMetadataGivesTheRoleCredentialsWithIMDSv2) {
   StartServers();
   Imds();
-  ::testing::internal::CaptureStderr();
   std::set<std::string> keys;
-  Status st = Read(&keys);
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::string err;
+  Status st = ReadSaying(&keys, &err);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(keys, std::set<std::string>({"IMDS-1"}));
   EXPECT_EQ(CountLogLines(identity_log(), "PUT /latest/api/token 200 token"), 1);
