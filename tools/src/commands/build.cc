@@ -133,11 +133,16 @@ Result<IngestResult> IngestInput(const BuildOptions& o, const fs::path& spill_di
                       IngestToList(o.input, o.input_format, fields, spill_dir));
   const bool manifest = ingest.format == InputFormat::kJsonl ||
                         ingest.format == InputFormat::kCsv || ingest.format == InputFormat::kTsv;
-  if (!manifest && (!o.fields.image.empty() || !o.fields.caption.empty() ||
-                    !o.filters.min_score_field.empty() || !o.keep_fields.empty())) {
+  const bool has_fields = manifest || ingest.format == InputFormat::kWds;  // wds: .json members
+  if (!manifest && !o.fields.image.empty()) {
+    return Status::InvalidArgument("--image-field reads JSONL/CSV/TSV manifests; '" + o.input +
+                                   "' is read as " + std::string(ToString(ingest.format)));
+  }
+  if (!has_fields &&
+      (!o.fields.caption.empty() || !o.filters.min_score_field.empty() || !o.keep_fields.empty())) {
     return Status::InvalidArgument(
-        "--image-field, --caption-field, --keep-fields and --min-score read JSONL/CSV/TSV "
-        "manifests; '" +
+        "--caption-field, --keep-fields and --min-score read JSONL/CSV/TSV manifests and the "
+        ".json members of WebDataset tars; '" +
         o.input + "' is read as " + std::string(ToString(ingest.format)));
   }
   if (!o.quiet) {

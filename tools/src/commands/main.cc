@@ -91,8 +91,9 @@ void AddCurate(CLI::App* b, BuildArgs* a) {
   b->add_option("--image-field", o.fields.image,
                 "JSONL key / CSV column of the image path (repeatable or a,b: first present)")
       ->delimiter(',');
-  b->add_option("--caption-field", o.fields.caption,
-                "JSONL key / CSV column of a caption (repeatable or a,b: every one present)")
+  b->add_option(
+       "--caption-field", o.fields.caption,
+       "JSONL key / CSV column / tar .json key of a caption (repeatable or a,b: every one present)")
       ->delimiter(',');
   b->add_option("--min-size", f.min_size, "Drop images whose shorter side is below this (pixels)")
       ->check(CLI::NonNegativeNumber);
@@ -102,8 +103,9 @@ void AddCurate(CLI::App* b, BuildArgs* a) {
       ->check(CLI::NonNegativeNumber);
   b->add_flag("--drop-long-captions", f.drop_long_captions,
               "Drop captions over --max-tokens instead of truncating them");
-  b->add_option("--keep-fields", o.keep_fields,
-                "JSONL keys / CSV columns stored per sample as metadata/<name> (a,b,c)")
+  b->add_option(
+       "--keep-fields", o.keep_fields,
+       "JSONL keys / CSV columns / tar .json keys stored per sample as metadata/<name> (a,b,c)")
       ->delimiter(',');
   b->add_option("--min-score", a->min_score,
                 "FIELD=VALUE: drop samples whose manifest FIELD is missing or below VALUE");
@@ -120,7 +122,9 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
   mm::pack::BuildOptions& o = a->options;
   auto* b = app.add_subcommand("build",
                                "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
-  b->add_option("input", o.input, "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json) or .tar")
+  b->add_option(
+       "input", o.input,
+       "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json), .tar or brace list (s-{000..009}.tar)")
       ->required();
   b->add_option("-o,--output", o.output, "Output directory for shards")->required();
   b->add_option("--input-format", a->input_format, "Input format (auto: detect)")

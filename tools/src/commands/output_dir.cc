@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
+#include <vector>
 
 #include "commands/set_publish.h"
+#include "ingest/brace.h"
 #include "ingest/ingest.h"
 #include "mm/filename.h"
 #include "mm/format.h"
@@ -53,10 +56,15 @@ Status RefuseUrlOutput(const std::string& given, const std::string& what) {
 Status CheckPaths(const BuildOptions& o, const fs::path& out) {
   std::error_code ec;
   fs::path raw(o.input);
-  if (o.input.empty() || !fs::exists(raw, ec)) {
+  std::vector<std::string> listed;  // a brace list's names (ingest/brace.h)
+  if (!o.input.empty() && !fs::exists(raw, ec) && HasBraceGroup(o.input)) {
+    MM_ASSIGN_OR_RETURN(listed, ExpandBraces(o.input));
+  } else if (o.input.empty() || !fs::exists(raw, ec)) {
     return Status::NotFound("input '" + o.input + "' does not exist");
   }
-  if (fs::is_directory(raw, ec)) {
+  if (!listed.empty()) {
+    // Ingest reports the names that do not exist.
+  } else if (fs::is_directory(raw, ec)) {
     if (fs::directory_iterator(raw, ec) == fs::directory_iterator()) {
       return Status::InvalidArgument("input folder '" + o.input + "' is empty" +
                                      (ec ? " (" + ec.message() + ")" : std::string()));
@@ -77,9 +85,12 @@ Status CheckPaths(const BuildOptions& o, const fs::path& out) {
                                    "' is the current directory or one of its parents; "
                                    "choose a new directory");
   }
-  if (IsInside(raw, out)) {
-    return Status::InvalidArgument("input '" + o.input + "' lies inside output '" + o.output +
-                                   "'; choose another output directory");
+  if (listed.empty()) listed.push_back(o.input);
+  for (const std::string& input : listed) {
+    if (IsInside(fs::path(input), out)) {
+      return Status::InvalidArgument("input '" + input + "' lies inside output '" + o.output +
+                                     "'; choose another output directory");
+    }
   }
   const fs::file_status st = fs::symlink_status(out, ec);
   if (o.append) {  // OUT must be a set to add to (build_append.h)

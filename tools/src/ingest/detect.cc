@@ -18,6 +18,9 @@ using json = nlohmann::json;
 
 std::string ManifestInFolder(const fs::path& dir) {
   std::error_code ec;
+  for (const char* name : {"metadata.jsonl", "metadata.csv"}) {  // a Hugging Face imagefolder
+    if (fs::is_regular_file(dir / name, ec)) return (dir / name).string();
+  }
   std::map<std::string, std::vector<fs::path>> by_ext;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::error_code entry_ec;

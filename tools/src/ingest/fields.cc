@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 
 #include "text/ascii.h"
@@ -63,6 +64,43 @@ FieldPlan::FieldPlan(const FieldNames& names)
 std::string FieldPlan::List(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+FieldValue JsonField(const nlohmann::json& v) {
+  FieldValue out;
+  if (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) {  // a 64-bit hash or id
+    out.type = FieldValue::Type::kUint;
+    out.i = static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer()) {
+    out.type = FieldValue::Type::kInt;
+    out.i = v.get<int64_t>();
+  } else if (v.is_number()) {
+    out.type = FieldValue::Type::kFloat;
+    out.f = v.get<double>();
+  } else if (v.is_string()) {
+    out.type = FieldValue::Type::kString;
+    out.s = v.get<std::string>();
+  } else if (v.is_boolean()) {
+    out.type = FieldValue::Type::kInt;
+    out.i = v.get<bool>() ? 1 : 0;
+  }
+  return out;
+}
+
+std::vector<std::string> JsonCaptions(const nlohmann::json& obj, const FieldPlan& plan) {
+  std::vector<std::string> out;
+  for (const std::string& name : plan.caption) {
+    auto it = obj.find(name);
+    if (it == obj.end() || it->is_null()) continue;
+    if (it->is_string()) out.push_back(it->get<std::string>());
+    if (it->is_array()) {
+      for (const nlohmann::json& c : *it) {
+        if (c.is_string()) out.push_back(c.get<std::string>());
+      }
+    }
+    if (!plan.every_caption_field) break;
+  }
   return out;
 }
 

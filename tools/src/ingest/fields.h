@@ -32,4 +32,12 @@ struct ColumnPlan {
 };
 ColumnPlan PlanColumns(const std::vector<std::string>& header, const FieldPlan& plan);
 
+/// A JSON value as a kept field (ingest.h, FieldValue): integers (kUint above int64), floats,
+/// strings, booleans as 0/1; null, arrays and objects are missing.
+FieldValue JsonField(const nlohmann::json& v);
+
+/// The captions `obj` holds under `plan`: a string is one caption, an array's strings are
+/// several; the first present field only, or every present one (FieldPlan).
+std::vector<std::string> JsonCaptions(const nlohmann::json& obj, const FieldPlan& plan);
+
 }  // namespace mm::pack

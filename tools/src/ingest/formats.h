@@ -33,14 +33,18 @@ namespace mm::pack {
 /// sorts in `spill_dir`. Errors: IOError (the folder cannot be listed; spill files).
 [[nodiscard]] Result<IngestResult> IngestFiles(const std::filesystem::path& root,
                                                const std::filesystem::path& spill_dir);
-/// wds.cc: one .tar, or a folder of .tar files, into IngestResult::list (finished); memory: one
-/// tar's members at a time. Errors: NotFound, IOError, InvalidArgument (a
-/// folder without .tar files).
-[[nodiscard]] Result<IngestResult> IngestWds(const std::filesystem::path& input,
+/// wds.cc: one .tar, a folder of .tar files or a brace list of them (brace.h; a named tar
+/// that does not exist is an issue), into IngestResult::list (finished), with `fields`' kept
+/// values and, when it names caption fields, the captions from each sample's .json member;
+/// memory: one tar's members at a time. Errors: NotFound (no tar of a brace list exists),
+/// IOError, InvalidArgument (a folder without .tar files, a malformed brace list).
+[[nodiscard]] Result<IngestResult> IngestWds(const std::string& input, const FieldNames& fields,
                                              const std::filesystem::path& spill_dir);
 
-/// detect.cc: the one manifest of a set folder such as ../shared/data/coco-cc (no pairs at its
-/// top level; .jsonl preferred, then .csv, .tsv, .json), or "" when the folder is not like that.
+/// detect.cc: the manifest of a Hugging Face `imagefolder` (`metadata.jsonl`, else
+/// `metadata.csv`, at its top level, beside the images or above them), else the one manifest of
+/// a set folder such as ../shared/data/coco-cc (no pairs at its top level; .jsonl preferred,
+/// then .csv, .tsv, .json), or "" when the folder is neither.
 std::string ManifestInFolder(const std::filesystem::path& dir);
 
 }  // namespace mm::pack

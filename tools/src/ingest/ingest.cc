@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/brace.h"
 #include "ingest/formats.h"
 #include "ingest/keys.h"
 #include "ingest/sample_list.h"
@@ -24,6 +25,14 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
                                const FieldNames& fields, const fs::path& spill_dir) {
   std::error_code ec;
   fs::path p(input);
+  if (!fs::exists(p, ec) && HasBraceGroup(input)) {  // shards-{00000..00099}.tar
+    if (format != InputFormat::kAuto && format != InputFormat::kWds) {
+      return Status::InvalidArgument("'" + input + "' is a brace list of WebDataset tars; " +
+                                     "--input-format " + std::string(ToString(format)) +
+                                     " reads one file");
+    }
+    return IngestWds(input, fields, spill_dir);
+  }
   if (format == InputFormat::kAuto) {
     MM_ASSIGN_OR_RETURN(format, DetectInputFormat(input));
     if (fs::is_directory(p, ec)) {
@@ -36,7 +45,7 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
     if (!fs::is_directory(p, ec)) return Status::InvalidArgument(input + " is not a folder");
     return IngestFiles(p, spill_dir);
   }
-  if (format == InputFormat::kWds) return IngestWds(p, spill_dir);
+  if (format == InputFormat::kWds) return IngestWds(p.string(), fields, spill_dir);
   if (fs::is_directory(p, ec)) {
     return Status::InvalidArgument(input + " is a folder; --input-format " +
                                    std::string(ToString(format)) + " needs a file");

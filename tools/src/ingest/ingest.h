@@ -25,11 +25,20 @@
 //   coco   COCO captions JSON: `images[]` (`id`, `file_name`) and `annotations[]`
 //          (`image_id`, `caption`). Samples in `images[]` order, captions in annotation order.
 //          `file_name` resolves against the JSON's folder, else its `images/` subfolder.
-//   wds    WebDataset tar files (one .tar, or a folder of .tar files sorted by name): members
-//          grouped by key (member path up to the first dot of its base name); an image member
-//          (extensions above) plus text members whose field ends in `txt`, `caption` or `text`
-//          (`.txt`, `.caption`, `.en.txt`...; several: several captions, in member order). Image
-//          bytes are not held here: ImageReader streams them later.
+//   wds    WebDataset tar files (one .tar, a folder of .tar files sorted by name, or a brace
+//          list such as `shards-{00000..00099}.tar`, in its order; a tar it names that does not
+//          exist is an issue, missing_file): members grouped by key (member path up to the first
+//          dot of its base name); an image member (extensions above) plus text members whose
+//          field ends in `txt`, `caption` or `text` (`.txt`, `.caption`, `.en.txt`...; several:
+//          several captions, in member order). img2dataset's `.json` member (`url`,
+//          `similarity`, `punsafe`, ...) holds the fields FieldNames::extra keeps, read as
+//          jsonl's are; with FieldNames::caption given, the captions come from its fields as in
+//          jsonl and the text members are not read. A sample whose .json member is not a JSON
+//          object is an issue (invalid_manifest_line). Image bytes are not held here:
+//          ImageReader streams them later.
+//   imagefolder  a Hugging Face `imagefolder`: a folder with `metadata.jsonl` (or
+//          `metadata.csv`) at its top level, whose `file_name` names each image relative to it:
+//          read as that jsonl (or csv) manifest.
 // Relative image paths resolve against the manifest's folder. JSON text that no UTF-8 string
 // can hold (invalid bytes, lone surrogate escapes such as "\ud800") makes only the caption
 // holding it invalid (reported as invalid_utf8 by the caption check), in JSONL and COCO. A
@@ -78,8 +87,9 @@ struct FieldValue {
   static FieldValue FromText(const std::string& text);
 };
 
-/// Which JSONL keys / CSV columns the manifests read (--image-field, --caption-field).
-/// Empty lists mean the defaults above. Not used by the files, coco and wds formats.
+/// Which JSONL keys / CSV columns the manifests read (--image-field, --caption-field), and for
+/// wds the keys of each sample's .json member (caption and extra; its image is its image
+/// member). Empty lists mean the defaults above. Not used by the files and coco formats.
 struct FieldNames {
   std::vector<std::string> image;    // the first present names the image
   std::vector<std::string> caption;  // every present one adds caption(s)
@@ -131,7 +141,9 @@ struct IngestResult {
 
 /// Detects the format of `input` (a folder or a file) from its extension or contents:
 /// .jsonl/.ndjson -> jsonl, .csv -> csv, .tsv -> tsv, .json -> coco (jsonl when its first line
-/// is a sample object), .tar -> wds; a folder with no images, .txt or .tar at its top level
+/// is a sample object), .tar -> wds; a folder with `metadata.jsonl` or `metadata.csv` (a
+/// Hugging Face imagefolder) -> that manifest's format; a folder with no images, .txt or .tar
+/// at its top level
 /// and one manifest there (say coco-cc/ with captions.jsonl) -> that manifest's format (Ingest
 /// then reads the manifest; .jsonl preferred over .csv, .tsv, .json); a folder with .tar
 /// files and no images -> wds; another folder -> files.

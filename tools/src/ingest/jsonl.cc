@@ -22,51 +22,12 @@ namespace {
 
 using json = nlohmann::json;
 
-// A JSON value as a kept field (ingest.h, FieldValue).
-FieldValue ToField(const json& v) {
-  FieldValue out;
-  if (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) {  // a 64-bit hash or id
-    out.type = FieldValue::Type::kUint;
-    out.i = static_cast<int64_t>(v.get<uint64_t>());
-  } else if (v.is_number_integer()) {
-    out.type = FieldValue::Type::kInt;
-    out.i = v.get<int64_t>();
-  } else if (v.is_number()) {
-    out.type = FieldValue::Type::kFloat;
-    out.f = v.get<double>();
-  } else if (v.is_string()) {
-    out.type = FieldValue::Type::kString;
-    out.s = v.get<std::string>();
-  } else if (v.is_boolean()) {
-    out.type = FieldValue::Type::kInt;
-    out.i = v.get<bool>() ? 1 : 0;
-  }
-  return out;
-}
-
 // One line: its image path, captions and kept fields.
 struct Line {
   std::string image;
   std::vector<std::string> captions;
   std::vector<FieldValue> fields;
 };
-
-// The captions of `obj` under `plan`: a string is one, an array's strings are several.
-std::vector<std::string> Captions(const json& obj, const FieldPlan& plan) {
-  std::vector<std::string> out;
-  for (const std::string& name : plan.caption) {
-    auto it = obj.find(name);
-    if (it == obj.end() || it->is_null()) continue;
-    if (it->is_string()) out.push_back(it->get<std::string>());
-    if (it->is_array()) {
-      for (const json& c : *it) {
-        if (c.is_string()) out.push_back(c.get<std::string>());
-      }
-    }
-    if (!plan.every_caption_field) break;
-  }
-  return out;
-}
 
 // One line's sample, or the issue that keeps it out: false (and `issue` set) when the line is
 // not a usable sample.
@@ -100,7 +61,7 @@ bool ParseLine(const std::string& line, const std::string& source, const FieldPl
     return reject("invalid_manifest_line", "no string field " + FieldPlan::List(plan.image));
   }
   const std::string& path = image->get_ref<const std::string&>();
-  out->captions = Captions(obj, plan);
+  out->captions = JsonCaptions(obj, plan);
   if (out->captions.empty()) {
     return reject("invalid_manifest_line",
                   "no string field " + FieldPlan::List(plan.caption) + " for " + path);
@@ -121,7 +82,7 @@ bool ParseLine(const std::string& line, const std::string& source, const FieldPl
   }
   for (const std::string& name : plan.extra) {
     auto it = obj.find(name);
-    out->fields.push_back(it == obj.end() ? FieldValue() : ToField(*it));
+    out->fields.push_back(it == obj.end() ? FieldValue() : JsonField(*it));
     if (neutral.changed && out->fields.back().type == FieldValue::Type::kString) {
       RestoreInvalid(&out->fields.back().s, neutral.mark);
     }

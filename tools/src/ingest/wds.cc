@@ -6,14 +6,18 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "ingest/brace.h"
 #include "ingest/common.h"
+#include "ingest/fields.h"
 #include "ingest/formats.h"
 #include "ingest/keys.h"
+#include "ingest/lenient_json.h"
 #include "text/ascii.h"
 
 namespace mm::pack {
@@ -58,27 +62,40 @@ Status ReadMemberData(archive* a, std::string* bytes) {
 
 namespace {
 
+using json = nlohmann::json;
+
+// What a member is to its WebDataset sample.
+enum class MemberKind { kOther, kImage, kText, kJson };
+
 // A member's place in a WebDataset sample: its key (the path up to the first dot of its base
-// name) and its field: an image (the extensions of IsImageExtension) or text (a field ending
-// in txt, caption or text: ".txt", ".caption", ".en.txt"). False when it is neither.
-bool ParseMemberName(const std::string& name, std::string* key, bool* is_image) {
+// name) and its kind from the field's last part: an image (the extensions of
+// IsImageExtension), text (a field ending in txt, caption or text: ".txt", ".caption",
+// ".en.txt") or JSON (".json", img2dataset's per-sample metadata).
+MemberKind ParseMemberName(const std::string& name, std::string* key) {
   const size_t slash = name.find_last_of('/');
   const size_t base_start = slash == std::string::npos ? 0 : slash + 1;
   const size_t dot = name.find('.', base_start);
-  if (dot == std::string::npos || dot == base_start) return false;
+  if (dot == std::string::npos || dot == base_start) return MemberKind::kOther;
   *key = name.substr(0, dot);
-  // WebDataset field names: "jpg", "txt", also "caption", "0.txt", "en.caption".
+  // WebDataset field names: "jpg", "txt", also "caption", "0.txt", "en.caption", "json".
   const std::string ext = AsciiLower(name.substr(dot + 1));
   const std::string last = ext.substr(ext.find_last_of('.') + 1);
-  *is_image = IsImageExtension(last);
-  return *is_image || last == "txt" || last == "caption" || last == "text";
+  if (IsImageExtension(last)) return MemberKind::kImage;
+  if (last == "txt" || last == "caption" || last == "text") return MemberKind::kText;
+  if (last == "json") return MemberKind::kJson;
+  return MemberKind::kOther;
 }
 
 // The members of one tar grouped by key, in first-appearance order: one image member each,
-// and its caption members' text (image bytes are read later, by ImageReader).
+// its caption members' text and, when `plan` reads fields, its .json member's text (image
+// bytes are read later, by ImageReader).
 class TarGroups {
  public:
-  explicit TarGroups(std::string tar_label) : label_(std::move(tar_label)) {}
+  TarGroups(std::string tar_label, const FieldNames& names)
+      : label_(std::move(tar_label)),
+        plan_(names),
+        json_captions_(!names.caption.empty()),
+        reads_json_(json_captions_ || !names.extra.empty()) {}
 
   // Adds the current member (number `index`) of `a`. False when reading must stop here (the
   // archive is damaged); what was read before is kept.
@@ -88,12 +105,15 @@ class TarGroups {
     if (name_c == nullptr) return true;
     const std::string name = name_c;
     std::string key;
-    bool is_image = false;
-    if (!ParseMemberName(name, &key, &is_image)) return true;
+    const MemberKind kind = ParseMemberName(name, &key);
+    if (kind == MemberKind::kOther || (kind == MemberKind::kJson && !reads_json_) ||
+        (kind == MemberKind::kText && json_captions_)) {
+      return true;
+    }
     auto [it, inserted] = groups_.try_emplace(key);
     if (inserted) order_.push_back(key);
     Group& g = it->second;
-    if (is_image) {
+    if (kind == MemberKind::kImage) {
       if (g.image.empty()) {
         g.image = name;
         g.image_index = index;
@@ -105,45 +125,61 @@ class TarGroups {
     }
     if (archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) > kMaxCaptionFileBytes) {
       result->issues.push_back({label_ + ":" + name, key, "file_too_large",
-                                "caption member of " + std::to_string(archive_entry_size(entry)) +
+                                std::string(kind == MemberKind::kJson ? "JSON" : "caption") +
+                                    " member of " + std::to_string(archive_entry_size(entry)) +
                                     " bytes, over the " + std::to_string(kMaxCaptionFileBytes) +
-                                    " bytes read of one caption"});
+                                    " bytes read of one"});
       return true;  // its data is skipped by the next header read
     }
-    std::string caption;
-    Status st = ReadMemberData(a, &caption);
+    std::string text;
+    Status st = ReadMemberData(a, &text);
     if (!st.ok()) {
       result->issues.push_back({label_ + ":" + name, key, "unreadable", st.message()});
       return st.code() == StatusCode::kUnsupported;  // after a sparse member, the next is readable
     }
-    StripBom(&caption);
-    StripOneNewline(&caption);
-    g.captions.push_back(std::move(caption));
+    if (kind == MemberKind::kJson) {
+      if (g.json_member.empty()) {
+        g.json_member = name;
+        g.json_text = std::move(text);
+      } else {
+        result->issues.push_back({label_ + ":" + name, key, "duplicate_key",
+                                  "another .json member has the same key: " + g.json_member});
+      }
+      return true;
+    }
+    StripBom(&text);
+    StripOneNewline(&text);
+    g.captions.push_back(std::move(text));
     return true;
   }
 
-  // The groups as samples of `tar` (into `out`), or as issues (no image member, no caption
-  // member). Errors: those of SampleList::Add.
+  // The groups as samples of `tar` (into `out`), or as issues (no image member, no caption,
+  // a .json member that is not a JSON object). Errors: those of SampleList::Add.
   Status Emit(const fs::path& tar, SampleList* out, IngestResult* result) {
     for (const std::string& key : order_) {
       Group& g = groups_[key];
       if (g.image.empty()) {
-        result->issues.push_back(
-            {label_ + ":" + key, key, "missing_file", "caption member without an image member"});
-        continue;
-      }
-      if (g.captions.empty()) {
-        result->issues.push_back(
-            {label_ + ":" + g.image, key, "missing_caption", "no .txt/.caption member"});
+        result->issues.push_back({label_ + ":" + key, key, "missing_file",
+                                  "caption or .json member without an image member"});
         continue;
       }
       RawSample s;
+      if (reads_json_ && !ReadJson(key, &g, &s, result)) continue;
+      if (!json_captions_) s.captions = std::move(g.captions);
+      if (s.captions.empty()) {
+        result->issues.push_back(
+            {label_ + ":" + g.image, key, "missing_caption",
+             json_captions_
+                 ? "no string field " + FieldPlan::List(plan_.caption) + " in " +
+                       (g.json_member.empty() ? "a .json member (there is none)" : g.json_member)
+                 : "no .txt/.caption member"});
+        continue;
+      }
       s.key = key;
       s.source = label_ + ":" + g.image;
       s.path = tar.string();
       s.tar_member = g.image;
       s.tar_member_index = g.image_index;
-      s.captions = std::move(g.captions);
       MM_RETURN_NOT_OK(out->Add(s));
     }
     return Status::OK();
@@ -154,18 +190,54 @@ class TarGroups {
     std::string image;
     int64_t image_index = -1;
     std::vector<std::string> captions;
+    std::string json_member, json_text;
   };
+
+  // The fields (FieldNames::extra, missing without a .json member) and, with --caption-field,
+  // the captions of `g`'s .json member into `s`. False (an issue added) when the member is not
+  // a JSON object.
+  bool ReadJson(const std::string& key, Group* g, RawSample* s, IngestResult* result) {
+    json obj = json::object();
+    NeutralJson neutral;
+    if (!g->json_member.empty()) {
+      neutral = NeutralizeJson(g->json_text);
+      obj = json::parse(neutral.text, nullptr, /*allow_exceptions=*/false);
+      if (obj.is_discarded() || !obj.is_object()) {
+        result->issues.push_back({label_ + ":" + g->json_member, key, "invalid_manifest_line",
+                                  "the .json member is not a JSON object"});
+        return false;
+      }
+    }
+    for (const std::string& name : plan_.extra) {
+      auto it = obj.find(name);
+      s->fields.push_back(it == obj.end() ? FieldValue() : JsonField(*it));
+      if (neutral.changed && s->fields.back().type == FieldValue::Type::kString) {
+        RestoreInvalid(&s->fields.back().s, neutral.mark);
+      }
+    }
+    if (json_captions_) {
+      s->captions = JsonCaptions(obj, plan_);
+      if (neutral.changed) {
+        for (std::string& c : s->captions) RestoreInvalid(&c, neutral.mark);
+      }
+    }
+    return true;
+  }
+
   std::string label_;
+  FieldPlan plan_;
+  bool json_captions_;  // --caption-field: captions from the .json member, not .txt members
+  bool reads_json_;     // fields or captions come from .json members
   std::vector<std::string> order_;
   std::unordered_map<std::string, Group> groups_;
 };
 
 // Appends the samples of one tar to `out`, its issues to `result`. Memory: one tar's members
 // (a WebDataset shard is a bounded size, whatever the dataset's).
-Status IngestOneTar(const fs::path& tar, const std::string& tar_label, SampleList* out,
-                    IngestResult* result) {
+Status IngestOneTar(const fs::path& tar, const std::string& tar_label, const FieldNames& names,
+                    SampleList* out, IngestResult* result) {
   MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(tar.string()));
-  TarGroups groups(tar_label);
+  TarGroups groups(tar_label, names);
   archive_entry* entry;
   for (int64_t index = 0;; ++index) {
     const int r = archive_read_next_header(a.get(), &entry);
@@ -181,31 +253,52 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, SampleLis
   return groups.Emit(tar, out, result);
 }
 
-}  // namespace
-
-Result<IngestResult> IngestWds(const fs::path& input, const fs::path& spill_dir) {
-  IngestResult result;
-  result.format = InputFormat::kWds;
+// The tars `input` names: a brace list's existing files (each one missing is an issue), a
+// folder's .tar files sorted by name, or the one tar.
+Result<std::vector<fs::path>> ListTars(const std::string& input, IngestResult* result) {
   std::vector<fs::path> tars;
   std::error_code ec;
-  if (fs::is_directory(input, ec)) {
-    fs::directory_iterator it(input, ec);
-    if (ec) return Status::IOError("cannot list " + input.string() + ": " + ec.message());
-    for (; it != fs::directory_iterator(); it.increment(ec)) {
-      if (ec) return Status::IOError("cannot list " + input.string() + ": " + ec.message());
-      std::error_code entry_ec;
-      if (it->is_regular_file(entry_ec) && AsciiLower(it->path().extension().string()) == ".tar") {
-        tars.push_back(it->path());
+  if (!fs::exists(input, ec) && HasBraceGroup(input)) {
+    MM_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandBraces(input));
+    for (const std::string& name : names) {
+      if (fs::is_regular_file(name, ec)) {
+        tars.push_back(name);
+      } else {
+        result->issues.push_back(
+            {name, "", "missing_file", "named by the brace list " + input + " but not a file"});
       }
     }
-    std::sort(tars.begin(), tars.end());
-    if (tars.empty()) return Status::InvalidArgument(input.string() + ": no .tar files");
-  } else {
-    tars.push_back(input);
+    if (tars.empty()) {
+      return Status::NotFound("no file of the brace list " + input + " exists (" +
+                              std::to_string(names.size()) + " names, the first " + names[0] + ")");
+    }
+    return tars;
   }
+  if (!fs::is_directory(input, ec)) return std::vector<fs::path>{input};
+  fs::directory_iterator it(input, ec);
+  if (ec) return Status::IOError("cannot list " + input + ": " + ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return Status::IOError("cannot list " + input + ": " + ec.message());
+    std::error_code entry_ec;
+    if (it->is_regular_file(entry_ec) && AsciiLower(it->path().extension().string()) == ".tar") {
+      tars.push_back(it->path());
+    }
+  }
+  std::sort(tars.begin(), tars.end());
+  if (tars.empty()) return Status::InvalidArgument(input + ": no .tar files");
+  return tars;
+}
+
+}  // namespace
+
+Result<IngestResult> IngestWds(const std::string& input, const FieldNames& names,
+                               const fs::path& spill_dir) {
+  IngestResult result;
+  result.format = InputFormat::kWds;
+  MM_ASSIGN_OR_RETURN(std::vector<fs::path> tars, ListTars(input, &result));
   MM_ASSIGN_OR_RETURN(result.list, SampleList::Create(spill_dir));
   for (const fs::path& tar : tars) {
-    MM_RETURN_NOT_OK(IngestOneTar(tar, tar.filename().string(), result.list.get(), &result));
+    MM_RETURN_NOT_OK(IngestOneTar(tar, tar.filename().string(), names, result.list.get(), &result));
   }
   MM_RETURN_NOT_OK(result.list->Finish());
   // Keys from several tars are prefixed with the tar's name where they would collide (what is
