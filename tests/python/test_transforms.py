@@ -1,0 +1,119 @@
+"""transform= and text_transform= (issue 27 item 2): run by a thread of the Loader, a few batches
+ahead of the training loop, on every batch; state_dict() counts the batches handed out, not
+those transformed ahead, so a resume with a transform on continues exactly. On the real sets."""
+
+import os
+import threading
+
+import pytest
+import torch
+import torchvision.transforms as T
+
+import mmpack
+from conftest import DATA_DIR
+
+
+def invert(images):
+    """[B, 3, H, W] uint8 -> 255 - images, and where it ran."""
+    assert images.shape[1] == 3 and images.dtype == torch.uint8
+    invert.threads.add(threading.current_thread().name)
+    return 255 - images
+
+
+invert.threads = set()
+
+
+def test_a_transform_that_changes_pixels_is_applied_to_every_batch(coco_multi):
+    plain = list(mmpack.Loader(coco_multi, 4, seed=9, output_size=40, drop_last=False))
+    invert.threads.clear()
+    out = list(mmpack.Loader(coco_multi, 4, seed=9, output_size=40, drop_last=False,
+                             transform=invert))
+    assert len(out) == len(plain) == 13
+    for o, p in zip(out, plain):
+        expected = 255 - torch.from_numpy(p["images"]).permute(0, 3, 1, 2)
+        assert o["images"].shape == (4, 3, 40, 40) and torch.equal(o["images"], expected)
+        assert o["indices"].tolist() == p["indices"].tolist()
+        assert isinstance(o["tokens"], torch.Tensor)  # the arrays are tensors, as as_torch=True
+    assert invert.threads == {"mmpack-transform"}  # off the training thread
+
+
+def test_torchvision_colour_jitter_on_uint8_batches(coco_multi):
+    torch.manual_seed(0)
+    jitter = T.ColorJitter(brightness=0.5, contrast=0.5, saturation=0.5, hue=0.1)
+    plain = list(mmpack.Loader(coco_multi, 8, seed=1, output_size=32))
+    out = list(mmpack.Loader(coco_multi, 8, seed=1, output_size=32, transform=jitter))
+    for o, p in zip(out, plain):
+        assert o["images"].dtype == torch.uint8 and o["images"].shape == (8, 3, 32, 32)
+        assert not torch.equal(o["images"], torch.from_numpy(p["images"]).permute(0, 3, 1, 2))
+
+
+@pytest.mark.parametrize("ahead", [1, 3])
+def test_a_resume_with_a_transform_on_continues_exactly(coco_multi, ahead):
+    a = mmpack.Loader(coco_multi, 4, seed=3, transform=invert, transform_ahead=ahead)
+    a.set_epoch(1)
+    it = iter(a)
+    taken = [next(it) for _ in range(3)]
+    state = a.state_dict()
+    assert state["consumed"] == 12 and [b["step"] for b in taken] == [0, 1, 2]
+    rest = list(it)
+    b = mmpack.Loader(coco_multi, 4, transform=invert, transform_ahead=ahead)
+    b.load_state_dict(state)
+    resumed = list(b)
+    assert len(resumed) == len(rest) == 12 - 3
+    for x, y in zip(resumed, rest):
+        assert x["step"] == y["step"] and torch.equal(x["images"], y["images"])
+        assert torch.equal(x["tokens"], y["tokens"])
+
+
+def test_a_new_iteration_after_a_dropped_one_gets_the_whole_epoch(coco_multi):
+    reference = [b["indices"].tolist() for b in mmpack.Loader(coco_multi, 4, seed=6)]
+    loader = mmpack.Loader(coco_multi, 4, seed=6, transform=invert, transform_ahead=4)
+    it = iter(loader)
+    next(it)  # the thread runs ahead; a new iter() must stop it before restarting the epoch
+    assert [b["indices"].tolist() for b in loader] == reference
+    loader.close()
+
+
+def test_a_transform_error_comes_after_the_batches_before_it(coco_multi):
+    def third_fails(images):
+        third_fails.calls += 1
+        if third_fails.calls == 3:
+            raise ValueError("bad augmentation")
+        return images
+
+    third_fails.calls = 0
+    it = iter(mmpack.Loader(coco_multi, 4, transform=third_fails))
+    next(it), next(it)
+    with pytest.raises(ValueError, match="bad augmentation"):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_text_transform_tokenizes_the_texts_in_the_transform_thread(tmp_path):
+    out = str(tmp_path / "text")
+    mmpack.build(os.path.join(DATA_DIR, "coco-cc", "captions.jsonl"), out, tokenizer="none",
+                 threads=2)
+    seen = set()
+
+    def tokenize(texts):  # a user's tokenizer: [B, 77] int64, as open_clip's
+        seen.add(threading.current_thread().name)
+        ids = torch.zeros(len(texts), 77, dtype=torch.int64)
+        for row, text in enumerate(texts):
+            codes = [ord(c) for c in text[:77]]
+            ids[row, :len(codes)] = torch.tensor(codes)
+        return ids
+
+    for b in mmpack.Loader(out, 8, text_transform=tokenize):
+        assert b["tokens"].shape == (8, 77) and b["tokens"].dtype == torch.int64
+        assert [chr(c) for c in b["tokens"][0, :5].tolist()] == list(b["texts"][0][:5])
+    assert seen == {"mmpack-transform"}
+
+
+def test_bad_transforms_are_refused(coco_multi):
+    with pytest.raises(TypeError, match="transform must be callable"):
+        mmpack.Loader(coco_multi, 4, transform="ColorJitter")
+    with pytest.raises(ValueError, match="text_transform: .*token ids"):
+        mmpack.Loader(coco_multi, 4, text_transform=str.split)
+    with pytest.raises(ValueError, match="transform_ahead"):
+        mmpack.Loader(coco_multi, 4, transform=invert, transform_ahead=0)
