@@ -182,3 +182,13 @@ def test_import_mmpack_alone_does_not_import_torch():
     r = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
                        env=dict(os.environ), timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("name", ["shuffle", "drop_last", "horizontal_flip", "as_torch",
+                                  "pin_memory"])
+@pytest.mark.parametrize("value", ["no", None, 2])
+def test_a_flag_that_is_not_a_bool_is_a_type_error_naming_it(coco_multi, name, value):
+    # Before: horizontal_flip="no" flipped, drop_last=None kept the tail, shuffle="yes" gave
+    # pybind11's "incompatible function arguments".
+    with pytest.raises(TypeError, match="%s must be True or False" % name):
+        mmpack.Loader(coco_multi, 4, **{name: value})

@@ -37,10 +37,21 @@ def _augmentation(options: "_mmpack.LoaderOptions", crop: str,
     options.interpolation = _INTERPOLATIONS[interpolation]
     if output_size is not None:
         options.output_height, options.output_width = _size("output_size", output_size)
-    options.horizontal_flip = bool(horizontal_flip)
+    options.horizontal_flip = _flag("horizontal_flip", horizontal_flip)
 
 
 _INT32 = (-(2 ** 31), 2 ** 31 - 1)
+
+
+def _flag(name: str, value: Any) -> bool:
+    """`value` as a bool for the option `name`: True, False (numpy's too), 1 or 0; TypeError
+    otherwise (a str such as "no" was truthy, None falsy, and pybind11 said only "incompatible
+    function arguments" for shuffle="yes")."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise TypeError("%s must be True or False, not %r" % (name, value))
 
 
 def _size(name: str, value: Any) -> Tuple[int, int]:
@@ -116,8 +127,9 @@ class Loader(_torch.DatasetBase):
 
     Iterating gives one epoch of batches, each a dict:
         "images":        [B, H, W, 3] uint8, RGB
-        "tokens":        [B, L] int32, L = the longest caption in the batch (>= 1), rows
-                         padded with the set's pad_id; [B, 0] for a set built with
+        "tokens":        [B, L] int32, L = the longest caption in the batch (>= 1), or
+                         pad_to when given (one shape every batch), rows padded with the
+                         set's pad_id; [B, 0] for a set built with
                          `--tokenizer none`, whose batches carry "texts" instead
         "lengths":       [B] int32, tokens per row before padding
         "indices":       [B] int64, global sample index (ShardSet(path)[i] is the sample)
@@ -173,7 +185,8 @@ class Loader(_torch.DatasetBase):
     as_torch=True). transform(images) gets batch["images"] as a channels-first view
     [B, 3, H, W] uint8 (torchvision's and Kornia's tensor layout, no copy), and what it returns
     replaces batch["images"] (for example torchvision.transforms.ColorJitter(0.4, 0.4, 0.4) on
-    uint8, or a Compose ending in ConvertImageDtype and Normalize: [B, 3, H, W] float32).
+    uint8, or a Compose ending in ConvertImageDtype and Normalize: [B, 3, H, W] float32;
+    torchvision v1 draws one set of jitter factors per call, so per batch, not per image).
     text_transform(texts) gets batch["texts"] (B str, a set built with --tokenizer none) and
     what it returns replaces batch["tokens"] (open_clip's tokenizer: [B, 77] int64). Their
     randomness is torch's global generator, which a resume does not restore (the items and the
@@ -274,6 +287,7 @@ class Loader(_torch.DatasetBase):
         if shuffle_mode not in _SHUFFLE_MODES:
             raise ValueError("shuffle_mode must be 'auto', 'global' or 'block', not %r"
                              % (shuffle_mode,))
+        as_torch, pin_memory = _flag("as_torch", as_torch), _flag("pin_memory", pin_memory)
         self._device = _device.resolve(device, pin_memory)  # before any thread starts
         if isinstance(path_or_set, ShardSet):
             self._set = path_or_set
@@ -282,12 +296,12 @@ class Loader(_torch.DatasetBase):
         default_rank, default_world = default_rank_and_world_size()
         options = _mmpack.LoaderOptions()
         options.batch_size = _integer("batch_size", batch_size, *_INT32)
-        options.shuffle = shuffle
+        options.shuffle = _flag("shuffle", shuffle)
         options.seed = _integer("seed", seed, 0, 2 ** 64 - 1)
         options.rank = _integer("rank", default_rank if rank is None else rank, *_INT32)
         options.world_size = _integer(
             "world_size", default_world if world_size is None else world_size, *_INT32)
-        options.drop_last = drop_last
+        options.drop_last = _flag("drop_last", drop_last)
         options.num_threads = 0 if num_threads is None else _integer(
             "num_threads", num_threads, *_INT32)
         options.prefetch_batches = _integer("prefetch", prefetch, *_INT32)
