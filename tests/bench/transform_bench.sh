@@ -6,11 +6,12 @@
 #
 # Builds ../shared/data/coco-cc at 224 px (raw, zstd) and runs a training-loop-shaped Python loop
 # (batch 32, 2 decode threads, torch.set_num_threads(2)) whose step is STEP_MS of waiting with
-# the GIL released, as a loop that waits for its GPU step does, three ways in turn, ROUNDS
+# the GIL released, as a loop that waits for its GPU step does, four ways in turn, ROUNDS
 # rounds, SECONDS each: no transform; transform=ColorJitter(0.4, 0.4, 0.4) (brightness,
-# contrast, saturation on the uint8 [B, 3, H, W] batch, in the Loader's transform thread); the
-# same jitter called in the loop. Prints the median loop time per batch of each and the ratios
-# to no transform (target for transform=: <= 1.2x). Figures in WORK_DIR/transform_bench.json.
+# contrast, saturation on the uint8 [B, 3, H, W] batch) in the Loader's transform thread, and
+# on 2 transform threads (transform_threads=2); the same jitter called in the loop. Prints the
+# median loop time per batch of each and the ratios to no transform (target for 2 transform
+# threads: <= 1.2x; exit 1 when missed). Figures in WORK_DIR/transform_bench.json.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"  # here, root, shared, bench_require
 build="$(cd "${1:-$root/build}" && pwd)"

@@ -16,18 +16,19 @@ from conftest import DATA_DIR
 def invert(images):
     """[B, 3, H, W] uint8 -> 255 - images, and where it ran."""
     assert images.shape[1] == 3 and images.dtype == torch.uint8
-    invert.threads.add(threading.current_thread().name)
+    invert.threads.add(threading.current_thread().name.split("_")[0])
     return 255 - images
 
 
 invert.threads = set()
 
 
-def test_a_transform_that_changes_pixels_is_applied_to_every_batch(coco_multi):
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_transform_that_changes_pixels_is_applied_to_every_batch(coco_multi, threads):
     plain = list(mmpack.Loader(coco_multi, 4, seed=9, output_size=40, drop_last=False))
     invert.threads.clear()
     out = list(mmpack.Loader(coco_multi, 4, seed=9, output_size=40, drop_last=False,
-                             transform=invert))
+                             transform=invert, transform_threads=threads))
     assert len(out) == len(plain) == 13
     for o, p in zip(out, plain):
         expected = 255 - torch.from_numpy(p["images"]).permute(0, 3, 1, 2)
@@ -47,16 +48,18 @@ def test_torchvision_colour_jitter_on_uint8_batches(coco_multi):
         assert not torch.equal(o["images"], torch.from_numpy(p["images"]).permute(0, 3, 1, 2))
 
 
-@pytest.mark.parametrize("ahead", [1, 3])
-def test_a_resume_with_a_transform_on_continues_exactly(coco_multi, ahead):
-    a = mmpack.Loader(coco_multi, 4, seed=3, transform=invert, transform_ahead=ahead)
+@pytest.mark.parametrize("ahead,threads", [(1, 1), (3, 1), (2, 3)])
+def test_a_resume_with_a_transform_on_continues_exactly(coco_multi, ahead, threads):
+    a = mmpack.Loader(coco_multi, 4, seed=3, transform=invert, transform_ahead=ahead,
+                      transform_threads=threads)
     a.set_epoch(1)
     it = iter(a)
     taken = [next(it) for _ in range(3)]
     state = a.state_dict()
     assert state["consumed"] == 12 and [b["step"] for b in taken] == [0, 1, 2]
     rest = list(it)
-    b = mmpack.Loader(coco_multi, 4, transform=invert, transform_ahead=ahead)
+    b = mmpack.Loader(coco_multi, 4, transform=invert, transform_ahead=ahead,
+                      transform_threads=threads)
     b.load_state_dict(state)
     resumed = list(b)
     assert len(resumed) == len(rest) == 12 - 3
@@ -74,15 +77,17 @@ def test_a_new_iteration_after_a_dropped_one_gets_the_whole_epoch(coco_multi):
     loader.close()
 
 
-def test_a_transform_error_comes_after_the_batches_before_it(coco_multi):
-    def third_fails(images):
-        third_fails.calls += 1
-        if third_fails.calls == 3:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_transform_error_comes_after_the_batches_before_it(coco_multi, threads):
+    plain = iter(mmpack.Loader(coco_multi, 4, as_torch=True))
+    third = [next(plain) for _ in range(3)][2]["images"].permute(0, 3, 1, 2)
+
+    def third_fails(images):  # on the third batch, whichever thread runs it and when
+        if torch.equal(images, third):
             raise ValueError("bad augmentation")
         return images
 
-    third_fails.calls = 0
-    it = iter(mmpack.Loader(coco_multi, 4, transform=third_fails))
+    it = iter(mmpack.Loader(coco_multi, 4, transform=third_fails, transform_threads=threads))
     next(it), next(it)
     with pytest.raises(ValueError, match="bad augmentation"):
         next(it)
@@ -117,3 +122,5 @@ def test_bad_transforms_are_refused(coco_multi):
         mmpack.Loader(coco_multi, 4, text_transform=str.split)
     with pytest.raises(ValueError, match="transform_ahead"):
         mmpack.Loader(coco_multi, 4, transform=invert, transform_ahead=0)
+    with pytest.raises(ValueError, match="transform_threads"):
+        mmpack.Loader(coco_multi, 4, transform=invert, transform_threads=0)

@@ -15,7 +15,8 @@ rule as the CUDA copier's one batch ahead, mmpack/_device.py).
 
 import queue
 import threading
-from typing import Any, Callable, Dict, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Dict, Iterator, Optional
 
 Batch = Dict[str, Any]
 
@@ -23,20 +24,29 @@ _END = object()  # the queue's end-of-epoch marker
 
 
 class Ahead:
-    """Iterates `batches` through `apply` in a thread, at most `depth` batches ahead.
+    """Iterates `batches` through `apply`, at most `depth` batches ahead, in order.
 
-    Errors from `batches` or from `apply` (a damaged sample, a transform that raises) are raised
-    by __next__ in the iterating thread, after the batches before them, and end the stage.
-    close() stops the thread (it finishes the batch it is in; at most one C++ next() and one
-    transform); it is idempotent and called when the consumer is done or superseded.
+    One thread ("mmpack-transform") takes the batches (and the state after each) from
+    `batches`; with threads == 1 it applies `apply` itself, with threads > 1 it hands each batch
+    to a pool of that many threads ("mmpack-transform_N") so that several batches are
+    transformed at once (torch operators release the GIL), and __next__ still returns them in
+    their order. Errors from `batches` or from `apply` (a damaged sample, a transform that
+    raises) are raised by __next__ in the iterating thread, after the batches before them, and
+    end the stage. close() stops the threads (each finishes the batch it is in: at most one C++
+    next() and one transform per thread); it is idempotent and called when the consumer is done
+    or superseded.
     """
 
     def __init__(self, batches: Iterator[Batch], apply: Callable[[Batch], Batch],
-                 state: Callable[[], str], depth: int, initial_state: str) -> None:
+                 state: Callable[[], str], depth: int, initial_state: str,
+                 threads: int = 1) -> None:
         self.state = initial_state  # the state after the batch last handed out
-        self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, depth))
+        self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, depth, threads))
         self._stop = threading.Event()
         self._done = False
+        self._pool: Optional[ThreadPoolExecutor] = None
+        if threads > 1:
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="mmpack-transform")
         self._thread = threading.Thread(target=self._run, args=(batches, apply, state),
                                         name="mmpack-transform", daemon=True)
         self._thread.start()
@@ -55,7 +65,8 @@ class Ahead:
         try:
             for batch in batches:
                 taken = state()  # before anything else reaches the C++ loader
-                if not self._put((apply(batch), taken, None)):
+                work = apply(batch) if self._pool is None else self._pool.submit(apply, batch)
+                if not self._put((work, taken, None)):
                     return
                 if self._stop.is_set():
                     return
@@ -74,15 +85,20 @@ class Ahead:
         if item is _END:
             self._done = True
             raise StopIteration
-        batch, taken, error = item
+        work, taken, error = item
+        if error is None and isinstance(work, Future):
+            try:
+                work = work.result()
+            except BaseException as e:  # noqa: BLE001  (the transform's, in its place)
+                error = e
         if error is not None:
             self._done = True
             raise error
         self.state = taken
-        return batch
+        return work
 
     def close(self) -> None:
-        """Stops the thread and waits for it (it drops what it had queued)."""
+        """Stops the threads and waits for them (what they had queued is dropped)."""
         self._done = True
         self._stop.set()
         while self._thread.is_alive():
@@ -92,4 +108,5 @@ class Ahead:
             except queue.Empty:
                 pass
             self._thread.join(timeout=0.05)
-
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)

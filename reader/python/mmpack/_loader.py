@@ -180,9 +180,9 @@ class Loader(_torch.DatasetBase):
     and builds the C++ loader anew in that process, at the same position. TypeError when the
     ShardSet or a transform cannot be pickled (a lambda: define it at module level).
 
-    Transforms (transform=, text_transform=): run by one Python thread, up to transform_ahead
-    batches ahead of the training loop, on torch tensors (the arrays become tensors as with
-    as_torch=True). transform(images) gets batch["images"] as a channels-first view
+    Transforms (transform=, text_transform=): run by transform_threads Python threads, up to
+    transform_ahead batches ahead of the training loop, on torch tensors (the arrays become
+    tensors as with as_torch=True). transform(images) gets batch["images"] as a channels-first view
     [B, 3, H, W] uint8 (torchvision's and Kornia's tensor layout, no copy), and what it returns
     replaces batch["images"] (for example torchvision.transforms.ColorJitter(0.4, 0.4, 0.4) on
     uint8, or a Compose ending in ConvertImageDtype and Normalize: [B, 3, H, W] float32;
@@ -245,6 +245,9 @@ class Loader(_torch.DatasetBase):
         text_transform: a callable on the captions' texts, List[str] -> the new "tokens"
             (see Transforms); only for a set built with --tokenizer none (ValueError else).
         transform_ahead: batches transformed ahead of the loop (>= 1) when a transform is set.
+        transform_threads: threads that run the transforms, each on its own batch (batches are
+            handed out in order): more than 1 when one thread cannot keep up with the step
+            (torch operators release the GIL; torch's own intra-op threads come on top).
         pin_memory: give the arrays as torch.Tensors in page-locked host memory (a copy of each
             batch, made in the iterating thread), ready for .to("cuda", non_blocking=True), as
             DataLoader(pin_memory=True). Needs torch with CUDA and a GPU: RuntimeError otherwise.
@@ -279,7 +282,7 @@ class Loader(_torch.DatasetBase):
                  cache_limit: Union[int, str] = 0, pad_to: Optional[int] = None,
                  transform: Optional[Callable[[Any], Any]] = None,
                  text_transform: Optional[Callable[[List[str]], Any]] = None,
-                 transform_ahead: int = 2) -> None:
+                 transform_ahead: int = 2, transform_threads: int = 1) -> None:
         # What pickling stores (the description; rank and world_size resolved below).
         description = {k: v for k, v in locals().items() if k not in ("self", "path_or_set")}
         if caption_mode not in _CAPTION_MODES:
@@ -310,7 +313,7 @@ class Loader(_torch.DatasetBase):
         options.shuffle_window = _integer("shuffle_window", shuffle_window, *_INT32)
         _augmentation(options, crop, output_size, horizontal_flip, interpolation)
         self._options = options
-        self._text_hooks(pad_to, transform, text_transform, transform_ahead)
+        self._text_hooks(pad_to, transform, text_transform, transform_ahead, transform_threads)
         description.update(rank=options.rank, world_size=options.world_size,
                            cache_dir=None, cache_limit=0)  # the set is pickled by itself
         self._description = description
@@ -340,7 +343,7 @@ class Loader(_torch.DatasetBase):
         self._worker: Optional[Tuple[int, int]] = None  # (id, count) once split for a worker
 
     def _text_hooks(self, pad_to: Optional[int], transform: Any, text_transform: Any,
-                    transform_ahead: int) -> None:
+                    transform_ahead: int, transform_threads: int) -> None:
         """Checks and keeps pad_to and the transforms (see the class docstring)."""
         # A set built with --tokenizer none has vocab_size 0 (a mixture's sets share one).
         tokenized = self._set.vocab_size > 0
@@ -358,6 +361,7 @@ class Loader(_torch.DatasetBase):
         self._transform, self._text_transform = transform, text_transform
         self._transforming = transform is not None or text_transform is not None
         self._transform_ahead = _integer("transform_ahead", transform_ahead, 1, 64)
+        self._transform_threads = _integer("transform_threads", transform_threads, 1, 64)
 
     # --- iteration -------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Dict[str, Any]]:
@@ -378,7 +382,8 @@ class Loader(_torch.DatasetBase):
             return self._on_device(generation, batches, self._impl.state_json) if cuda else batches
         self._handed_out = (generation, self._impl.state_json())  # nothing handed out yet
         ahead = _ahead.Ahead(self._batches(generation), self._apply_transforms,
-                             self._impl.state_json, self._transform_ahead, self._handed_out[1])
+                             self._impl.state_json, self._transform_ahead, self._handed_out[1],
+                             self._transform_threads)
         self._ahead = ahead
         copied = self._on_device(generation, ahead, lambda: ahead.state) if cuda else None
         return self._handing_out(generation, ahead, copied)
