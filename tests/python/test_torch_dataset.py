@@ -45,7 +45,8 @@ def test_the_loader_is_an_iterable_dataset_that_data_loader_iterates(coco_multi)
     loader = mmpack.Loader(coco_multi, 8, seed=3)
     assert isinstance(loader, IterableDataset) and isinstance(loader, Stateful)
     reference = indices(mmpack.Loader(coco_multi, 8, seed=3))
-    batches = list(DataLoader(loader, batch_size=None))  # failed: 'Loader' object is not subscriptable
+    # Before: TypeError: 'Loader' object is not subscriptable.
+    batches = list(DataLoader(loader, batch_size=None))
     assert indices(batches) == reference and len(batches) == len(loader) == 6
     b = batches[0]
     assert isinstance(b["images"], torch.Tensor) and b["images"].dtype == torch.uint8

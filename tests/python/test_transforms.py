@@ -124,3 +124,18 @@ def test_bad_transforms_are_refused(coco_multi):
         mmpack.Loader(coco_multi, 4, transform=invert, transform_ahead=0)
     with pytest.raises(ValueError, match="transform_threads"):
         mmpack.Loader(coco_multi, 4, transform=invert, transform_threads=0)
+
+
+def test_an_iterator_never_advanced_starts_no_thread(coco_multi):
+    before = threading.active_count()
+    loader = mmpack.Loader(coco_multi, 4, transform=invert)
+    it = iter(loader)
+    assert threading.active_count() == before
+    del it
+    next(iter(loader))  # the first next() starts it; dropping the iterator stops it
+    assert not any(t.name == "mmpack-transform" for t in threading.enumerate())
+    it = iter(loader)
+    next(it)
+    assert sum(t.name == "mmpack-transform" for t in threading.enumerate()) == 1
+    loader.close()
+    assert not any(t.name == "mmpack-transform" for t in threading.enumerate())

@@ -381,22 +381,23 @@ class Loader(_torch.DatasetBase):
             batches = self._batches(generation)
             return self._on_device(generation, batches, self._impl.state_json) if cuda else batches
         self._handed_out = (generation, self._impl.state_json())  # nothing handed out yet
+        return self._transformed(generation, cuda)
+
+    def _transformed(self, generation: int, cuda: bool) -> Iterator[Dict[str, Any]]:
+        """The batches through the transform threads (mmpack/_ahead.py), started at the first
+        next() (an iterator never advanced starts no thread), then through the CUDA copier when
+        `cuda` (which records each state itself); records the state of each batch handed out
+        and stops the threads when the iteration ends or is dropped."""
         ahead = _ahead.Ahead(self._batches(generation), self._apply_transforms,
                              self._impl.state_json, self._transform_ahead, self._handed_out[1],
                              self._transform_threads)
         self._ahead = ahead
-        copied = self._on_device(generation, ahead, lambda: ahead.state) if cuda else None
-        return self._handing_out(generation, ahead, copied)
-
-    def _handing_out(self, generation: int, ahead: _ahead.Ahead,
-                     copied: Optional[Iterator[Dict[str, Any]]]) -> Iterator[Dict[str, Any]]:
-        """The transform thread's batches (through the CUDA copier when `copied`, which records
-        each state itself), recording the state of each one handed out; stops the thread when
-        the iteration ends or is dropped."""
         try:
-            for batch in ahead if copied is None else copied:
-                if copied is None:
-                    self._handed_out = (generation, ahead.state)
+            if cuda:
+                yield from self._on_device(generation, ahead, lambda: ahead.state)
+                return
+            for batch in ahead:
+                self._handed_out = (generation, ahead.state)
                 yield batch
         finally:
             ahead.close()
@@ -418,6 +419,10 @@ class Loader(_torch.DatasetBase):
         """In a DataLoader worker: this worker's own C++ loader, reading its share (rank
         rank * num_workers + worker_id of world_size * num_workers), at the position this
         Loader had (a restored state, or the start of the epoch set)."""
+        if self._device is not None and self._device.type == "cuda":
+            raise RuntimeError("mmpack.Loader(device=%r) in a DataLoader worker: CUDA tensors are "
+                               "made in the training process; use num_workers=0 (the Loader "
+                               "decodes in its own threads)" % (str(self._device),))
         options = self._options
         options.rank = options.rank * num_workers + worker_id
         options.world_size *= num_workers
