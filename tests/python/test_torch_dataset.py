@@ -193,3 +193,14 @@ def test_a_flag_that_is_not_a_bool_is_a_type_error_naming_it(coco_multi, name, v
     # pybind11's "incompatible function arguments".
     with pytest.raises(TypeError, match="%s must be True or False" % name):
         mmpack.Loader(coco_multi, 4, **{name: value})
+
+
+def test_a_mixture_loader_pickles_as_its_description(coco, coco_multi):
+    mix = "%s:0.7,%s:0.3" % (coco, coco_multi)
+    a = mmpack.Loader(mix, 8, seed=4, pad_to=20)
+    it = iter(a)
+    next(it)
+    b = pickle.loads(pickle.dumps(a))
+    assert b.state_dict() == a.state_dict() and b.dataset.root == a.dataset.root
+    assert indices(b) == indices(a)
+

@@ -307,7 +307,7 @@ class Loader(_torch.DatasetBase):
         options.drop_last = _flag("drop_last", drop_last)
         options.num_threads = 0 if num_threads is None else _integer(
             "num_threads", num_threads, *_INT32)
-        options.prefetch_batches = _integer("prefetch", prefetch, *_INT32)
+        options.prefetch_batches = _integer("prefetch", prefetch, 1, _INT32[1])  # 0: no such mode
         options.caption_mode = _CAPTION_MODES[caption_mode]
         options.shuffle_mode = _SHUFFLE_MODES[shuffle_mode]
         options.shuffle_window = _integer("shuffle_window", shuffle_window, *_INT32)
