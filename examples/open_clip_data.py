@@ -79,7 +79,10 @@ class DataInfo:
 
 def get_mmpack_dataset(path: str, args: Any, is_train: bool, epoch: int = 0) -> DataInfo:
     """One split: a Loader (train: RandomResizedCrop's window and flips, shuffled; val: the
-    centre crop in file order, every sample, the last global batch padded) in a DataLoader."""
+    centre crop in file order, every sample, the last global batch padded by wrap-around) in a
+    DataLoader with num_workers=0; open_clip's --workers becomes the Loader's decode threads.
+    args: batch_size, seed, rank, world_size (open_clip's), image_size (224), context_length
+    (77), workers (None: one thread per CPU)."""
     size = getattr(args, "image_size", 224)
     loader = mmpack.Loader(
         path, args.batch_size, shuffle=is_train, drop_last=is_train, seed=args.seed,

@@ -53,6 +53,7 @@ def __getattr__(name: str) -> Any:
     # for the CLI, ShardSet or build never pays for it.
     if name == "Loader":
         from mmpack._loader import Loader
+        globals()["Loader"] = Loader  # found directly from now on
         return Loader
     raise AttributeError("module 'mmpack' has no attribute %r" % (name,))
 
