@@ -204,3 +204,39 @@ def test_a_mixture_loader_pickles_as_its_description(coco, coco_multi):
     assert b.state_dict() == a.state_dict() and b.dataset.root == a.dataset.root
     assert indices(b) == indices(a)
 
+
+
+def with_worker_state(batch):
+    """collate_fn run in the worker: the batch and the worker's dataset state after it, as
+    StatefulDataLoader snapshots each worker's dataset.state_dict() with its batches."""
+    info = torch.utils.data.get_worker_info()
+    return batch, info.id, info.dataset.state_dict()
+
+
+RESTORE_WORKERS = {}  # worker id -> state, read by restore_worker_state in the (forked) workers
+
+
+def restore_worker_state(worker_id):
+    """What StatefulDataLoader does in a worker on resume: dataset.load_state_dict(its state),
+    then iter(dataset) (the fetcher)."""
+    torch.utils.data.get_worker_info().dataset.load_state_dict(RESTORE_WORKERS[worker_id])
+
+
+def test_per_worker_states_resume_each_workers_share(coco_multi):
+    # Two workers alternate (worker 0's batch 0, worker 1's batch 0, ...); after 4 batches each
+    # has given 2, and each one's state restores its own share's rest. Before: load_state_dict
+    # in a forked worker raised RuntimeError (the parent's C++ loader).
+    loader = mmpack.Loader(coco_multi, 2, seed=12, num_threads=2)
+    loader.set_epoch(1)
+    run = list(DataLoader(loader, batch_size=None, num_workers=2, collate_fn=with_worker_state,
+                          multiprocessing_context="fork"))
+    assert [w for _, w, _ in run[:4]] == [0, 1, 0, 1]
+    RESTORE_WORKERS.clear()
+    RESTORE_WORKERS.update({w: state for _, w, state in run[:4]})
+    assert {s["consumed"] for s in RESTORE_WORKERS.values()} == {2 * 2 * 2}
+    again = mmpack.Loader(coco_multi, 2, num_threads=2)
+    resumed = list(DataLoader(again, batch_size=None, num_workers=2,
+                              worker_init_fn=restore_worker_state,
+                              multiprocessing_context="fork"))
+    assert indices(resumed) == indices([b for b, _, _ in run[4:]])
+    assert len(resumed) == len(run) - 4 > 0

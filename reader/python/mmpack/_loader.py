@@ -170,9 +170,10 @@ class Loader(_torch.DatasetBase):
     its own C++ threads already. With num_workers=W > 0 each worker process builds its own C++
     loader for its share, as one more level of the rank split (rank * W + worker id of
     world_size * W, num_threads divided by W), so no sample is read twice; then len(loader)
-    may overcount the batches by a few, a plain DataLoader cannot resume (the workers' progress
-    is theirs), and set_epoch reaches workers only when they are started per epoch
-    (persistent_workers=False, the default). A Loader created before a fork and iterated
+    may overcount the batches by a few, only StatefulDataLoader resumes exactly (it calls
+    state_dict and load_state_dict in each worker, on that worker's share; a plain DataLoader
+    cannot: the workers' progress is theirs), and set_epoch reaches workers only when they are
+    started per epoch (persistent_workers=False, the default). A Loader created before a fork and iterated
     directly in the child (not as a DataLoader's dataset) raises RuntimeError at once.
 
     Pickling (DataLoader workers started with spawn, copy.deepcopy) stores a description, not the
@@ -366,9 +367,7 @@ class Loader(_torch.DatasetBase):
     # --- iteration -------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         self._stop_ahead()  # an older iteration's transform thread must not take our batches
-        split = _torch.worker()
-        if split is not None and split != self._worker:
-            self._split_for_worker(*split)
+        self._follow_worker()
         self._generation += 1
         if self._resume:
             self._resume = False
@@ -414,6 +413,14 @@ class Loader(_torch.DatasetBase):
         if self._ahead is not None:
             self._ahead.close()
             self._ahead = None
+
+    def _follow_worker(self) -> None:
+        """In a DataLoader worker, before anything reaches the C++ loader (the inherited one's
+        threads are the parent's): the worker's own C++ loader (_split_for_worker). torchdata's
+        StatefulDataLoader calls load_state_dict in the worker before iter()."""
+        split = _torch.worker()
+        if split is not None and split != self._worker:
+            self._split_for_worker(*split)
 
     def _split_for_worker(self, worker_id: int, num_workers: int) -> None:
         """In a DataLoader worker: this worker's own C++ loader, reading its share (rank
@@ -486,6 +493,7 @@ class Loader(_torch.DatasetBase):
         "items_per_epoch"}, ints, "order" ("global", "block" or "none") and "shuffle_window"
         (the C++ LoaderState's; load_state_dict refuses another order); torch.save-able. Save
         it on any rank (ranks in lockstep agree)."""
+        self._follow_worker()
         if self._run_epoch == self._epoch:
             handed = self._handed_out  # a CUDA device: not the batch being copied
             state = json.loads(handed[1] if handed and handed[0] == self._generation
@@ -502,6 +510,7 @@ class Loader(_torch.DatasetBase):
         that epoch. Every key of `state` reaches the C++ LoaderState. Errors: ValueError
         (missing keys, consumed past the epoch, a state from a set or caption_mode with another
         number of items per epoch, a state saved under another order or block window)."""
+        self._follow_worker()
         missing = [k for k in ("seed", "epoch", "consumed") if k not in state]
         if missing:
             raise ValueError("loader state lacks %s" % ", ".join(missing))
