@@ -202,6 +202,7 @@ def test_a_mixture_loader_pickles_as_its_description(coco, coco_multi):
     next(it)
     b = pickle.loads(pickle.dumps(a))
     assert b.state_dict() == a.state_dict() and b.dataset.root == a.dataset.root
+    assert next(iter(b))["tokens"].shape == (8, 20)  # the options came along
     assert indices(b) == indices(a)
 
 

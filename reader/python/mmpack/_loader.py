@@ -284,8 +284,10 @@ class Loader(_torch.DatasetBase):
                  transform: Optional[Callable[[Any], Any]] = None,
                  text_transform: Optional[Callable[[List[str]], Any]] = None,
                  transform_ahead: int = 2, transform_threads: int = 1) -> None:
-        # What pickling stores (the description; rank and world_size resolved below).
-        description = {k: v for k, v in locals().items() if k not in ("self", "path_or_set")}
+        # What pickling stores (the description; rank and world_size resolved below): every
+        # keyword argument, so that one added later is stored too.
+        description = dict(locals())
+        del description["self"], description["path_or_set"]
         if caption_mode not in _CAPTION_MODES:
             raise ValueError("caption_mode must be 'random' or 'all', not %r" % (caption_mode,))
         if shuffle_mode not in _SHUFFLE_MODES:
