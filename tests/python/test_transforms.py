@@ -139,3 +139,33 @@ def test_an_iterator_never_advanced_starts_no_thread(coco_multi):
     assert sum(t.name == "mmpack-transform" for t in threading.enumerate()) == 1
     loader.close()
     assert not any(t.name == "mmpack-transform" for t in threading.enumerate())
+
+
+class HostCopier:
+    """The CudaCopier's interface on the host (this machine has no CUDA): start() marks the
+    batch, finish() hands it back. Only the pipeline's order and state are under test here."""
+
+    def start(self, batch):
+        batch["started"] = True
+        return batch
+
+    def finish(self, batch):
+        return batch
+
+
+def test_transforms_before_the_device_copy_keep_the_state_of_the_batch_handed_out(coco_multi):
+    # device="cuda" with transform=: the transform thread's batches go through the copier one
+    # batch ahead; state_dict() must count neither the batch being copied nor those being
+    # transformed (device="cuda" itself is tested in test_device.py where CUDA exists).
+    loader = mmpack.Loader(coco_multi, 4, seed=2, transform=invert, transform_ahead=2)
+    loader._device, loader._copier = torch.device("cuda"), HostCopier()
+    it = iter(loader)
+    for k in range(1, 5):
+        batch = next(it)
+        assert batch["started"] and batch["step"] == k - 1
+        assert loader.state_dict()["consumed"] == 4 * k
+    rest = list(it)
+    plain = mmpack.Loader(coco_multi, 4, transform=invert)
+    state = loader.state_dict()
+    plain.load_state_dict(dict(state, consumed=16))
+    assert [b["indices"].tolist() for b in plain] == [b["indices"].tolist() for b in rest]
