@@ -5,7 +5,7 @@
 #   tests/bench/transform_bench.sh [BUILD_DIR=build] [WORK_DIR=BUILD_DIR/bench-transform] [SECONDS=5] [ROUNDS=3] [STEP_MS=50]
 #
 # Builds ../shared/data/coco-cc at 224 px (raw, zstd) and runs a training-loop-shaped Python loop
-# (batch 32, 2 decode threads, torch.set_num_threads(2)) whose step is STEP_MS of waiting with
+# (batch 32, 2 decode threads, torch.set_num_threads(1)) whose step is STEP_MS of waiting with
 # the GIL released, as a loop that waits for its GPU step does, four ways in turn, ROUNDS
 # rounds, SECONDS each: no transform; transform=ColorJitter(0.4, 0.4, 0.4) (brightness,
 # contrast, saturation on the uint8 [B, 3, H, W] batch) in the Loader's transform thread, and
