@@ -4,6 +4,7 @@ those transformed ahead, so a resume with a transform on continues exactly. On t
 
 import os
 import threading
+import time
 
 import pytest
 import torch
@@ -169,3 +170,43 @@ def test_transforms_before_the_device_copy_keep_the_state_of_the_batch_handed_ou
     plain = mmpack.Loader(coco_multi, 4, transform=invert)
     plain.load_state_dict(state)
     assert [b["indices"].tolist() for b in plain] == [b["indices"].tolist() for b in rest]
+
+
+def slow_invert(images):
+    time.sleep(0.3)
+    return 255 - images
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_close_from_another_thread_ends_a_waiting_iteration(coco_multi, threads):
+    # The consumer waits for a slow transform; close() from another thread must wake it with an
+    # error (it waited for ever on the queue the stopped thread no longer fills).
+    loader = mmpack.Loader(coco_multi, 4, transform=slow_invert, transform_threads=threads)
+    it = iter(loader)
+    next(it)
+    raised = []
+
+    def consume():
+        try:
+            for _ in it:
+                pass
+        except RuntimeError as e:
+            raised.append(str(e))
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    time.sleep(0.1)
+    loader.close()
+    consumer.join(timeout=30)
+    assert not consumer.is_alive(), "the consumer still waits after close()"
+    assert raised and "was stopped: the Loader was closed" in raised[0]
+
+
+def test_an_old_iterator_is_told_it_was_replaced(coco_multi):
+    loader = mmpack.Loader(coco_multi, 4, transform=invert)
+    old = iter(loader)
+    next(old)
+    new = iter(loader)
+    assert next(new)["step"] == 0
+    with pytest.raises(RuntimeError, match="replaced it"):
+        next(old)

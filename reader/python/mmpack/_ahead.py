@@ -15,12 +15,17 @@ rule as the CUDA copier's one batch ahead, mmpack/_device.py).
 
 import queue
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, Optional
 
 Batch = Dict[str, Any]
 
 _END = object()  # the queue's end-of-epoch marker
+
+
+def _stopped() -> RuntimeError:
+    return RuntimeError("this iterator of the Loader was stopped: the Loader was closed, or a "
+                        "newer iter() or load_state_dict() replaced it")
 
 
 class Ahead:
@@ -43,7 +48,8 @@ class Ahead:
         self.state = initial_state  # the state after the batch last handed out
         self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, depth, threads))
         self._stop = threading.Event()
-        self._done = False
+        self._done = False   # the end, or an error, was handed out
+        self._closed = False  # close() ran: a consumer still waiting is told so
         self._pool: Optional[ThreadPoolExecutor] = None
         if threads > 1:
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="mmpack-transform")
@@ -79,9 +85,16 @@ class Ahead:
         return self
 
     def __next__(self) -> Batch:
-        if self._done:
-            raise StopIteration
-        item = self._queue.get()
+        while True:
+            if self._closed:
+                raise _stopped()
+            if self._done:
+                raise StopIteration
+            try:
+                item = self._queue.get(timeout=0.05)  # polled: close() may come from elsewhere
+                break
+            except queue.Empty:
+                continue
         if item is _END:
             self._done = True
             raise StopIteration
@@ -89,6 +102,8 @@ class Ahead:
         if error is None and isinstance(work, Future):
             try:
                 work = work.result()
+            except CancelledError:  # close() cancelled it
+                raise _stopped() from None
             except BaseException as e:  # noqa: BLE001  (the transform's, in its place)
                 error = e
         if error is not None:
@@ -98,8 +113,9 @@ class Ahead:
         return work
 
     def close(self) -> None:
-        """Stops the threads and waits for them (what they had queued is dropped)."""
-        self._done = True
+        """Stops the threads and waits for them (what they had queued is dropped); a consumer
+        waiting in __next__, or calling it later, gets RuntimeError."""
+        self._closed = True
         self._stop.set()
         while self._thread.is_alive():
             try:
