@@ -57,6 +57,10 @@ def __getattr__(name: str) -> Any:
         return Loader
     raise AttributeError("module 'mmpack' has no attribute %r" % (name,))
 
+
+def __dir__() -> "list[str]":
+    return sorted(set(globals()) | {"Loader"})
+
 __all__ = [
     "BuildError",
     "BuildWarning",
