@@ -241,3 +241,10 @@ def test_per_worker_states_resume_each_workers_share(coco_multi):
                               multiprocessing_context="fork"))
     assert indices(resumed) == indices([b for b, _, _ in run[4:]])
     assert len(resumed) == len(run) - 4 > 0
+
+
+def test_too_few_items_for_the_workers_split_says_so(coco_multi):
+    # 51 items, 2 ranks x 2 workers x batch 16 = 64 > 51: no full batch for any worker.
+    loader = mmpack.Loader(coco_multi, 16, rank=0, world_size=2)  # 32 <= 51: fine alone
+    with pytest.raises(ValueError, match="DataLoader worker 0 of 2 \\(rank 0 of 4\\): drop_last"):
+        list(DataLoader(loader, batch_size=None, num_workers=2, multiprocessing_context="fork"))

@@ -437,7 +437,11 @@ class Loader(_torch.DatasetBase):
         options.world_size *= num_workers
         options.num_threads = max(1, self._threads // num_workers)
         # The inherited C++ loader's threads live in the parent: dropping it only lets go of it.
-        self._impl = _mmpack.Loader(self._set._set, options)
+        try:
+            self._impl = _mmpack.Loader(self._set._set, options)
+        except ValueError as e:  # drop_last with too few items for world_size * W batches...
+            raise ValueError("DataLoader worker %d of %d (rank %d of %d): %s" % (
+                worker_id, num_workers, options.rank, options.world_size, e)) from None
         self._worker = (worker_id, num_workers)
         self._copier = self._handed_out = None
         if self._resume:
