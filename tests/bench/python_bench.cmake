@@ -7,3 +7,13 @@ if(MM_WITH_PYTHON)
   set_tests_properties(python_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                        TIMEOUT 1800)
 endif()
+
+# The transform= benchmark (issue 27 item 2): a colour jitter in the Loader's transform thread
+# against none and against the same jitter in the loop.
+#   ctest --test-dir BUILD -C Bench -R transform_bench --output-on-failure
+if(MM_WITH_PYTHON)
+  add_test(NAME transform_bench CONFIGURATIONS Bench
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/transform_bench.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(transform_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
+                       TIMEOUT 1800)
+endif()

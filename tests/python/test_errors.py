@@ -116,7 +116,7 @@ def test_unsupported_format_version_names_it(coco, copy_of):
     ({"batch_size": 4, "rank": -1, "world_size": 2}, "rank -1"),
     ({"batch_size": 4, "world_size": 0, "rank": 0}, "world_size must be >= 1"),
     ({"batch_size": 4, "num_threads": -1}, "num_threads"),  # 0 or None: one per CPU
-    ({"batch_size": 4, "prefetch": 0}, "prefetch_batches"),
+    ({"batch_size": 4, "prefetch": 0}, r"prefetch must be an integer in \[1, "),
     ({"batch_size": 4, "caption_mode": "first"}, "caption_mode must be 'random' or 'all'"),
     ({"batch_size": 4, "crop": "random"}, "crop must be 'none', 'center' or 'rrc'"),
     ({"batch_size": 4, "output_size": (224, 0)}, "give both or neither"),

@@ -11,7 +11,9 @@
 - ShardSet(path): random access to samples (image, captions, token ids, key, source).
 - Loader(path_or_set, batch_size, ...): this rank's shuffled batches, decoded by C++ threads
   outside the GIL; set_epoch / state_dict / load_state_dict as PyTorch's DistributedSampler
-  and torchdata's StatefulDataLoader have them.
+  and torchdata's StatefulDataLoader have them; a torch.utils.data.IterableDataset of batches
+  where torch is importable (DataLoader(loader, batch_size=None)); pad_to=77 for one token
+  shape; transform= / text_transform= run in a thread ahead of the loop.
 - build(raw, out, **options): runs `mmpack build` (the compiler of raw image-text pairs).
 - plugin_dir(): the folder of the zstd HDF5 filter plugin that came with the package
   (HDF5_PLUGIN_PATH for h5dump, or for an h5py whose libhdf5 is not the one mmpack links).
@@ -27,6 +29,8 @@ from mmpack.Error. What `mmpack build` warns of (a high <unk> rate, ...) comes a
 warnings.warn(mmpack.BuildWarning).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from mmpack._mmpack import (  # noqa: F401  (re-exported)
     CorruptionError,
     Error,
@@ -36,9 +40,26 @@ from mmpack._mmpack import (  # noqa: F401  (re-exported)
 )
 from mmpack._build import BuildError, BuildWarning, build, find_mmpack  # noqa: F401
 from mmpack._config import VERSION as __version__  # noqa: F401
-from mmpack._loader import Loader  # noqa: F401
 from mmpack._resources import plugin_dir  # noqa: F401
 from mmpack._shard_set import ShardSet  # noqa: F401
+
+if TYPE_CHECKING:
+    from mmpack._loader import Loader  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    # mmpack.Loader is a torch.utils.data.IterableDataset where torch is importable, so its
+    # module imports torch (about 2 s): loaded on first use (PEP 562), so that `import mmpack`
+    # for the CLI, ShardSet or build never pays for it.
+    if name == "Loader":
+        from mmpack._loader import Loader
+        globals()["Loader"] = Loader  # found directly from now on
+        return Loader
+    raise AttributeError("module 'mmpack' has no attribute %r" % (name,))
+
+
+def __dir__() -> "list[str]":
+    return sorted(set(globals()) | {"Loader"})
 
 __all__ = [
     "BuildError",

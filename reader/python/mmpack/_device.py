@@ -87,7 +87,9 @@ class CudaCopier:
         torch = self._torch
         with torch.cuda.stream(self._stream):
             for key in ARRAY_KEYS:
-                host = torch.from_numpy(batch[key]).pin_memory()
+                value = batch[key]  # numpy, or a tensor (a transform ran on the host)
+                host = (value if isinstance(value, torch.Tensor) else torch.from_numpy(value))
+                host = host.pin_memory()
                 batch[key] = host.to(self.device, non_blocking=True)
             copied = torch.cuda.Event()
             copied.record(self._stream)

@@ -272,6 +272,7 @@ void BindShardSet(py::module_& m) {
       .def_property_readonly("num_captions",
                              [](const PyShardSet& s) { return s.set->info().num_captions; })
       .def_property_readonly("pad_id", [](const PyShardSet& s) { return s.set->info().pad_id; })
+      .def_property_readonly("eos_id", [](const PyShardSet& s) { return s.set->info().eos_id; })
       .def_property_readonly("vocab_size",
                              [](const PyShardSet& s) { return s.set->info().vocab_size; });
 }
