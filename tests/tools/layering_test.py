@@ -1,19 +1,25 @@
 """tools/src's folders include each other only downwards (tools/CMakeLists.txt, tools/README.md):
 
-    commands/ -> ingest/, image/, shard/, text/, curate/
+    commands/ -> build/, set/, ingest/, image/, shard/, text/, curate/
+    build/    -> set/, ingest/, image/, shard/, text/, curate/
+    set/      -> ingest/ (IsRemoteUrl)
     curate/   -> ingest/, text/
     ingest/   -> text/
     image/    -> text/
     shard/, text/ -> none of the others
 
 so no two folders include each other (no include cycle). Reads every #include "folder/..." of
-tools/src; exits non-zero naming the file and the include that breaks the rule."""
+tools/src; exits non-zero naming the file and the include that breaks the rule. Also checks that
+every file opens with "// NAME: what it is" (tools/README.md "Files": the folder's map is those
+first lines, so it cannot disagree with the tree)."""
 import os
 import re
 import sys
 
 ALLOWED = {
-    "commands": {"commands", "ingest", "image", "shard", "text", "curate"},
+    "commands": {"commands", "build", "set", "ingest", "image", "shard", "text", "curate"},
+    "build": {"build", "set", "ingest", "image", "shard", "text", "curate"},
+    "set": {"set", "ingest"},
     "curate": {"curate", "ingest", "text"},
     "ingest": {"ingest", "text"},
     "image": {"image", "text"},
@@ -35,7 +41,10 @@ for folder in sorted(os.listdir(src)):
     for name in sorted(os.listdir(path)):
         files += 1
         with open(os.path.join(path, name), encoding="utf-8") as f:
-            for target in include.findall(f.read()):
+            text = f.read()
+            if name.endswith((".cc", ".h", ".c")) and not text.startswith("// %s: " % name):
+                bad.append("%s/%s: the first line is not '// %s: what it is'" % (folder, name, name))
+            for target in include.findall(text):
                 if target in ALLOWED and target not in ALLOWED[folder]:
                     bad.append('%s/%s includes "%s/..."' % (folder, name, target))
 if files == 0:

@@ -1,4 +1,4 @@
-// `mmpack bench OUT`: reader throughput through the real Loader (shuffled, prefetching,
+// bench.cc: `mmpack bench OUT`: reader throughput through the real Loader (shuffled, prefetching,
 // decode threads), as a training process would see it.
 //
 // What is measured, over `seconds` of wall time after one warm-up batch:

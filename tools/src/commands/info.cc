@@ -9,8 +9,8 @@
 #include <string>
 
 #include "commands/commands.h"
-#include "commands/human_bytes.h"
-#include "commands/set_index.h"
+#include "set/human_bytes.h"
+#include "set/set_index.h"
 #include "mm/format.h"
 #include "mm/internal/file.h"
 #include "mm/internal/set_files.h"

@@ -1,4 +1,5 @@
-// mmpack: compile image-text pairs into HDF5 shards, and inspect, verify, read them.
+// main.cc: the `mmpack` command line (CLI11): compile image-text pairs into HDF5 shards, and
+// inspect, verify, read them.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>

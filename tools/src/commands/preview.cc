@@ -13,7 +13,7 @@
 
 #include "commands/caption_text.h"
 #include "commands/commands.h"
-#include "commands/output_dir.h"
+#include "set/output_dir.h"
 #include "image/contact_sheet.h"
 #include "mm/reader.h"
 

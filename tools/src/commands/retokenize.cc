@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "commands/commands.h"
-#include "commands/output_dir.h"
-#include "commands/set_publish.h"
+#include "set/output_dir.h"
+#include "set/set_publish.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"

@@ -1,4 +1,4 @@
-// `mmpack show OUT N -o sample.png [--crop none|center|rrc --size S --flip --seed X --epoch E]`:
+// show.cc: `mmpack show OUT N -o sample.png [--crop none|center|rrc --size S --flip --seed X --epoch E]`:
 // sample N as the loader hands it out under those options (mm::reader::LoadSampleImage, the
 // same pixels a training batch gets), written as PNG with libvips, with its key, captions and
 // token ids printed. Captions are read through HDF5 (variable-length strings; the reader
@@ -10,7 +10,7 @@
 
 #include "commands/caption_text.h"
 #include "commands/commands.h"
-#include "commands/output_dir.h"
+#include "set/output_dir.h"
 #include "image/png.h"
 #include "mm/internal/set_files.h"
 #include "mm/reader.h"

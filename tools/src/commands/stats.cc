@@ -7,8 +7,8 @@
 #include <string>
 
 #include "commands/commands.h"
-#include "commands/report_stream.h"
-#include "commands/set_index.h"
+#include "set/report_stream.h"
+#include "set/set_index.h"
 #include "mm/format.h"
 #include "mm/internal/file.h"
 

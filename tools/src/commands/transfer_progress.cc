@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "commands/human_bytes.h"
+#include "set/human_bytes.h"
 
 namespace mm::pack {
 namespace {

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "commands/commands.h"
-#include "commands/human_bytes.h"
-#include "commands/set_index.h"
+#include "set/human_bytes.h"
+#include "set/set_index.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/set_files.h"

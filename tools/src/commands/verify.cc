@@ -12,8 +12,8 @@
 #include <unordered_set>
 
 #include "commands/commands.h"
-#include "commands/human_bytes.h"
-#include "commands/set_index.h"
+#include "set/human_bytes.h"
+#include "set/set_index.h"
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/checksum.h"

@@ -1,17 +1,15 @@
 // output_dir.h: where `mmpack build` writes, so that OUT is never half-built and never
-// someone else's data (commands/build.cc). Everything is built in a sibling folder
-// "OUT.mmpack-partial" and published at the end (set_publish.h), so a failed build leaves no
+// someone else's data (build/build.h; also `mmpack retokenize`). Everything is built in a sibling
+// folder "OUT.mmpack-partial" and published at the end (set_publish.h), so a failed build leaves no
 // half set and an --overwrite build keeps the old set until the new one is complete. OUT is
-// normalised first ("out/" is "out"); --overwrite refuses an OUT that is "/", the current folder
-// or a parent of it, holds RAW, or is not an empty folder or an mmpack shard set
-// (CheckReplaceable).
+// normalised first ("out/" is "out"); the build's CheckPaths (build/plan.h) says which OUT may be
+// replaced.
 #pragma once
 
 #include <filesystem>
 #include <string>
 #include <utility>
 
-#include "commands/commands.h"
 #include "mm/status.h"
 
 namespace mm::pack {
@@ -28,13 +26,6 @@ std::filesystem::path NormalOutput(const std::string& given);
 /// anything is created (the build lock makes OUT's parent). Errors: InvalidArgument, one line
 /// naming `mmpack upload`.
 [[nodiscard]] Status RefuseUrlOutput(const std::string& given, const std::string& what);
-
-/// The checks that must fail at once, before anything is created: RAW exists and is not
-/// empty; OUT (`out`: NormalOutput) is not the root, the current folder or a parent of it, does
-/// not hold RAW, and does not exist unless --overwrite and CheckReplaceable (set_publish.h)
-/// accepts it. Errors: NotFound, InvalidArgument,
-/// AlreadyExists, each one line.
-[[nodiscard]] Status CheckPaths(const BuildOptions& o, const std::filesystem::path& out);
 
 /// The staging folder of `out` (NormalOutput): "OUT.mmpack-partial" beside it.
 std::filesystem::path StagingPath(const std::filesystem::path& out);

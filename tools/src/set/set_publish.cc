@@ -1,5 +1,5 @@
 // set_publish.cc: see set_publish.h.
-#include "commands/set_publish.h"
+#include "set/set_publish.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "commands/set_index.h"
+#include "set/set_index.h"
 #include "mm/format.h"
 
 namespace mm::pack {

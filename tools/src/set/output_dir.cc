@@ -1,15 +1,12 @@
 // output_dir.cc: see output_dir.h.
-#include "commands/output_dir.h"
+#include "set/output_dir.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <string>
-#include <vector>
 
-#include "commands/set_publish.h"
-#include "ingest/brace.h"
 #include "ingest/ingest.h"
 #include "mm/filename.h"
 #include "mm/format.h"
@@ -18,22 +15,6 @@
 namespace mm::pack {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-bool IsInside(const fs::path& inner, const fs::path& outer) {
-  std::error_code ec;
-  fs::path a = fs::weakly_canonical(inner, ec);
-  fs::path b = fs::weakly_canonical(outer, ec);
-  auto ai = a.begin();
-  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
-    if (bi->empty()) continue;
-    if (ai == a.end() || *ai != *bi) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 fs::path NormalOutput(const std::string& given) {
   std::error_code ec;
@@ -51,63 +32,6 @@ Status RefuseUrlOutput(const std::string& given, const std::string& what) {
   return Status::InvalidArgument(what + " '" + given +
                                  "' is a URL; mmpack writes local files only: write to a local "
                                  "path (and publish a set with `mmpack upload DIR URL`)");
-}
-
-Status CheckPaths(const BuildOptions& o, const fs::path& out) {
-  std::error_code ec;
-  fs::path raw(o.input);
-  std::vector<std::string> listed;  // a brace list's names (ingest/brace.h)
-  if (!o.input.empty() && !fs::exists(raw, ec) && HasBraceGroup(o.input)) {
-    MM_ASSIGN_OR_RETURN(listed, ExpandBraces(o.input));
-  } else if (o.input.empty() || !fs::exists(raw, ec)) {
-    return Status::NotFound("input '" + o.input + "' does not exist");
-  }
-  if (!listed.empty()) {
-    // Ingest reports the names that do not exist.
-  } else if (fs::is_directory(raw, ec)) {
-    if (fs::directory_iterator(raw, ec) == fs::directory_iterator()) {
-      return Status::InvalidArgument("input folder '" + o.input + "' is empty" +
-                                     (ec ? " (" + ec.message() + ")" : std::string()));
-    }
-  } else if (fs::file_size(raw, ec) == 0 || ec) {
-    return Status::InvalidArgument("input file '" + o.input + "' is empty");
-  }
-  if (o.output.empty()) return Status::InvalidArgument("no output directory (-o OUT)");
-  // OUT is replaced as a whole (renamed aside, then deleted): it must not be the root, the
-  // current folder or one of its parents, nor hold the input.
-  if (!out.has_relative_path()) {
-    return Status::InvalidArgument("output '" + o.output +
-                                   "' is the root folder; choose a new directory");
-  }
-  const fs::path cwd = fs::current_path(ec);
-  if (!ec && IsInside(cwd, out)) {
-    return Status::InvalidArgument("output '" + o.output +
-                                   "' is the current directory or one of its parents; "
-                                   "choose a new directory");
-  }
-  if (listed.empty()) listed.push_back(o.input);
-  for (const std::string& input : listed) {
-    if (IsInside(fs::path(input), out)) {
-      return Status::InvalidArgument("input '" + input + "' lies inside output '" + o.output +
-                                     "'; choose another output directory");
-    }
-  }
-  const fs::file_status st = fs::symlink_status(out, ec);
-  if (o.append) {  // OUT must be a set to add to (build_append.h)
-    if (!fs::exists(st)) {
-      return Status::NotFound("--append: output '" + o.output +
-                              "' does not exist; build it without --append");
-    }
-    return CheckReplaceable(out);  // set_publish.h: an mmpack set and nothing else
-  }
-  if (fs::exists(st)) {
-    if (!o.overwrite) {
-      return Status::AlreadyExists("output '" + o.output +
-                                   "' already exists; pass --overwrite to replace it");
-    }
-    MM_RETURN_NOT_OK(CheckReplaceable(out));  // set_publish.h
-  }
-  return Status::OK();
 }
 
 fs::path StagingPath(const fs::path& out) {

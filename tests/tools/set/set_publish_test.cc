@@ -1,7 +1,7 @@
 // Tests of what `mmpack build` may replace and how (commands/set_publish.h, issue 9 item 4) and
 // of the build lock on OUT (commands/set_lock.h, issue 9 item 5), on sets built from the real
 // skimage-micro data.
-#include "commands/set_publish.h"
+#include "set/set_publish.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "commands/commands.h"
-#include "commands/output_dir.h"
-#include "commands/set_lock.h"
+#include "set/output_dir.h"
+#include "set/set_lock.h"
 #include "pack_test_util.h"
 
 namespace mm::pack {

@@ -1,5 +1,5 @@
-// build_part_claim.cc: see build_part_claim.h.
-#include "commands/build_part_claim.h"
+// part_claim.cc: see build_part_claim.h.
+#include "build/part_claim.h"
 
 #include <fcntl.h>
 #include <signal.h>

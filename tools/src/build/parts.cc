@@ -1,5 +1,5 @@
-// build_parts.cc: see build_parts.h.
-#include "commands/build_parts.h"
+// parts.cc: see build_parts.h.
+#include "build/parts.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "commands/build_resume.h"
-#include "commands/output_dir.h"
+#include "build/resume.h"
+#include "set/output_dir.h"
 #include "mm/internal/c_handles.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
@@ -287,13 +287,12 @@ Result<PartSpec> ResolvePart(const std::string& flag) {
   return part;
 }
 
-void PartRange(int64_t index, int64_t count, size_t total, size_t* begin, size_t* end) {
+SampleRange PartRange(const PartSpec& part, size_t total) {
   const auto at = [&](int64_t i) {
     return static_cast<size_t>((static_cast<unsigned __int128>(total) * static_cast<uint64_t>(i)) /
-                               static_cast<uint64_t>(count));
+                               static_cast<uint64_t>(part.count));
   };
-  *begin = at(index);
-  *end = at(index + 1);
+  return {at(part.index), at(part.index + 1)};
 }
 
 fs::path PartsFolder(const fs::path& staging) { return staging / ".parts"; }
@@ -327,16 +326,16 @@ struct SpoolWriter::Impl {
 };
 
 Result<std::unique_ptr<SpoolWriter>> SpoolWriter::Create(const fs::path& staging,
-                                                         const PartSpec& part, size_t begin,
-                                                         size_t end, std::string fingerprint) {
+                                                         const PartSpec& part, SampleRange range,
+                                                         std::string fingerprint) {
   std::unique_ptr<SpoolWriter> w(new SpoolWriter);
   w->impl_ = std::make_unique<Impl>();
   Impl& m = *w->impl_;
   m.folder = PartsFolder(staging);
   m.name = PartName(part.index, part.count);
   m.summary.fingerprint = std::move(fingerprint);
-  m.summary.begin = static_cast<int64_t>(begin);
-  m.summary.end = static_cast<int64_t>(end);
+  m.summary.begin = static_cast<int64_t>(range.begin);
+  m.summary.end = static_cast<int64_t>(range.end);
   std::error_code ec;
   fs::create_directories(m.folder, ec);
   if (ec) return Status::IOError("cannot create " + m.folder.string() + ": " + ec.message());

@@ -1,4 +1,4 @@
-// build_parts.h: `mmpack build` split over N processes on one or many machines that share the
+// parts.h: `mmpack build` split over N processes on one or many machines that share the
 // output folder: `mpirun -n N mmpack build ... --part auto`, `srun mmpack build ... --part
 // auto`, or one `mmpack build ... --part I/N` each (a Slurm job array). The finished set is byte
 // for byte the set one process builds with the same options, whatever N (schemas/FORMAT.md, "Builds
@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "commands/build_pipeline.h"
+#include "build/pipeline.h"
 #include "mm/internal/file.h"
 #include "mm/status.h"
 
@@ -67,8 +67,13 @@ inline constexpr const char* kPartAuto = "auto";
 /// Errors: InvalidArgument (a value that is not a count, a rank not below the size).
 [[nodiscard]] Result<PartSpec> LauncherPart();
 
-/// The samples [begin, end) of part `index` of `count` over `total` samples.
-void PartRange(int64_t index, int64_t count, size_t total, size_t* begin, size_t* end);
+/// Samples [begin, end) of a list.
+struct SampleRange {
+  size_t begin = 0, end = 0;
+};
+
+/// The samples of `part` (part.index of part.count, count > 0) over `total` samples.
+SampleRange PartRange(const PartSpec& part, size_t total);
 
 /// The folder of the parts' files in the staging folder.
 std::filesystem::path PartsFolder(const std::filesystem::path& staging);
@@ -91,8 +96,8 @@ class SpoolWriter {
  public:
   /// Errors: IOError.
   static Result<std::unique_ptr<SpoolWriter>> Create(const std::filesystem::path& staging,
-                                                     const PartSpec& part, size_t begin,
-                                                     size_t end, std::string fingerprint);
+                                                     const PartSpec& part, SampleRange range,
+                                                     std::string fingerprint);
   ~SpoolWriter();
   /// Errors: IOError.
   [[nodiscard]] Status Add(const ProcessedSample& sample);

@@ -1,5 +1,5 @@
 // set_lock.cc: see set_lock.h.
-#include "commands/set_lock.h"
+#include "set/set_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

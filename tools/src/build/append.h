@@ -1,4 +1,4 @@
-// build_append.h: `mmpack build RAW -o OUT --append` (issue 13 item 4): the samples of RAW added
+// append.h: `mmpack build RAW -o OUT --append` (issue 13 item 4): the samples of RAW added
 // to the existing set OUT as new shards, numbered after OUT's.
 //
 // How it stays safe: the new set is assembled in the staging folder beside OUT like any build,
@@ -19,9 +19,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "commands/build_report.h"
-#include "commands/build_resume.h"
-#include "commands/commands.h"
+#include "build/options.h"
+#include "build/plan.h"
+#include "build/report.h"
+#include "build/resume.h"
 #include "image/image_pipeline.h"
 #include "ingest/ingest.h"
 #include "mm/internal/index_json.h"
@@ -75,13 +76,17 @@ struct AppendBase {
 /// `dropped`.
 bool DropsAsKeyOfBase(const AppendBase& base, const RawSample& s, std::vector<DropEntry>* dropped);
 
-/// Completes the staging folder as the appended set: OUT's shards and report hard-linked in,
-/// index.json listing OUT's shards then `added`, report.json merged (FORMAT.md "Appending").
+/// Completes the staging folder (plan.staging) as the appended set: OUT's shards and report
+/// hard-linked in, index.json listing OUT's shards then `made.added`, report.json merged
+/// (FORMAT.md "Appending").
 /// Errors: IOError (a link or write failed; a file system that cannot hard-link is named).
-[[nodiscard]] Status AssembleAppend(const BuildOptions& o, InputFormat format,
-                                    const AppendBase& base,
-                                    const std::vector<mm::reader::ShardEntry>& added,
-                                    const BuildReport& report, const std::filesystem::path& out,
-                                    const std::filesystem::path& staging);
+/// What an append made: its input's format, its new shards and its report.
+struct AppendMade {
+  InputFormat format;
+  const std::vector<mm::reader::ShardEntry>& added;
+  const BuildReport& report;
+};
+[[nodiscard]] Status AssembleAppend(const BuildPlan& plan, const AppendBase& base,
+                                    const AppendMade& made);
 
 }  // namespace mm::pack

@@ -1,5 +1,5 @@
 // progress.cc: see progress.h.
-#include "commands/progress.h"
+#include "build/progress.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// build_part_claim.h: which process is building a part of a build in parts (build_parts.h), so
+// part_claim.h: which process is building a part of a build in parts (build_parts.h), so
 // that a part is never built by two processes at once and a part waiting for part 0 can tell
 // a part 0 that died from one that is slow (issue 31 items 2 and 8).
 //
@@ -21,7 +21,7 @@
 #include <memory>
 #include <string>
 
-#include "commands/build_parts.h"
+#include "build/parts.h"
 #include "mm/status.h"
 
 namespace mm::pack {

@@ -1,10 +1,10 @@
-// build_report.cc: see build_report.h.
-#include "commands/build_report.h"
+// report.cc: see build_report.h.
+#include "build/report.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "commands/human_bytes.h"
+#include "set/human_bytes.h"
 
 namespace mm::pack {
 

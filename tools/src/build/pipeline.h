@@ -1,4 +1,4 @@
-// build_pipeline.h: the parallel middle of `mmpack build` (commands/build.cc), a TBB
+// pipeline.h: the parallel middle of `mmpack build` (commands/build.cc), a TBB
 // parallel_pipeline with at most 4 samples per thread in flight:
 //   source     serial in order : the next sample (tar members read here, sequentially)
 //   processor  parallel        : read the file, decode + fit (image/image_pipeline.h),
@@ -15,9 +15,9 @@
 #include <memory>
 #include <vector>
 
-#include "commands/build_report.h"
-#include "commands/build_resume.h"
-#include "commands/commands.h"
+#include "build/options.h"
+#include "build/report.h"
+#include "build/resume.h"
 #include "image/image_pipeline.h"
 #include "ingest/ingest.h"
 #include "ingest/sample_list.h"
@@ -39,22 +39,37 @@ struct ProcessedSample {
   uint64_t source_stamp = 0;                     // SourceStamp of its file (build_resume.h)
 };
 
-/// Runs samples [begin, end) of `samples` (read from its file in the source stage) through the
-/// source and processor stages on
-/// `o.threads` threads (0: all cores) and hands each, in input order, to `consume` (called on
-/// one thread at a time). `from_tar`: the samples are members of tars, read in the source
-/// stage. A sample is freed once consumed. `tokenizer` null (--tokenizer none):
-/// captions are stored without token ids.
+/// What ProcessSamples reads: samples [begin, end) of `samples` and how each is made.
+struct PipelineInput {
+  const SampleList& samples;
+  size_t begin, end;
+  bool from_tar;  // the samples are members of tars, read in the source stage
+  const BuildOptions& options;
+  const ImageOptions& image;
+  const Tokenizer* tokenizer;  // null (--tokenizer none): captions stored without token ids
+};
+
+/// Runs `in`'s samples (read from the list's file in the source stage) through the source and
+/// processor stages on `in.options.threads` threads (0: all cores) and hands each, in input
+/// order, to `consume` (called on one thread at a time). A sample is freed once consumed.
 /// Errors: the first failure that stops the build (the tokenizer's internals, compression, or
 /// what `consume` returns); the pipeline then stops taking samples.
-[[nodiscard]] Status ProcessSamples(const SampleList& samples, size_t begin, size_t end,
-                                    bool from_tar, const BuildOptions& o,
-                                    const ImageOptions& image_options, const Tokenizer* tokenizer,
+[[nodiscard]] Status ProcessSamples(const PipelineInput& in,
                                     const std::function<Status(ProcessedSample&&)>& consume);
 
+/// Where a SampleSink puts what it takes.
+struct SinkTargets {
+  ShardWriter* writer;
+  BuildReport* report;
+  SinkProgress* progress;
+  CheckpointWriter* checkpoints;                  // may be null (--append: no checkpoints)
+  int64_t total;                                  // samples the progress line counts to
+  const std::vector<KeptSample>* base = nullptr;  // --append --dedup: OUT's images
+};
+
 /// The serial end of a build: takes processed samples in input order, drops --dedup's
-/// duplicates, adds the others to `writer` and the drops to `report` (with its counts and
-/// stats), and saves a checkpoint (`checkpoints`, may be null) after each shard the writer
+/// duplicates, adds the others to the writer and the drops to the report (with its counts and
+/// stats), and saves a checkpoint (if any) after each shard the writer
 /// closes: before a sample that does not fit in the open shard, after one that fills it. Each
 /// checkpoint carries the ChainSource of the samples it covers (SinkProgress::sources).
 /// `progress`: where the sink starts (a resumed build: LoadCheckpoints; else all zero),
@@ -64,9 +79,7 @@ struct ProcessedSample {
 /// Not thread-safe: one thread calls Add.
 class SampleSink {
  public:
-  SampleSink(const BuildOptions& o, ShardWriter* writer, BuildReport* report,
-             SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total,
-             const std::vector<KeptSample>* base = nullptr);
+  SampleSink(const BuildOptions& o, const SinkTargets& targets);
   ~SampleSink();
   SampleSink(const SampleSink&) = delete;
   SampleSink& operator=(const SampleSink&) = delete;

@@ -1,5 +1,5 @@
 // report_stream.cc: see report_stream.h.
-#include "commands/report_stream.h"
+#include "set/report_stream.h"
 
 #include <cerrno>
 #include <fstream>

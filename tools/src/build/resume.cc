@@ -1,5 +1,5 @@
-// build_resume.cc: see build_resume.h.
-#include "commands/build_resume.h"
+// resume.cc: see build_resume.h.
+#include "build/resume.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "commands/output_dir.h"
+#include "set/output_dir.h"
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/c_handles.h"

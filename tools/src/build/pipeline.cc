@@ -1,5 +1,5 @@
-// build_pipeline.cc: see build_pipeline.h.
-#include "commands/build_pipeline.h"
+// pipeline.cc: see build_pipeline.h.
+#include "build/pipeline.h"
 
 #include <tbb/global_control.h>
 #include <tbb/parallel_pipeline.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <utility>
 
-#include "commands/progress.h"
+#include "build/progress.h"
 #include "curate/dedup.h"
 #include "curate/filters.h"
 #include "mm/internal/file.h"
@@ -185,15 +185,14 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
 
 class Pipeline {
  public:
-  Pipeline(SampleList::Cursor cursor, size_t end, bool from_tar, const BuildOptions& o,
-           const ImageOptions& image_options, const Tokenizer* tokenizer,
+  Pipeline(SampleList::Cursor cursor, const PipelineInput& in,
            const std::function<Status(ProcessedSample&&)>& consume)
       : cursor_(std::move(cursor)),
-        end_(end),
-        from_tar_(from_tar),
-        o_(o),
-        image_options_(image_options),
-        tokenizer_(tokenizer),
+        end_(std::min(in.end, in.samples.size())),
+        from_tar_(in.from_tar),
+        o_(in.options),
+        image_options_(in.image),
+        tokenizer_(in.tokenizer),
         consume_(consume) {}
 
   Status Run() {
@@ -281,24 +280,23 @@ class Pipeline {
 }  // namespace
 
 struct SampleSink::State {
-  State(const BuildOptions& o, ShardWriter* writer, BuildReport* report, SinkProgress* sink,
-        CheckpointWriter* checkpoints, int64_t total, const std::vector<KeptSample>* base)
+  State(const BuildOptions& o, const SinkTargets& t)
       : o(o),
-        writer(writer),
-        report(report),
-        sink(*sink),
-        checkpoints(checkpoints),
-        base(base),
-        first_written(report->written),
-        first_dropped(sink->pipeline_dropped),
-        progress(total, o.quiet) {
+        writer(t.writer),
+        report(t.report),
+        sink(*t.progress),
+        checkpoints(t.checkpoints),
+        base(t.base),
+        first_written(t.report->written),
+        first_dropped(t.progress->pipeline_dropped),
+        progress(t.total, o.quiet) {
     if (o.filters.dedup != DedupMode::kOff) {
       duplicates = std::make_unique<DuplicateIndex>(
           o.filters.dedup == DedupMode::kNear ? o.filters.near_threshold : -1);
       if (base != nullptr) {  // OUT's images come first: positions [0, base->size())
         for (const KeptSample& k : *base) duplicates->Add(k.pixel_hash, k.perceptual_hash);
       }
-      for (const KeptSample& k : sink->kept) duplicates->Add(k.pixel_hash, k.perceptual_hash);
+      for (const KeptSample& k : sink.kept) duplicates->Add(k.pixel_hash, k.perceptual_hash);
     }
   }
 
@@ -379,10 +377,8 @@ struct SampleSink::State {
   std::unique_ptr<DuplicateIndex> duplicates;  // --dedup only
 };
 
-SampleSink::SampleSink(const BuildOptions& o, ShardWriter* writer, BuildReport* report,
-                       SinkProgress* progress, CheckpointWriter* checkpoints, int64_t total,
-                       const std::vector<KeptSample>* base)
-    : state_(std::make_unique<State>(o, writer, report, progress, checkpoints, total, base)) {}
+SampleSink::SampleSink(const BuildOptions& o, const SinkTargets& targets)
+    : state_(std::make_unique<State>(o, targets)) {}
 
 SampleSink::~SampleSink() = default;
 
@@ -390,13 +386,11 @@ Status SampleSink::Add(ProcessedSample&& sample) { return state_->Add(std::move(
 
 void SampleSink::Finish() { state_->progress.Finish(); }
 
-Status ProcessSamples(const SampleList& samples, size_t begin, size_t end, bool from_tar,
-                      const BuildOptions& o, const ImageOptions& image_options,
-                      const Tokenizer* tokenizer,
+Status ProcessSamples(const PipelineInput& in,
                       const std::function<Status(ProcessedSample&&)>& consume) {
-  MM_ASSIGN_OR_RETURN(SampleList::Cursor cursor, samples.From(std::min(begin, samples.size())));
-  Pipeline pipeline(std::move(cursor), std::min(end, samples.size()), from_tar, o, image_options,
-                    tokenizer, consume);
+  MM_ASSIGN_OR_RETURN(SampleList::Cursor cursor,
+                      in.samples.From(std::min(in.begin, in.samples.size())));
+  Pipeline pipeline(std::move(cursor), in, consume);
   return pipeline.Run();
 }
 

@@ -1,4 +1,4 @@
-// build_report.h: what `mmpack build` reports: OUT/report.json (schemas/FORMAT.md,
+// report.h: what `mmpack build` reports: OUT/report.json (schemas/FORMAT.md,
 // "report.json") and its lines on stderr (commands/build.cc).
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "commands/commands.h"
+#include "build/options.h"
 #include "curate/stats.h"
 #include "mm/reader.h"
 

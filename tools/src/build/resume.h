@@ -1,4 +1,4 @@
-// build_resume.h: the checkpoints that let `mmpack build --resume` continue a build that was
+// resume.h: the checkpoints that let `mmpack build --resume` continue a build that was
 // killed (SIGKILL, a power cut, a job's time limit) instead of starting it over, and end with
 // the same bytes as a build that was never interrupted.
 //
@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "commands/build_report.h"
-#include "commands/commands.h"
+#include "build/report.h"
+#include "build/options.h"
 #include "ingest/ingest.h"
 #include "ingest/sample_list.h"
 #include "mm/reader.h"

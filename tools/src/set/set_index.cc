@@ -1,5 +1,5 @@
 // set_index.cc: see set_index.h.
-#include "commands/set_index.h"
+#include "set/set_index.h"
 
 #include <filesystem>
 

@@ -1,5 +1,5 @@
-// build_append.cc: see build_append.h.
-#include "commands/build_append.h"
+// append.cc: see build_append.h.
+#include "build/append.h"
 
 #include <fcntl.h>
 #include <tbb/blocked_range.h>
@@ -14,9 +14,9 @@
 #include <system_error>
 #include <thread>
 
-#include "commands/output_dir.h"
-#include "commands/report_stream.h"
-#include "commands/set_index.h"
+#include "set/output_dir.h"
+#include "set/report_stream.h"
+#include "set/set_index.h"
 #include "curate/dedup.h"
 #include "image/colour.h"
 #include "mm/format.h"
@@ -291,9 +291,13 @@ bool DropsAsKeyOfBase(const AppendBase& base, const RawSample& s, std::vector<Dr
   return true;
 }
 
-Status AssembleAppend(const BuildOptions& o, InputFormat format, const AppendBase& base,
-                      const std::vector<mm::reader::ShardEntry>& added, const BuildReport& report,
-                      const fs::path& out, const fs::path& staging) {
+Status AssembleAppend(const BuildPlan& plan, const AppendBase& base, const AppendMade& made) {
+  const BuildOptions& o = plan.options;
+  const InputFormat format = made.format;
+  const std::vector<mm::reader::ShardEntry>& added = made.added;
+  const BuildReport& report = made.report;
+  const fs::path& out = plan.out;
+  const fs::path& staging = plan.staging;
   // OUT's shards, linked: the same inodes, nothing copied and nothing of OUT changed.
   mm::reader::internal::IndexDocument doc = base.index;
   for (const mm::reader::ShardEntry& s : doc.info.shards) {

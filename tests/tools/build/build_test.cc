@@ -1,4 +1,4 @@
-// Tests of RunBuild (build.cc) end to end through the library: real data in, shards out,
+// Tests of RunBuild (build/build.h) end to end through the library: real data in, shards out,
 // read back with Debian's h5py (an independent reader); bad inputs skipped and reported;
 // byte-identical output at any thread count; the path checks that refuse at once.
 #include <gtest/gtest.h>
