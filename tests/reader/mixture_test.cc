@@ -63,15 +63,60 @@ TEST(Mixture, EachSetGetsItsWeightedShareOfTheEpoch) {
   }
 }
 
-TEST(Mixture, RefusesSetsOfAnotherImageSizeAndMalformedWeights) {
+// The size rule checks what the loader hands out (issue 27 item 5): sets stored at 64x48 and
+// 32x48 open as one mixture; a Loader without an output size is refused naming both sizes (its
+// batches would have no one shape), one with an output size gives every batch that shape, each
+// row from the set that set_index names.
+TEST(Mixture, SetsOfAnotherStoredSizeLoadAtOneOutputSize) {
   const std::string a = CocoSet(Shards20());
   FixtureOptions other = Shards20();
   other.width = 32;
   const std::string b = CocoSet(other);
   auto mixed = ShardSet::Open(a + ":1," + b + ":1");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  int w = 0, h = 0;
+  (*mixed)->ImageSize(60, &w, &h);  // a sample of b
+  EXPECT_EQ(w, 32);
+  EXPECT_EQ(h, 48);
+  LoaderOptions o;
+  o.batch_size = 8;
+  auto refused = Loader::Create(*mixed, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("32x48"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("output size"), std::string::npos);
+  o.output_height = o.output_width = 40;
+  o.crop = ImageCrop::kRandomResized;
+  auto loader = Loader::Create(*mixed, o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  std::map<int32_t, int> rows_of;
+  for (;;) {
+    auto batch = (*loader)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!*batch) break;
+    const Batch& bt = **batch;
+    ASSERT_EQ(bt.height, 40);
+    ASSERT_EQ(bt.width, 40);
+    ASSERT_EQ(bt.set_index.size(), static_cast<size_t>(bt.size));
+    for (int j = 0; j < bt.size; ++j) {
+      EXPECT_EQ(bt.set_index[j], bt.indices[j] < 51 ? 0 : 1) << "sample " << bt.indices[j];
+      ++rows_of[bt.set_index[j]];
+    }
+  }
+  EXPECT_GT(rows_of[0], 0);
+  EXPECT_GT(rows_of[1], 0);
+}
+
+TEST(Mixture, RefusesSetsOfAnotherTokenizerAndMalformedWeights) {
+  const std::string a = CocoSet(Shards20());
+  FixtureOptions other = Shards20();
+  other.pad_id = 1;  // another tokenizer's padding id
+  const std::string b = CocoSet(other);
+  auto mixed = ShardSet::Open(a + ":1," + b + ":1");
   ASSERT_FALSE(mixed.ok());
   EXPECT_TRUE(mixed.status().code() == StatusCode::kInvalidArgument) << mixed.status().ToString();
-  EXPECT_NE(mixed.status().message().find("image size"), std::string::npos)
+  EXPECT_NE(mixed.status().message().find("tokenizer"), std::string::npos)
       << mixed.status().ToString();
   for (const std::string& bad : {a + ":0," + a + ":1", a + ":-1," + a + ":1", a + ":x," + a}) {
     auto r = ShardSet::Open(bad);

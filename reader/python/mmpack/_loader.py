@@ -107,6 +107,8 @@ class Loader:
         "lengths":       [B] int32, tokens per row before padding
         "indices":       [B] int64, global sample index (ShardSet(path)[i] is the sample)
         "caption_index": [B] int32, which caption of the sample the tokens are
+        "set_index":     [B] int32, which set of a mixture ("a:0.7,b:0.3": 0 for a, 1 for b)
+                         each row came from; 0 for a single set
         "keys":          list of B str, the samples' keys
         "texts":         list of B str, each row's caption text, only for a set built with
                          `--tokenizer none` (tokenize them in the training loop); read through
@@ -128,6 +130,12 @@ class Loader:
         the same epoch (as DistributedSampler). A new iter() restarts the epoch.
       - drop_last=True drops the tail that does not fill world_size * batch_size; False pads the
         last global batch with the epoch's first items, so every rank gets full batches.
+      - Exact evaluation: drop_last=False, even_batches=False (Accelerate's name) hands out
+        every item of the epoch exactly once over all ranks, no padding. With G = world_size *
+        batch_size and r = items_per_epoch % G (when not 0), rank k's last batch has
+        min(batch_size, max(0, r - k * batch_size)) rows: the first ranks full, one rank short,
+        the ranks past it one batch fewer. len() is this rank's count, so it may differ by one
+        between ranks (a collective per batch would then wait: gather after the loop instead).
       - state_dict() after any batch, load_state_dict() into a new Loader (any world size, same
         set and caption_mode): the next iteration continues that epoch's global order exactly
         where it stopped. A following set_epoch with the same epoch keeps the position.
@@ -154,6 +162,9 @@ class Loader:
         rank, world_size: None: default_rank_and_world_size() (torch.distributed, else RANK /
             WORLD_SIZE, else 0 / 1).
         drop_last: see above.
+        even_batches: with drop_last=False: True pads the last global batch (every rank the
+            same number of full batches); False hands out each item once, the last batches short
+            (see above). False with drop_last=True is a ValueError.
         num_threads: C++ decode threads; they share the work of each batch, so all of them
             decode whatever prefetch is. None (or 0): one per CPU this process may run on
             (sched_getaffinity), divided by the ranks on this node when the launcher says how
@@ -202,7 +213,7 @@ class Loader:
                  device: Union[None, str, "torch.device"] = None,
                  shuffle_mode: str = "auto", shuffle_window: int = 0,
                  cache_dir: Optional[PathLike] = None,
-                 cache_limit: Union[int, str] = 0) -> None:
+                 cache_limit: Union[int, str] = 0, even_batches: bool = True) -> None:
         if caption_mode not in _CAPTION_MODES:
             raise ValueError("caption_mode must be 'random' or 'all', not %r" % (caption_mode,))
         if shuffle_mode not in _SHUFFLE_MODES:
@@ -222,6 +233,7 @@ class Loader:
         options.world_size = _integer(
             "world_size", default_world if world_size is None else world_size, *_INT32)
         options.drop_last = drop_last
+        options.even_batches = even_batches
         options.num_threads = 0 if num_threads is None else _integer(
             "num_threads", num_threads, *_INT32)
         options.prefetch_batches = _integer("prefetch", prefetch, *_INT32)
@@ -288,7 +300,8 @@ class Loader:
             yield batch
 
     def __len__(self) -> int:
-        """Batches this rank gets in one full epoch (the same on every rank)."""
+        """Batches this rank gets in one full epoch: the same on every rank, except with
+        even_batches=False (the ranks past the last items get one fewer; see the class)."""
         return self._impl.batches_per_epoch
 
     # --- epochs and resume -----------------------------------------------------------------
