@@ -700,7 +700,7 @@ TEST(Loader, ResumesExactlyWithAugmentation) {
 }
 
 // The centre crop at the stored size and ratio 1 is the stored image; at another output size
-// it is the stored image resized (the raw path's Lanczos-3, identical on every call).
+// it is the stored image resized (the raw path's default bilinear, identical on every call).
 TEST(Loader, CenterCropAndOutputSize) {
   const ShardSet& set = *Coco();
   LoaderOptions o;

@@ -267,7 +267,7 @@ enum class CaptionMode {
 };
 
 /// Which part of each stored image a batch shows; the window is then resized to the output size
-/// with an antialiased Lanczos-3 filter (Pillow's LANCZOS) and may be mirrored.
+/// with LoaderOptions::interpolation (antialiased bilinear by default) and may be mirrored.
 enum class ImageCrop {
   /// The largest centred window of the output's shape (all of a fixed-size image whose size is
   /// the output's: then a raw set's pixels are copied as stored, no resize).
@@ -368,7 +368,10 @@ struct LoaderOptions {
   /// CenterCropRGBImageDecoder default 224/256, as torchvision's Resize(256)+CenterCrop(224)).
   double center_crop_ratio = 224.0 / 256.0;
   bool horizontal_flip = false;  // mirror with probability 1/2, after the crop
-  Interpolation interpolation = Interpolation::kLanczos;  // the crop's resize filter
+  /// The crop's resize filter: bilinear (antialiased) by default, as torchvision's
+  /// RandomResizedCrop and Resize; kLanczos on request (reader/README.md, "Load-time
+  /// transforms", measures both).
+  Interpolation interpolation = Interpolation::kBilinear;
 };
 
 /// One batch, owned by the loader's pool; returned to the pool when the last BatchPtr dies.

@@ -25,7 +25,7 @@ _INTERPOLATIONS = {"lanczos": _mmpack.Interpolation.LANCZOS,
 
 def _augmentation(options: "_mmpack.LoaderOptions", crop: str,
                   output_size: Optional[Tuple[int, int]], horizontal_flip: bool,
-                  interpolation: str = "lanczos") -> None:
+                  interpolation: str = "bilinear") -> None:
     """The one place where the Python augmentation keywords become LoaderOptions fields."""
     if crop not in _CROPS:
         raise ValueError("crop must be 'none', 'center' or 'rrc', not %r" % (crop,))
@@ -176,12 +176,13 @@ class Loader:
         crop: "none" (the largest centred window of the output's shape: the stored image at
             the stored size), "center" (FFCV's 224/256 centre crop, for evaluation) or "rrc"
             (torchvision's RandomResizedCrop(scale=(0.08, 1), ratio=(3/4, 4/3)) window, drawn
-            per (seed, epoch, sample)); the window is resized with Lanczos-3.
+            per (seed, epoch, sample)); the window is resized with `interpolation`.
         output_size: (height, width) of the batch's images in pixels; None: the stored size.
         horizontal_flip: mirror with probability 1/2, seeded per (seed, epoch, sample).
         interpolation: the crop's resize filter, both antialiased as Pillow's resize(box=...):
-            "lanczos" (Lanczos-3, Pillow's LANCZOS) or "bilinear" (the triangle, Pillow's
-            BILINEAR and torchvision's RandomResizedCrop default; a third of the taps).
+            "bilinear" (the default: the triangle, Pillow's BILINEAR and torchvision's
+            RandomResizedCrop default; a third of the taps) or "lanczos" (Lanczos-3, Pillow's
+            LANCZOS: sharper, slower).
         as_torch: give torch.Tensors (torch.from_numpy) instead of numpy arrays.
         pin_memory: give the arrays as torch.Tensors in page-locked host memory (a copy of each
             batch, made in the iterating thread), ready for .to("cuda", non_blocking=True), as
@@ -208,7 +209,7 @@ class Loader:
                  num_threads: Optional[int] = None, prefetch: int = 4,
                  caption_mode: str = "random",
                  crop: str = "none", output_size: Optional[Tuple[int, int]] = None,
-                 horizontal_flip: bool = False, interpolation: str = "lanczos",
+                 horizontal_flip: bool = False, interpolation: str = "bilinear",
                  as_torch: bool = False, pin_memory: bool = False,
                  device: Union[None, str, "torch.device"] = None,
                  shuffle_mode: str = "auto", shuffle_window: int = 0,
