@@ -1,5 +1,6 @@
-"""Exact evaluation (even_batches=False) and mixtures of sets in the open (issue 27, items 4
-and 5): on sets the real `mmpack build` makes from ../shared/data (coco-cc: 51 images)."""
+"""Exact evaluation (even_batches=False), mixtures of sets in the open and the default load-time
+filter (issue 27, items 4, 5 and 6): on sets the real `mmpack build` makes from ../shared/data
+(coco-cc: 51 images)."""
 
 import json
 import os
@@ -130,3 +131,12 @@ def test_verify_of_a_mixture_names_the_set_that_fails(mixture, tmp_path):
     r = run(MMPACK, "verify", mixture + ",%s:0.1" % (tmp_path / "missing"))
     assert r.returncode != 0
     assert "set 2" in r.stderr and "missing" in r.stderr, r.stderr
+
+
+def test_default_filter_is_bilinear_and_lanczos_is_on_request(coco):
+    def first(**kw):
+        loader = mmpack.Loader(coco, 4, shuffle=False, crop="rrc", output_size=(40, 40), **kw)
+        return next(iter(loader))["images"].copy()
+    by_default = first()
+    assert np.array_equal(by_default, first(interpolation="bilinear"))
+    assert not np.array_equal(by_default, first(interpolation="lanczos"))

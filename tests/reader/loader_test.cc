@@ -719,6 +719,23 @@ TEST(Loader, CenterCropAndOutputSize) {
   EXPECT_EQ(b->images, MakeLoader(o)->Next().value()->images);
 }
 
+// Issue 27 item 6: the default resize filter is bilinear (torchvision's RandomResizedCrop);
+// Lanczos-3 is there on request and gives other pixels.
+TEST(Loader, DefaultFilterIsBilinearAndLanczosIsOnRequest) {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = false;
+  o.crop = ImageCrop::kRandomResized;
+  o.output_height = o.output_width = 40;
+  auto by_default = MakeLoader(o)->Next().value();
+  o.interpolation = Interpolation::kBilinear;
+  auto bilinear = MakeLoader(o)->Next().value();
+  o.interpolation = Interpolation::kLanczos;
+  auto lanczos = MakeLoader(o)->Next().value();
+  EXPECT_EQ(by_default->images, bilinear->images);
+  EXPECT_NE(by_default->images, lanczos->images);
+}
+
 TEST(Loader, WorkerErrorsReachNextNamingShardAndSample) {
   mm::testing::TempDir tmp;
   FixtureOptions fo;

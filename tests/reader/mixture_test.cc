@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "mm/reader.h"
 #include "shard_fixture.h"
@@ -58,6 +59,19 @@ TEST(Mixture, EachSetGetsItsWeightedShareOfTheEpoch) {
     }
     EXPECT_EQ(a_twice, 26);
     EXPECT_EQ(b_seen, 25);
+    // What sets() says of each set: where it starts, its weight, its share of the epoch.
+    const std::vector<MixtureSet>& sets = (*set)->sets();
+    ASSERT_EQ(sets.size(), 2u);
+    EXPECT_EQ(sets[0].location, a);
+    EXPECT_EQ(sets[1].location, b);
+    EXPECT_EQ(sets[0].weight, 3);
+    EXPECT_EQ(sets[1].first_sample, 51);
+    EXPECT_EQ(sets[0].epoch_samples, 77);
+    EXPECT_EQ(sets[1].epoch_samples, 25);
+    EXPECT_EQ(sets[1].info.num_samples, 51);
+    EXPECT_EQ((*set)->SetOfSample(50), 0);
+    EXPECT_EQ((*set)->SetOfSample(51), 1);
+    EXPECT_EQ((*set)->SetOfSample(101), 1);
     // Deterministic per (seed, epoch).
     EXPECT_EQ(GlobalItem(**set, o, 1, 50).sample, GlobalItem(**set, o, 1, 50).sample);
   }
