@@ -7,8 +7,9 @@
 //
 // A Loader turns a ShardSet into this rank's stream of batches: a deterministic permutation
 // per (seed, epoch) over the whole set (or file order without shuffle), split across ranks so
-// that each rank gets the same number of batches, decompressed by worker threads into a
-// bounded pool of reusable batch buffers. Its LoaderState can be saved and restored to
+// that each rank gets the same number of batches (or, for exact evaluation, each item exactly
+// once: LoaderOptions::even_batches), decompressed by worker threads into a bounded pool of
+// reusable batch buffers. Its LoaderState can be saved and restored to
 // resume mid-epoch exactly, also under another world size.
 //
 // This header includes no HDF5, zstd, LibTorch or sentencepiece header.

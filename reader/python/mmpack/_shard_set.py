@@ -186,7 +186,7 @@ class ShardSet:
     def image_shape(self) -> Tuple[int, int, int]:
         """(H, W, 3), pixels: the shape of every image, and the loader's default output size;
         in a keep-ratio set (format 2) (max_size, max_size, 3), each stored image having its
-        own size (image_size)."""
+        own size (image_size). A mixture: the first set's (`sets` gives each set's)."""
         return self._set.image_shape
 
     @property
