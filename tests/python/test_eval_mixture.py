@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mmpack
-from conftest import run
+from conftest import DATA_DIR, run
 from loader_util import rank_batches
 
 MMPACK = os.environ["MMPACK_BIN"]
@@ -140,3 +140,16 @@ def test_default_filter_is_bilinear_and_lanczos_is_on_request(coco):
     by_default = first()
     assert np.array_equal(by_default, first(interpolation="bilinear"))
     assert not np.array_equal(by_default, first(interpolation="lanczos"))
+
+
+def test_verify_of_a_mixture_refuses_sets_tokenized_differently(coco, tmp_path):
+    text_only = tmp_path / "text_only"
+    mmpack.build(os.path.join(DATA_DIR, "coco-cc", "captions.jsonl"), str(text_only),
+                 tokenizer="none", threads=2)
+    mix = "%s:1,%s:1" % (coco, text_only)
+    r = run(MMPACK, "verify", mix, "--json")
+    assert r.returncode != 0
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is False and "tokenized differently" in doc["error"], doc
+    # Each set alone verifies.
+    assert run(MMPACK, "verify", str(text_only)).returncode == 0
