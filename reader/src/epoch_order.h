@@ -49,8 +49,8 @@ struct OrderShape {
 
 /// Items each part gets per epoch: weight_i / sum(weights) * E, rounded down, the remainder
 /// given one by one to the largest fractional parts (ties: the earlier part). Sums to E; each
-/// in [0, E] whatever the weights (finite and positive: mixture.h): weights that would overflow
-/// a double (1e308) are taken relative to the largest. O(parts).
+/// in [0, E] whatever the weights (finite and positive: mm/internal/mixture.h): weights that
+/// would overflow a double (1e308) are taken relative to the largest. O(parts).
 std::vector<int64_t> PartQuotas(const OrderShape& shape);
 /// E: shape.epoch_size, or the sum of shard_items.
 int64_t EpochItems(const OrderShape& shape);

@@ -6,7 +6,9 @@
 // `start` is 0 at StartEpoch and LoaderState::consumed after Restore, so a restored loader
 // continues the same global order under any world size. drop_last: the tail shorter than G is
 // dropped; otherwise positions past the end wrap to the epoch's first items (pos mod n), as
-// torch's DistributedSampler pads, and every rank gets the same number of full batches.
+// torch's DistributedSampler pads, and every rank gets the same number of full batches; or,
+// with even_batches false, nothing wraps: rank r's batch is cut at the epoch's end (short, or
+// not there at all), so every item is handed out exactly once over all ranks.
 //
 // Threads share the work of a batch: a thread opens the next batch (a buffer from the pool,
 // sized), then the batch's rows are decoded in ranges of a few rows that any thread claims,
@@ -60,6 +62,7 @@ constexpr int kRangesPerThread = 16;
 struct OpenBatch {
   uint64_t gen = 0;   // the run it belongs to
   int64_t k = 0;      // its index in the run
+  int rows = 0;       // batch_size, or fewer: a short last batch (even_batches false)
   LoaderOptions run;  // the options with the run's seed
   int64_t epoch = 0, start = 0;
   std::shared_ptr<const internal::EpochOrder> order;
@@ -138,6 +141,7 @@ class LoaderImpl final : public Loader {
         shape_(internal::MakeOrderShape(impl_, options.caption_mode)),
         items_(internal::EpochItems(*shape_)),
         global_batch_(static_cast<int64_t>(options.world_size) * options.batch_size),
+        shard_set_(ShardSets(impl_)),
         shared_(std::make_shared<Shared>()) {
     // A set without a tokenizer (`--tokenizer none`): batches carry caption text instead.
     if (!set_->info().has_tokenizer) text_ = std::make_unique<SampleText>(set_);
@@ -257,10 +261,37 @@ class LoaderImpl final : public Loader {
     return shared_->seed;
   }
 
+  // This rank's batches of a run from position `start`: under even_batches false those whose
+  // first row lies before the epoch's end (see LoaderOptions::even_batches).
   int64_t BatchesFrom(int64_t start) const {
     int64_t left = items_ - start;
     if (left <= 0) return 0;
-    return options_.drop_last ? left / global_batch_ : (left + global_batch_ - 1) / global_batch_;
+    if (options_.drop_last) return left / global_batch_;
+    if (options_.even_batches) return (left + global_batch_ - 1) / global_batch_;
+    left -= RankOffset();
+    return left <= 0 ? 0 : (left + global_batch_ - 1) / global_batch_;
+  }
+
+  int64_t RankOffset() const { return static_cast<int64_t>(options_.rank) * options_.batch_size; }
+
+  // Rows of this rank's batch k of a run from `start` (k < BatchesFrom(start)): batch_size,
+  // except the last under even_batches false, cut at the epoch's end.
+  int RowsOf(int64_t start, int64_t k) const {
+    if (options_.drop_last || options_.even_batches) return options_.batch_size;
+    const int64_t first = start + k * global_batch_ + RankOffset();
+    return static_cast<int>(std::min<int64_t>(options_.batch_size, items_ - first));
+  }
+
+  // Which set of the mixture (its position in the mixture's list) each shard belongs to.
+  static std::vector<int32_t> ShardSets(const internal::ShardSetImpl& set) {
+    std::vector<int32_t> of(set.num_shards(), 0);
+    const auto& parts = set.parts();
+    for (size_t p = 0; p < parts.size(); ++p) {
+      for (size_t k = parts[p].first_shard; k < parts[p].end_shard; ++k) {
+        of[k] = static_cast<int32_t>(p);
+      }
+    }
+    return of;
   }
 
   std::shared_ptr<const internal::EpochOrder> MakeOrder(uint64_t seed, int64_t epoch) const {
@@ -295,8 +326,9 @@ class LoaderImpl final : public Loader {
       run.start = start;
       run.batches = BatchesFrom(start);
       run.global_batch = global_batch_;
-      run.rank_offset = static_cast<int64_t>(options_.rank) * options_.batch_size;
+      run.rank_offset = RankOffset();
       run.batch = options_.batch_size;
+      run.wraps = !options_.drop_last && options_.even_batches;
       prefetcher_->Reset(run);
     }
     {
@@ -325,7 +357,7 @@ class LoaderImpl final : public Loader {
       int range = 0;
       if (OpenBatch* ob = sh.ClaimRangeLocked(&range)) {
         const int lo = range * sh.grain;
-        const int hi = std::min(lo + sh.grain, ob->run.batch_size);
+        const int hi = std::min(lo + sh.grain, ob->rows);
         // Nothing to decode for a replaced run, or past a row that already failed.
         const bool skip = ob->gen != sh.gen || ob->failed_row < lo;
         lock.unlock();
@@ -363,7 +395,7 @@ class LoaderImpl final : public Loader {
           ob->failed_row = -1;
           ob->status = std::move(pinned);
         }
-        ob->ranges = (ob->run.batch_size + sh.grain - 1) / sh.grain;
+        ob->ranges = (ob->rows + sh.grain - 1) / sh.grain;
         sh.work_cv.notify_all();
       } else {
         sh.work_cv.wait(lock);
@@ -392,6 +424,7 @@ class LoaderImpl final : public Loader {
     ob->epoch = sh.epoch;
     ob->start = sh.start;
     ob->order = sh.order;
+    ob->rows = RowsOf(ob->start, ob->k);
     if (!sh.free.empty()) {
       ob->batch = std::move(sh.free.back());
       sh.free.pop_back();
@@ -406,7 +439,7 @@ class LoaderImpl final : public Loader {
     Status status = Guarded([&] {
       if (!ob.batch) ob.batch = std::make_unique<Batch>();
       Batch& b = *ob.batch;
-      const int B = ob.run.batch_size;
+      const int B = ob.rows;
       int out_h = 0, out_w = 0;
       internal::OutputSize(*set_, ob.run, &out_h, &out_w);
       b.size = B;
@@ -417,6 +450,7 @@ class LoaderImpl final : public Loader {
       b.indices.resize(B);
       b.caption.resize(B);
       b.keys.resize(B);
+      b.set_index.resize(B);
       b.epoch = ob.epoch;
       b.step_in_epoch = ob.start / global_batch_ + ob.k;
       ob.tokens.resize(B);
@@ -461,7 +495,8 @@ class LoaderImpl final : public Loader {
     return prefetcher_->Acquire(gen, shards);
   }
 
-  // The draw of row j of `ob` (padding wraps to the epoch's first items).
+  // The draw of row j of `ob` (padding wraps to the epoch's first items; under even_batches
+  // false no row lies past the epoch's end).
   internal::Draw DrawAt(const OpenBatch& ob, int j) const {
     int64_t pos =
         ob.start + ob.k * global_batch_ + static_cast<int64_t>(ob.run.rank) * ob.run.batch_size + j;
@@ -471,8 +506,8 @@ class LoaderImpl final : public Loader {
 
   // The draws of every row of `ob`.
   std::vector<internal::Draw> BatchDraws(const OpenBatch& ob) const {
-    std::vector<internal::Draw> draws(static_cast<size_t>(ob.run.batch_size));
-    for (int j = 0; j < ob.run.batch_size; ++j) draws[j] = DrawAt(ob, j);
+    std::vector<internal::Draw> draws(static_cast<size_t>(ob.rows));
+    for (int j = 0; j < ob.rows; ++j) draws[j] = DrawAt(ob, j);
     return draws;
   }
 
@@ -486,13 +521,15 @@ class LoaderImpl final : public Loader {
     const size_t image_bytes = static_cast<size_t>(b.height) * b.width * 3;
     for (int j = lo; j < hi; ++j) {
       *failed_row = j;
-      const Item item = internal::ResolveDraw(impl_, run, ob.epoch, DrawAt(ob, j));
+      const internal::Draw draw = DrawAt(ob, j);
+      const Item item = internal::ResolveDraw(impl_, run, ob.epoch, draw);
       uint8_t* dst = b.images.data() + image_bytes * j;
       MM_RETURN_NOT_OK(
           internal::TransformImage(set, run, ob.epoch, item.sample, b.width, b.height, dst));
       b.indices[j] = item.sample;
       b.caption[j] = item.caption;
       b.keys[j].assign(set.Key(item.sample));
+      b.set_index[j] = shard_set_[draw.shard];
       ob.tokens[j] = set.Tokens(item.sample, item.caption);
       b.lengths[j] = static_cast<int32_t>(ob.tokens[j].size());
     }
@@ -503,7 +540,7 @@ class LoaderImpl final : public Loader {
   // set without a tokenizer the caption texts (L = 0), read in one thread.
   Status AssembleTokens(OpenBatch& ob) const {
     Batch& b = *ob.batch;
-    const int B = ob.run.batch_size;
+    const int B = b.size;
     int max_len = 1;
     for (int j = 0; j < B; ++j) max_len = std::max(max_len, b.lengths[j]);
     if (text_) {  // text only: no ids, L = 0
@@ -541,6 +578,7 @@ class LoaderImpl final : public Loader {
   const std::shared_ptr<const internal::OrderShape> shape_;
   const int64_t items_;
   const int64_t global_batch_;
+  const std::vector<int32_t> shard_set_;  // [shards] the mixture's set of each shard
   std::shared_ptr<Shared> shared_;
   std::vector<std::thread> threads_;
   std::unique_ptr<internal::Prefetcher> prefetcher_;  // a remote set only
@@ -563,6 +601,22 @@ Status CheckTransformOptions(const LoaderOptions& o) {
     return Status::InvalidArgument("center_crop_ratio must be in (0, 1]");
   }
   return Status::OK();
+}
+
+// A mixture's batches must have one shape: sets stored at other sizes need an output size (each
+// sample's window is then resized to it); the stored sizes themselves may differ.
+Status CheckOutputShape(const internal::ShardSetImpl& set, const LoaderOptions& o) {
+  const int p = set.PartOfOtherImageSize();
+  if (p < 0 || o.output_height > 0) return Status::OK();
+  const auto& parts = set.parts();
+  const auto size = [](const SetInfo& i) {
+    return std::to_string(i.image_width) + "x" + std::to_string(i.image_height);
+  };
+  return Status::InvalidArgument(
+      "mixture: " + parts[p].location.text + " is stored at " + size(parts[p].info) + ", " +
+      parts[0].location.text + " at " + size(parts[0].info) +
+      ": give an output size (output_height/output_width; Python output_size=(H, W)) so that "
+      "every batch has one shape");
 }
 
 }  // namespace
@@ -588,6 +642,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
   MM_RETURN_NOT_OK(CheckTransformOptions(options));
   auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
   if (!impl) return Status::InvalidArgument("Loader::Create: not a set opened by ShardSet::Open");
+  MM_RETURN_NOT_OK(CheckOutputShape(*impl, options));
   MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(*impl, options));
   const auto shape = internal::MakeOrderShape(*impl, options.caption_mode);
   MM_RETURN_NOT_OK(internal::CheckOrderSize(*shape));  // before any order is allocated
@@ -599,6 +654,12 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
                                    " items leaves no batch of world_size * "
                                    "batch_size = " +
                                    std::to_string(global));
+  }
+  if (!options.even_batches && options.drop_last) {
+    return Status::InvalidArgument(
+        "even_batches=false hands out the epoch's last, partial global batch unpadded; with "
+        "drop_last=true that batch is dropped: give drop_last=false (exact evaluation) or keep "
+        "even_batches");
   }
   LoaderOptions resolved = options;
   if (resolved.num_threads == 0) resolved.num_threads = DefaultLoaderThreads();

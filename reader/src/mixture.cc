@@ -1,5 +1,5 @@
-// mixture.cc: see mixture.h.
-#include "mixture.h"
+// mixture.cc: see mm/internal/mixture.h.
+#include "mm/internal/mixture.h"
 
 #include <sys/stat.h>
 

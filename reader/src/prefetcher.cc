@@ -67,7 +67,8 @@ void Prefetcher::Reset(const Run& run) {
   const std::shared_ptr<const EpochOrder> order = order_for_(run.seed, run.epoch);
   const std::shared_ptr<const EpochOrder> next = order_for_(run.seed, run.epoch + 1);
   const int64_t items = order->size();
-  const int64_t end = run.start + run.batches * run.global_batch;  // past items: padding
+  int64_t end = run.start + run.batches * run.global_batch;  // past items: padding
+  if (!run.wraps) end = std::min(end, items);
   std::vector<Window> windows;
   const std::vector<OrderWindow> epoch_windows = order->Windows();
   for (int64_t shift = 0; items > 0 && shift < end; shift += items) {

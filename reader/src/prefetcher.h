@@ -58,7 +58,8 @@ class Prefetcher {
   using OrderFor = std::function<std::shared_ptr<const EpochOrder>(uint64_t seed, int64_t epoch)>;
 
   /// What a run of this rank reads: batch k covers positions
-  /// [start + k * global_batch + rank_offset, + batch) (modulo items past the epoch's end).
+  /// [start + k * global_batch + rank_offset, + batch) (modulo items past the epoch's end when
+  /// `wraps`; cut at the epoch's end otherwise: LoaderOptions::even_batches false).
   struct Run {
     uint64_t gen = 0;
     uint64_t seed = 0;
@@ -68,6 +69,7 @@ class Prefetcher {
     int64_t global_batch = 0;
     int64_t rank_offset = 0;
     int64_t batch = 0;
+    bool wraps = true;
   };
 
   /// `limit`: the cache limit in bytes (0: none; then at most kUnboundedAheadBytes ahead).

@@ -4,11 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "mixture.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/index_json.h"
+#include "mm/internal/mixture.h"
 #include "mm/internal/set_path.h"
 #include "mm/internal/set_rules.h"
+#include "order.h"
 #include "remote/http.h"
 #include "remote/remote_shards.h"
 #include "shard_set_impl.h"
@@ -18,6 +19,16 @@ namespace mm::reader {
 Result<std::shared_ptr<ShardSet>> ShardSet::Open(const std::string& location,
                                                  const OpenOptions& options) {
   return internal::ShardSetImpl::Open(location, options);
+}
+
+int ShardSet::SetOfSample(int64_t i) const {
+  const std::vector<MixtureSet>& s = sets();
+  // The last set whose first sample is <= i (a set without samples is skipped).
+  size_t lo = 0;
+  for (size_t p = 1; p < s.size(); ++p) {
+    if (s[p].first_sample <= i && s[p].info.num_samples > 0) lo = p;
+  }
+  return static_cast<int>(lo);
 }
 
 Status ShardSet::CheckIntact(int64_t i) const {
@@ -30,24 +41,23 @@ namespace {
 
 constexpr int64_t kMaxRemoteIndexBytes = int64_t{256} << 20;
 
-// The sets of a mixture must give the model the same tensors: one line naming the difference.
+// The sets of a mixture must give the model the same token ids: one line naming the
+// difference. Their stored image sizes may differ: what the Loader hands out is checked by
+// Loader::Create (CheckOutputShape), where an output size makes every batch one shape.
 Status CheckCompatible(const ShardSetImpl::Part& first, const ShardSetImpl::Part& other) {
   const SetInfo &a = first.info, &b = other.info;
   const std::string names = other.location.text + " and " + first.location.text;
-  if (a.image_height != b.image_height || a.image_width != b.image_width ||
-      a.channels != b.channels) {
-    return Status::InvalidArgument(
-        "mixture: " + other.location.text + " has images " + std::to_string(b.image_width) + "x" +
-        std::to_string(b.image_height) + ", " + first.location.text + " " +
-        std::to_string(a.image_width) + "x" + std::to_string(a.image_height) +
-        ": the sets of a mixture must share image size and tokenizer");
+  if (a.channels != b.channels) {
+    return Status::InvalidArgument("mixture: " + names + " differ in channels (" +
+                                   std::to_string(b.channels) + " vs " +
+                                   std::to_string(a.channels) + ")");
   }
   if (a.tokenizer_sha256 != b.tokenizer_sha256 || a.vocab_size != b.vocab_size ||
       a.pad_id != b.pad_id) {
     return Status::InvalidArgument(
         "mixture: " + names + " were tokenized differently (tokenizer sha256 " +
         b.tokenizer_sha256.substr(0, 12) + " vs " + a.tokenizer_sha256.substr(0, 12) +
-        "): the sets of a mixture must share image size and tokenizer");
+        "): the sets of a mixture must share the tokenizer");
   }
   return Status::OK();
 }
@@ -161,7 +171,34 @@ Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& location
   }
   if (set->remote_) set->cache_limit_ = options.remote.cache_limit;
   set->identity_ = Identity(*set);
+  set->DescribeSets();
   return std::shared_ptr<ShardSet>(std::move(set));
+}
+
+// sets_: each part's location, weight, first sample, index.json and its share of an epoch under
+// kRandomCaption (the order's quotas, epoch_order.h).
+void ShardSetImpl::DescribeSets() {
+  const auto shape = MakeOrderShape(*this, CaptionMode::kRandomCaption);
+  const std::vector<int64_t> quota = PartQuotas(*shape);
+  for (size_t p = 0; p < parts_.size(); ++p) {
+    MixtureSet s;
+    s.location = parts_[p].location.text;
+    s.weight = parts_[p].weight;
+    s.first_sample = first_sample_[parts_[p].first_shard];
+    s.epoch_samples = shape->mixture ? quota[p] : parts_[p].info.num_samples;
+    s.info = parts_[p].info;
+    sets_.push_back(std::move(s));
+  }
+}
+
+int ShardSetImpl::PartOfOtherImageSize() const {
+  for (size_t p = 1; p < parts_.size(); ++p) {
+    if (parts_[p].info.image_width != parts_[0].info.image_width ||
+        parts_[p].info.image_height != parts_[0].info.image_height) {
+      return static_cast<int>(p);
+    }
+  }
+  return -1;
 }
 
 size_t ShardSetImpl::ShardOfSample(int64_t i) const {

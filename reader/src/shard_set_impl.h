@@ -37,6 +37,7 @@ class ShardSetImpl final : public ShardSet {
                                                 const OpenOptions& options);
 
   const SetInfo& info() const override { return info_; }
+  const std::vector<MixtureSet>& sets() const override { return sets_; }
   bool remote() const override { return remote_; }
   size_t ShardOfSample(int64_t i) const override;
   Result<ShardPin> PinShard(size_t k) const override;
@@ -59,6 +60,9 @@ class ShardSetImpl final : public ShardSet {
   int64_t first_sample(size_t k) const { return first_sample_[k]; }
   int64_t first_caption(size_t k) const { return first_caption_[k]; }
   const std::vector<Part>& parts() const { return parts_; }
+  /// The part whose image size (info().image_width x image_height: the Loader's default output)
+  /// differs from the first part's, or -1 when all share it.
+  int PartOfOtherImageSize() const;
   /// A weighted mixture (the order draws each part's quota; epoch_order.h).
   bool weighted() const { return weighted_; }
   int64_t epoch_size() const { return epoch_size_; }
@@ -86,10 +90,12 @@ class ShardSetImpl final : public ShardSet {
                                std::vector<std::unique_ptr<Shard>>* opened);
   Status AddPart(Part part, std::vector<std::unique_ptr<Shard>> opened);
   static std::string Identity(const ShardSetImpl& set);
+  void DescribeSets();
   const Shard* Resident(size_t k) const;
   [[noreturn]] void NotPinned(size_t k, int64_t i) const;
 
   SetInfo info_;  // a mixture: the first part's, with every part's shards and totals
+  std::vector<MixtureSet> sets_;  // [parts] what sets() says of each part
   std::vector<Part> parts_;
   std::vector<std::unique_ptr<Shard>> local_shards_;
   std::vector<ShardRef> refs_;          // [shards]

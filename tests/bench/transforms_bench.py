@@ -204,8 +204,8 @@ def main():
     # Like for like (issue 30), in CPU per sample: FFCV jpg against mmpack's JPEG set, FFCV raw
     # (uncompressed pixels) against mmpack raw built with the defaults ("raw") and with zstd asked
     # for ("rawzstd", listed for reference: an opt-in trade of CPU for ~10% of disk). Each with
-    # Lanczos-3 (Pillow's LANCZOS, the default) and the triangle (Pillow's BILINEAR); FFCV
-    # resizes with OpenCV's INTER_AREA. Targets: every path <= 1.0x FFCV's CPU, JPEG rrc
+    # Lanczos-3 (Pillow's LANCZOS) and the triangle (Pillow's BILINEAR, the default since issue
+    # 27); FFCV resizes with OpenCV's INTER_AREA. Targets: every path <= 1.0x FFCV's CPU, JPEG rrc
     # Lanczos-3 <= 0.75x.
     for crop in ("rrc", "center"):
         for ours, theirs in (("jpeg", "jpg"), ("raw", "raw"), ("rawzstd", "raw")):

@@ -351,6 +351,42 @@ TEST(RemoteLoader, BlockShuffleReadsEveryItemOnceWithinTheCacheLimit) {
   EXPECT_LE(stats.downloads, 3 * (n + 2) + 3);
 }
 
+// Exact evaluation over a remote set through a bounded cache (issue 27 item 4): with
+// even_batches false the prefetcher plans no wrap-around; both ranks give the local set's batches,
+// and over both ranks every sample once, in two epochs.
+TEST(RemoteLoader, UnevenBatchesGiveEverySampleOnceWithinTheCacheLimit) {
+  Served s;
+  ASSERT_TRUE(s.http);
+  const int64_t largest = *std::max_element(s.bytes.begin(), s.bytes.end());
+  const int64_t limit = 2 * largest + s.bytes[4];
+  auto remote = ShardSet::Open(s.url(), testing::CacheOptions(s.tmp / "cache", limit));
+  ASSERT_TRUE(remote.ok());
+  LoaderOptions o;
+  o.shuffle_mode = ShuffleMode::kBlock;
+  o.shuffle_window = 1;
+  o.batch_size = 5;
+  o.world_size = 2;
+  o.even_batches = false;
+  std::map<int64_t, int> count;
+  for (int rank = 0; rank < 2; ++rank) {
+    o.rank = rank;
+    testing::ExpectSameBatches(*ShardSet::Open(s.local), *remote, /*epochs=*/2, o);
+    LoaderOptions once = o;
+    once.drop_last = false;
+    auto loader = Loader::Create(*remote, once);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    for (;;) {
+      auto b = (*loader)->Next();
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      if (!*b) break;
+      for (int64_t i : (*b)->indices) ++count[i];
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(count.size()), (*remote)->num_samples());
+  for (const auto& [i, c] : count) EXPECT_EQ(c, 1) << "sample " << i;
+  EXPECT_LE((*remote)->cache_stats().peak_bytes, limit);
+}
+
 TEST(RemoteLoader, AutoShuffleBecomesBlockWhenTheSetDoesNotFit) {
   Served s;
   ASSERT_TRUE(s.http);

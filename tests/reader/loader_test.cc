@@ -391,6 +391,113 @@ TEST_P(LoaderOrder, ResumesUnderAnotherWorldSizeInTheSameGlobalOrder) {
   for (auto& [s, c] : count) EXPECT_EQ(c, 1) << s;
 }
 
+// Exact evaluation (issue 27 item 4): drop_last false with even_batches false hands out each
+// of the 51 samples exactly once over all ranks, no wrap-around padding; rank r's last batch
+// holds min(B, max(0, rem - r * B)) rows (rem = 51 mod G), and a rank past rem gets one batch
+// fewer, as batches_per_epoch says. With even_batches (the default) 2 ranks of 32 would give 64.
+TEST_P(LoaderOrder, UnevenBatchesHandOutEverySampleOnceAcrossRanks) {
+  const ShardSet& set = *Coco();
+  const int64_t n = set.num_samples();  // 51
+  ASSERT_EQ(n, 51);
+  for (int world : {1, 2, 3}) {
+    for (int B : {4, 16, 32}) {
+      SCOPED_TRACE("world " + std::to_string(world) + " batch " + std::to_string(B));
+      const int64_t G = int64_t{world} * B, rem = n % G;
+      std::map<int64_t, int> count;
+      int64_t items = 0;
+      for (int rank = 0; rank < world; ++rank) {
+        LoaderOptions o;
+        o.batch_size = B;
+        o.seed = 3;
+        o.rank = rank;
+        o.world_size = world;
+        o.drop_last = false;
+        o.even_batches = false;
+        o.num_threads = 2;
+        o.shuffle_mode = GetParam();
+        o.shuffle_window = 2;
+        auto loader = MakeLoader(o);
+        ASSERT_TRUE(loader);
+        loader->StartEpoch(1);
+        auto got = Drain(*loader);
+        const int64_t full = n / G;
+        const int64_t last =
+            rem == 0 ? 0 : std::min<int64_t>(B, std::max<int64_t>(0, rem - rank * B));
+        ASSERT_EQ(static_cast<int64_t>(got.size()), full + (last > 0 ? 1 : 0));
+        EXPECT_EQ(static_cast<int64_t>(got.size()), loader->batches_per_epoch());
+        for (size_t k = 0; k < got.size(); ++k) {
+          const Batch& b = *got[k];
+          ASSERT_EQ(b.size, static_cast<int64_t>(k) < full ? B : last);
+          ASSERT_EQ(b.indices.size(), static_cast<size_t>(b.size));
+          ASSERT_EQ(b.images.size(), static_cast<size_t>(b.size) * b.height * b.width * 3);
+          ASSERT_EQ(b.tokens.size(), static_cast<size_t>(b.size) * b.max_length);
+          EXPECT_EQ(b.step_in_epoch, static_cast<int64_t>(k));
+          for (int j = 0; j < b.size; ++j) {
+            const int64_t pos = static_cast<int64_t>(k) * G + rank * B + j;
+            ASSERT_LT(pos, n);
+            EXPECT_EQ(b.indices[j], GlobalItem(set, o, 1, pos).sample);
+            EXPECT_EQ(b.set_index[j], 0);  // a single set
+            ++count[b.indices[j]];
+          }
+          items += b.size;
+        }
+      }
+      EXPECT_EQ(items, n);                               // no padding
+      EXPECT_EQ(static_cast<int64_t>(count.size()), n);  // 51 distinct samples
+      for (auto& [s, c] : count) EXPECT_EQ(c, 1) << "sample " << s;
+    }
+  }
+}
+
+// Saved mid-epoch by 2 ranks of 8 under even_batches false, restored by 3 ranks of 4: the rest
+// of the same global order, each of the 51 samples still exactly once, and the state after a
+// rank's last batch restores to an empty rest.
+TEST(Loader, UnevenBatchesResumeUnderAnotherWorldSizeExactly) {
+  const ShardSet& set = *Coco();
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.seed = 9;
+  o.world_size = 2;
+  o.drop_last = false;
+  o.even_batches = false;
+  std::map<int64_t, int> count;
+  LoaderState saved;
+  for (int rank = 0; rank < 2; ++rank) {
+    o.rank = rank;
+    auto l = MakeLoader(o);
+    for (int k = 0; k < 2; ++k) {
+      auto b = l->Next().value();
+      for (int64_t s : b->indices) ++count[s];
+    }
+    saved = l->state();
+  }
+  EXPECT_EQ(saved.consumed, 32);
+  LoaderOptions o3 = o;
+  o3.world_size = 3;
+  o3.batch_size = 4;
+  const std::vector<size_t> want_sizes[3] = {{4, 4}, {4, 3}, {4}};  // 19 left: 12, then 4+3+0
+  for (int rank = 0; rank < 3; ++rank) {
+    o3.rank = rank;
+    auto l = MakeLoader(o3);
+    ASSERT_TRUE(l->Restore(saved).ok());
+    auto got = Drain(*l);
+    std::vector<size_t> sizes;
+    for (size_t k = 0; k < got.size(); ++k) {
+      sizes.push_back(static_cast<size_t>(got[k]->size));
+      for (int j = 0; j < got[k]->size; ++j) {
+        const int64_t pos = 32 + static_cast<int64_t>(k) * 12 + rank * 4 + j;
+        EXPECT_EQ(got[k]->indices[j], GlobalItem(set, o3, 0, pos).sample);
+        ++count[got[k]->indices[j]];
+      }
+    }
+    EXPECT_EQ(sizes, want_sizes[rank]) << "rank " << rank;
+    // After its last batch the rank's state counts the global batches it took part in.
+    EXPECT_EQ(l->state().consumed, rank == 2 ? 44 : 51);
+  }
+  EXPECT_EQ(count.size(), 51u);
+  for (auto& [s, c] : count) EXPECT_EQ(c, 1) << s;
+}
+
 TEST(Loader, RestoreRefusesStatePastTheEpoch) {
   LoaderOptions o;
   auto l = MakeLoader(o);
@@ -419,6 +526,13 @@ TEST(Loader, CreateRefusesBadOptions) {
   o.batch_size = 30;
   o.world_size = 2;  // 60 > 51 items with drop_last
   EXPECT_EQ(bad(o), StatusCode::kInvalidArgument);
+  o.drop_last = false;
+  EXPECT_TRUE(Loader::Create(Coco(), o).ok());
+  o = {};
+  o.even_batches = false;  // with drop_last: nothing left to hand out unpadded
+  auto uneven = Loader::Create(Coco(), o);
+  EXPECT_EQ(uneven.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(uneven.status().message().find("drop_last=false"), std::string::npos);
   o.drop_last = false;
   EXPECT_TRUE(Loader::Create(Coco(), o).ok());
   o = {};
@@ -586,7 +700,7 @@ TEST(Loader, ResumesExactlyWithAugmentation) {
 }
 
 // The centre crop at the stored size and ratio 1 is the stored image; at another output size
-// it is the stored image resized (the raw path's Lanczos-3, identical on every call).
+// it is the stored image resized (the raw path's default bilinear, identical on every call).
 TEST(Loader, CenterCropAndOutputSize) {
   const ShardSet& set = *Coco();
   LoaderOptions o;
@@ -603,6 +717,23 @@ TEST(Loader, CenterCropAndOutputSize) {
   auto b = MakeLoader(o)->Next().value();
   EXPECT_EQ(b->images.size(), 3u * 32 * 32 * 3);
   EXPECT_EQ(b->images, MakeLoader(o)->Next().value()->images);
+}
+
+// Issue 27 item 6: the default resize filter is bilinear (torchvision's RandomResizedCrop);
+// Lanczos-3 is there on request and gives other pixels.
+TEST(Loader, DefaultFilterIsBilinearAndLanczosIsOnRequest) {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = false;
+  o.crop = ImageCrop::kRandomResized;
+  o.output_height = o.output_width = 40;
+  auto by_default = MakeLoader(o)->Next().value();
+  o.interpolation = Interpolation::kBilinear;
+  auto bilinear = MakeLoader(o)->Next().value();
+  o.interpolation = Interpolation::kLanczos;
+  auto lanczos = MakeLoader(o)->Next().value();
+  EXPECT_EQ(by_default->images, bilinear->images);
+  EXPECT_NE(by_default->images, lanczos->images);
 }
 
 TEST(Loader, WorkerErrorsReachNextNamingShardAndSample) {

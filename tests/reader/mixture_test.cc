@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "mm/reader.h"
 #include "shard_fixture.h"
@@ -58,20 +59,78 @@ TEST(Mixture, EachSetGetsItsWeightedShareOfTheEpoch) {
     }
     EXPECT_EQ(a_twice, 26);
     EXPECT_EQ(b_seen, 25);
+    // What sets() says of each set: where it starts, its weight, its share of the epoch.
+    const std::vector<MixtureSet>& sets = (*set)->sets();
+    ASSERT_EQ(sets.size(), 2u);
+    EXPECT_EQ(sets[0].location, a);
+    EXPECT_EQ(sets[1].location, b);
+    EXPECT_EQ(sets[0].weight, 3);
+    EXPECT_EQ(sets[1].first_sample, 51);
+    EXPECT_EQ(sets[0].epoch_samples, 77);
+    EXPECT_EQ(sets[1].epoch_samples, 25);
+    EXPECT_EQ(sets[1].info.num_samples, 51);
+    EXPECT_EQ((*set)->SetOfSample(50), 0);
+    EXPECT_EQ((*set)->SetOfSample(51), 1);
+    EXPECT_EQ((*set)->SetOfSample(101), 1);
     // Deterministic per (seed, epoch).
     EXPECT_EQ(GlobalItem(**set, o, 1, 50).sample, GlobalItem(**set, o, 1, 50).sample);
   }
 }
 
-TEST(Mixture, RefusesSetsOfAnotherImageSizeAndMalformedWeights) {
+// The size rule checks what the loader hands out (issue 27 item 5): sets stored at 64x48 and
+// 32x48 open as one mixture; a Loader without an output size is refused naming both sizes (its
+// batches would have no one shape), one with an output size gives every batch that shape, each
+// row from the set that set_index names.
+TEST(Mixture, SetsOfAnotherStoredSizeLoadAtOneOutputSize) {
   const std::string a = CocoSet(Shards20());
   FixtureOptions other = Shards20();
   other.width = 32;
   const std::string b = CocoSet(other);
   auto mixed = ShardSet::Open(a + ":1," + b + ":1");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  int w = 0, h = 0;
+  (*mixed)->ImageSize(60, &w, &h);  // a sample of b
+  EXPECT_EQ(w, 32);
+  EXPECT_EQ(h, 48);
+  LoaderOptions o;
+  o.batch_size = 8;
+  auto refused = Loader::Create(*mixed, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("32x48"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("output size"), std::string::npos);
+  o.output_height = o.output_width = 40;
+  o.crop = ImageCrop::kRandomResized;
+  auto loader = Loader::Create(*mixed, o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  std::map<int32_t, int> rows_of;
+  for (;;) {
+    auto batch = (*loader)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!*batch) break;
+    const Batch& bt = **batch;
+    ASSERT_EQ(bt.height, 40);
+    ASSERT_EQ(bt.width, 40);
+    ASSERT_EQ(bt.set_index.size(), static_cast<size_t>(bt.size));
+    for (int j = 0; j < bt.size; ++j) {
+      EXPECT_EQ(bt.set_index[j], bt.indices[j] < 51 ? 0 : 1) << "sample " << bt.indices[j];
+      ++rows_of[bt.set_index[j]];
+    }
+  }
+  EXPECT_GT(rows_of[0], 0);
+  EXPECT_GT(rows_of[1], 0);
+}
+
+TEST(Mixture, RefusesSetsOfAnotherTokenizerAndMalformedWeights) {
+  const std::string a = CocoSet(Shards20());
+  FixtureOptions other = Shards20();
+  other.pad_id = 1;  // another tokenizer's padding id
+  const std::string b = CocoSet(other);
+  auto mixed = ShardSet::Open(a + ":1," + b + ":1");
   ASSERT_FALSE(mixed.ok());
   EXPECT_TRUE(mixed.status().code() == StatusCode::kInvalidArgument) << mixed.status().ToString();
-  EXPECT_NE(mixed.status().message().find("image size"), std::string::npos)
+  EXPECT_NE(mixed.status().message().find("tokenizer"), std::string::npos)
       << mixed.status().ToString();
   for (const std::string& bad : {a + ":0," + a + ":1", a + ":-1," + a + ":1", a + ":x," + a}) {
     auto r = ShardSet::Open(bad);

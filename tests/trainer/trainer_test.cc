@@ -54,8 +54,7 @@ class TempDirs : public testing::Environment {
  private:
   std::vector<std::string> dirs_;
 };
-TempDirs* const temp_dirs =
-    static_cast<TempDirs*>(testing::AddGlobalTestEnvironment(new TempDirs));
+TempDirs* const temp_dirs = static_cast<TempDirs*>(testing::AddGlobalTestEnvironment(new TempDirs));
 
 /// A fresh directory under the test's temp dir.
 std::string TempDir(const std::string& name) {
@@ -821,11 +820,12 @@ TEST_F(TrainerTest, PlotDrawsGpuUtilisationAndMemoryWhenTheRunHasThem) {
 
 /// The eval record of a run of 1 step at lr 0 (the initial weights) on `launch` with `flags`.
 nlohmann::json EvalAtInitialWeights(const std::string& dir, const std::string& name,
-                                    const std::string& launch, const std::string& flags) {
+                                    const std::string& launch, const std::string& flags,
+                                    const std::string& val = "val") {
   const std::string log = dir + "/log";
-  EXPECT_EQ(RunCmd(launch + " --shards " + kShards + "/train --val-shards " + kShards +
-                       "/val --steps 1 --lr 0 --eval-every 1 --out " + dir + "/" + name + kSmall +
-                       " " + flags,
+  EXPECT_EQ(RunCmd(launch + " --shards " + kShards + "/train --val-shards " + kShards + "/" + val +
+                       " --steps 1 --lr 0 --eval-every 1 --out " + dir + "/" + name + kSmall + " " +
+                       flags,
                    log),
             0)
       << ReadFile(log);
@@ -841,6 +841,9 @@ TEST_F(TrainerTest, EvaluationSplitAcrossTwoRanksEqualsOneProcess) {
     ASSERT_TRUE(one.is_object() && two.is_object());
     EXPECT_EQ(one["n"], limit.empty() ? 72 : 45) << one.dump();
     EXPECT_EQ(two["n"], one["n"]);
+    if (limit.empty()) {
+      EXPECT_EQ(two["scored"], 72) << two.dump();  // no padding rows
+    }
     for (const char* k : {"i2t_r1", "i2t_r5", "i2t_r10", "t2i_r1", "t2i_r5", "t2i_r10"}) {
       EXPECT_EQ(two[k], one[k]) << k;
     }
@@ -850,6 +853,20 @@ TEST_F(TrainerTest, EvaluationSplitAcrossTwoRanksEqualsOneProcess) {
     EXPECT_NEAR(b, a, 1e-6 * a);
     ASSERT_EQ(std::system(("rm -rf '" + dir + "/one' '" + dir + "/two'").c_str()), 0);
   }
+}
+
+// Exact evaluation (issue 27 item 4): coco-cc's 51 images on 2 ranks of 8 (global batch 16)
+// are scored once each, 51 rows in all (51 = 3 * 16 + 3: rank 0 batches of 8, 8, 8, 3; rank 1
+// of 8, 8, 8, one fewer), where the padded split scored 64 rows (13 repeats).
+// Recall's denominator N is the 51 distinct images, as before (the repeats were dropped after
+// the gather); now no row is scored twice, and a repeat would be an error, not dropped.
+TEST_F(TrainerTest, EvaluationOnTwoRanksScoresEachOf51ValImagesOnce) {
+  const std::string dir = TempDir("eval_exact");
+  auto two = EvalAtInitialWeights(dir, "two", Mpirun2(), "--batch-size 8", "coco");
+  ASSERT_TRUE(two.is_object());
+  EXPECT_EQ(two["n"], 51) << two.dump();
+  EXPECT_EQ(two["scored"], 51) << two.dump();
+  EXPECT_DOUBLE_EQ(two["chance_r1"].get<double>(), 1.0 / 51);
 }
 
 TEST_F(TrainerTest, PlotDrawsOneRunAndTwoOverlaid) {

@@ -1,6 +1,8 @@
 #include "evaluate.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <unordered_set>
 
 #include "data.h"
@@ -45,6 +47,7 @@ Scored ScoreShare(Coca& model, const std::shared_ptr<reader::ShardSet>& set,
   lo.rank = dist.rank();
   lo.world_size = dist.world_size();
   lo.drop_last = false;
+  lo.even_batches = false;  // exact: every val image once over all ranks, no padding
   lo.num_threads = options.loader_threads;
   lo.prefetch_batches = 2;
   lo.crop = options.crop;
@@ -103,18 +106,23 @@ EvalResult Evaluate(Coca& model, const std::shared_ptr<reader::ShardSet>& set,
   auto tokens = GatherRows(s.Cat(s.tokens, torch::zeros({0}, torch::kDouble)), dist);
   auto img = GatherRows(s.Cat(s.img, torch::zeros({0, e})), dist);
   auto txt = GatherRows(s.Cat(s.txt, torch::zeros({0, e})), dist);
-  // Sorted by sample index, the first row of each index kept (padding repeats images), and
-  // only those below the limit.
+  // Sorted by sample index, only those below the limit. No image comes twice (even_batches
+  // false): a repeat would weigh its loss and recall twice, so it is an error, not dropped.
   const int64_t limit = options.max_samples > 0 ? options.max_samples : set->num_samples();
   auto order = std::get<1>(index.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
   std::vector<int64_t> keep;
   int64_t last = -1;
   for (int64_t i = 0; i < order.size(0); ++i) {
     const int64_t row = order[i].item<int64_t>(), sample = index[row].item<int64_t>();
-    if (sample != last && sample < limit) keep.push_back(row);
+    if (sample == last) {
+      throw std::runtime_error("evaluation: val sample " + std::to_string(sample) +
+                               " was scored twice (the val loader padded its last batch)");
+    }
+    if (sample < limit) keep.push_back(row);
     last = sample;
   }
   EvalResult r;
+  r.scored = index.size(0);
   if (keep.empty()) return r;
   auto rows = torch::tensor(keep, torch::kLong);
   r.caption_loss = ce.index_select(0, rows).sum().item<double>() /

@@ -148,6 +148,7 @@ nlohmann::json EvalRecord(int64_t step, const EvalResult& e) {
           {"caption_loss", e.caption_loss},
           {"perplexity", e.perplexity},
           {"n", e.n},
+          {"scored", e.scored},
           {"i2t_r1", e.i2t[0]},
           {"i2t_r5", e.i2t[1]},
           {"i2t_r10", e.i2t[2]},

@@ -7,8 +7,9 @@
 //
 // A Loader turns a ShardSet into this rank's stream of batches: a deterministic permutation
 // per (seed, epoch) over the whole set (or file order without shuffle), split across ranks so
-// that each rank gets the same number of batches, decompressed by worker threads into a
-// bounded pool of reusable batch buffers. Its LoaderState can be saved and restored to
+// that each rank gets the same number of batches (or, for exact evaluation, each item exactly
+// once: LoaderOptions::even_batches), decompressed by worker threads into a bounded pool of
+// reusable batch buffers. Its LoaderState can be saved and restored to
 // resume mid-epoch exactly, also under another world size.
 //
 // This header includes no HDF5, zstd, LibTorch or sentencepiece header.
@@ -146,6 +147,17 @@ struct CacheStats {
   int64_t peak_bytes = 0;        // most bytes the cache directory held, seen at a reservation
 };
 
+/// One set of what ShardSet::Open opened: each set of a mixture in the mixture's order, or the
+/// single set (reader/README.md, "Several sets by weight").
+struct MixtureSet {
+  std::string location;       // as the mixture names it (a JSON file's relative paths resolved)
+  double weight = 0;          // > 0 in a weighted mixture; 0: concatenated at its natural size
+  int64_t first_sample = 0;   // global index of its first sample: its samples are
+                              // [first_sample, first_sample + info.num_samples)
+  int64_t epoch_samples = 0;  // items a Loader's epoch draws from it (caption_mode random)
+  SetInfo info;               // its own index.json (root: its location)
+};
+
 /// An opened shard set. Immutable after Open; all const methods are thread-safe.
 ///
 /// Local sets (a directory): every shard is mapped at Open; every method works on any sample,
@@ -177,8 +189,10 @@ class ShardSet {
   /// [mm::format::kMinReadableVersion, kFormatVersion], named in the message), Corruption
   /// (index and shard disagree; a chunk or table lies outside the file; checksum mismatch),
   /// IOError (open/mmap failed; a request failed after its retries, naming the URL),
-  /// InvalidArgument (a malformed location or mixture; sets of a mixture that differ in image
-  /// size or tokenizer).
+  /// InvalidArgument (a malformed location or mixture; sets of a mixture that differ in
+  /// tokenizer). The sets of a mixture may be stored at different image sizes (info() then
+  /// gives the first set's, ImageSize(i) each sample's); a Loader over them needs an output
+  /// size, so that every batch has one shape (Loader::Create).
   static Result<std::shared_ptr<ShardSet>> Open(const std::string& location,
                                                 const OpenOptions& options = {});
   virtual ~ShardSet() = default;
@@ -190,6 +204,12 @@ class ShardSet {
   size_t image_bytes() const {
     return static_cast<size_t>(info().image_height) * info().image_width * info().channels;
   }
+
+  /// The sets opened: a mixture's in its order (Batch::set_index indexes this), else one. Global
+  /// sample indices run through the sets one after the other, whatever the weights.
+  virtual const std::vector<MixtureSet>& sets() const = 0;
+  /// Which of sets() holds global sample `i`. Precondition: 0 <= i < num_samples().
+  int SetOfSample(int64_t i) const;
 
   /// True when some shard is fetched through the cache (see the class comment).
   virtual bool remote() const { return false; }
@@ -248,7 +268,7 @@ enum class CaptionMode {
 };
 
 /// Which part of each stored image a batch shows; the window is then resized to the output size
-/// with an antialiased Lanczos-3 filter (Pillow's LANCZOS) and may be mirrored.
+/// with LoaderOptions::interpolation (antialiased bilinear by default) and may be mirrored.
 enum class ImageCrop {
   /// The largest centred window of the output's shape (all of a fixed-size image whose size is
   /// the output's: then a raw set's pixels are copied as stored, no resize).
@@ -317,9 +337,19 @@ struct LoaderOptions {
   int rank = 0;
   int world_size = 1;
   /// true: drop the tail that does not fill a global batch (world_size * batch_size).
-  /// false: pad the last global batch by wrapping around to the epoch's first items (as
-  /// torch's DistributedSampler pads), so every rank still gets equal, full batches.
+  /// false: keep it; what the last global batch holds then depends on even_batches.
   bool drop_last = true;
+  /// With drop_last false (Accelerate's `even_batches`):
+  /// true: pad the last global batch by wrapping around to the epoch's first items (as torch's
+  /// DistributedSampler pads), so every rank gets the same number of full batches.
+  /// false (exact evaluation): no padding: each item of the epoch is handed out exactly once
+  /// over all ranks. With G = world_size * batch_size and r = the items of the last, partial
+  /// global batch (items_per_epoch mod G, when not 0), rank k's last batch holds
+  /// min(batch_size, max(0, r - k * batch_size)) items: the first ranks get full batches, one
+  /// rank a short one, the ranks past it one batch fewer (Batch::size is the rows). So
+  /// batches_per_epoch differs by at most one between ranks. Loader::Create refuses it with
+  /// drop_last true (nothing to pad: say what is meant).
+  bool even_batches = true;
   CaptionMode caption_mode = CaptionMode::kRandomCaption;
   /// Decode threads, 1..kMaxLoaderThreads; 0: DefaultLoaderThreads(). They share the work of
   /// each batch (its rows), so every thread decodes whatever prefetch_batches is.
@@ -339,12 +369,15 @@ struct LoaderOptions {
   /// CenterCropRGBImageDecoder default 224/256, as torchvision's Resize(256)+CenterCrop(224)).
   double center_crop_ratio = 224.0 / 256.0;
   bool horizontal_flip = false;  // mirror with probability 1/2, after the crop
-  Interpolation interpolation = Interpolation::kLanczos;  // the crop's resize filter
+  /// The crop's resize filter: bilinear (antialiased) by default, as torchvision's
+  /// RandomResizedCrop and Resize; kLanczos on request (reader/README.md, "Load-time
+  /// transforms", measures both).
+  Interpolation interpolation = Interpolation::kBilinear;
 };
 
 /// One batch, owned by the loader's pool; returned to the pool when the last BatchPtr dies.
 struct Batch {
-  int size = 0;                   // B
+  int size = 0;                   // B: batch_size, or fewer in a short last batch (even_batches)
   int height = 0, width = 0;      // pixels: the loader's output size
   std::vector<uint8_t> images;    // [B, height, width, 3] uint8, contiguous
   int max_length = 0;             // L: longest caption in this batch, in tokens
@@ -353,6 +386,9 @@ struct Batch {
   std::vector<int64_t> indices;   // [B] global sample index
   std::vector<int32_t> caption;   // [B] which caption of the sample
   std::vector<std::string> keys;  // [B]
+  // [B] which set of a mixture each row came from: its position in the mixture's list
+  // ("A:0.7,B:0.3": 0 for A, 1 for B); 0 for a single set.
+  std::vector<int32_t> set_index;
   // [B] the caption text of each row (UTF-8, as the input gave it), only for a set without a
   // tokenizer (SetInfo::has_tokenizer false), whose rows have no token ids (L = 0); empty
   // otherwise. Read through HDF5 (mm/sample_text.h) in the decode threads.
@@ -402,16 +438,20 @@ class Loader {
   /// Starts options.num_threads decode threads (0: DefaultLoaderThreads()).
   /// Errors: InvalidArgument (batch_size < 1, rank outside [0, world_size), num_threads outside
   /// [0, kMaxLoaderThreads], prefetch_batches outside [1, kMaxPrefetchBatches], an empty set,
-  /// drop_last with fewer items than one global batch, an output side outside
-  /// [1, kMaxOutputSide] or only one of them given, center_crop_ratio outside (0, 1]); IOError when
-  /// the system refuses a thread (a process or memory limit), naming which one.
+  /// drop_last with fewer items than one global batch, even_batches false with drop_last true,
+  /// a mixture of sets stored at different image sizes without an output size,
+  /// an output side outside [1, kMaxOutputSide] or only one of them given, center_crop_ratio
+  /// outside (0, 1]); IOError when the system refuses a thread (a process or memory limit),
+  /// naming which one.
   static Result<std::unique_ptr<Loader>> Create(std::shared_ptr<const ShardSet> set,
                                                 const LoaderOptions& options);
   virtual ~Loader() = default;
 
   /// Items (images or pairs, per caption_mode) in one epoch's global order.
   virtual int64_t items_per_epoch() const = 0;
-  /// Batches this rank gets in one full epoch (the same on every rank).
+  /// Batches this rank gets in one full epoch: the same on every rank, except with
+  /// even_batches false, where the ranks past the last partial global batch's items get one
+  /// fewer (see LoaderOptions::even_batches).
   virtual int64_t batches_per_epoch() const = 0;
   /// Starts (or restarts) epoch `epoch` from its beginning. The first Next() without a
   /// StartEpoch starts epoch 0.

@@ -18,7 +18,7 @@ block, and the caching host allocator reuses the block only when the copy has co
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple
 
 # The batch entries that are arrays (numpy, or torch tensors): what is pinned and copied.
-ARRAY_KEYS = ("images", "tokens", "lengths", "indices", "caption_index")
+ARRAY_KEYS = ("images", "tokens", "lengths", "indices", "caption_index", "set_index")
 
 Batch = Dict[str, Any]
 

@@ -26,7 +26,7 @@ _INTERPOLATIONS = {"lanczos": _mmpack.Interpolation.LANCZOS,
 
 def _augmentation(options: "_mmpack.LoaderOptions", crop: str,
                   output_size: Optional[Tuple[int, int]], horizontal_flip: bool,
-                  interpolation: str = "lanczos") -> None:
+                  interpolation: str = "bilinear") -> None:
     """The one place where the Python augmentation keywords become LoaderOptions fields."""
     if crop not in _CROPS:
         raise ValueError("crop must be 'none', 'center' or 'rrc', not %r" % (crop,))
@@ -134,6 +134,8 @@ class Loader(_torch.DatasetBase):
         "lengths":       [B] int32, tokens per row before padding
         "indices":       [B] int64, global sample index (ShardSet(path)[i] is the sample)
         "caption_index": [B] int32, which caption of the sample the tokens are
+        "set_index":     [B] int32, which set of a mixture ("a:0.7,b:0.3": 0 for a, 1 for b)
+                         each row came from; 0 for a single set
         "keys":          list of B str, the samples' keys
         "texts":         list of B str, each row's caption text, only for a set built with
                          `--tokenizer none` (tokenize them in the training loop); read through
@@ -155,6 +157,12 @@ class Loader(_torch.DatasetBase):
         the same epoch (as DistributedSampler). A new iter() restarts the epoch.
       - drop_last=True drops the tail that does not fill world_size * batch_size; False pads the
         last global batch with the epoch's first items, so every rank gets full batches.
+      - Exact evaluation: drop_last=False, even_batches=False (Accelerate's name) hands out
+        every item of the epoch exactly once over all ranks, no padding. With G = world_size *
+        batch_size and r = items_per_epoch % G (when not 0), rank k's last batch has
+        min(batch_size, max(0, r - k * batch_size)) rows: the first ranks full, one rank short,
+        the ranks past it one batch fewer. len() is this rank's count, so it may differ by one
+        between ranks (a collective per batch would then wait: gather after the loop instead).
       - state_dict() after any batch, load_state_dict() into a new Loader (any world size, same
         set and caption_mode): the next iteration continues that epoch's global order exactly
         where it stopped. A following set_epoch with the same epoch keeps the position.
@@ -218,6 +226,9 @@ class Loader(_torch.DatasetBase):
         rank, world_size: None: default_rank_and_world_size() (torch.distributed, else RANK /
             WORLD_SIZE, else 0 / 1).
         drop_last: see above.
+        even_batches: with drop_last=False: True pads the last global batch (every rank the
+            same number of full batches); False hands out each item once, the last batches short
+            (see above). False with drop_last=True is a ValueError.
         num_threads: C++ decode threads; they share the work of each batch, so all of them
             decode whatever prefetch is. None (or 0): one per CPU this process may run on
             (sched_getaffinity), divided by the ranks on this node when the launcher says how
@@ -229,13 +240,14 @@ class Loader(_torch.DatasetBase):
         crop: "none" (the largest centred window of the output's shape: the stored image at
             the stored size), "center" (FFCV's 224/256 centre crop, for evaluation) or "rrc"
             (torchvision's RandomResizedCrop(scale=(0.08, 1), ratio=(3/4, 4/3)) window, drawn
-            per (seed, epoch, sample)); the window is resized with Lanczos-3.
+            per (seed, epoch, sample)); the window is resized with `interpolation`.
         output_size: (height, width) of the batch's images in pixels, or an int n for (n, n)
             (as torchvision's sizes); None: the stored size.
         horizontal_flip: mirror with probability 1/2, seeded per (seed, epoch, sample).
         interpolation: the crop's resize filter, both antialiased as Pillow's resize(box=...):
-            "lanczos" (Lanczos-3, Pillow's LANCZOS) or "bilinear" (the triangle, Pillow's
-            BILINEAR and torchvision's RandomResizedCrop default; a third of the taps).
+            "bilinear" (the default: the triangle, Pillow's BILINEAR and torchvision's
+            RandomResizedCrop default; a third of the taps) or "lanczos" (Lanczos-3, Pillow's
+            LANCZOS: sharper, slower).
         as_torch: give torch.Tensors (torch.from_numpy) instead of numpy arrays.
         pad_to: None (rows padded to the batch's longest caption, L varies per batch) or L:
             every batch's tokens are [B, L] (CLIP's context length is 77): rows padded with
@@ -275,12 +287,13 @@ class Loader(_torch.DatasetBase):
                  num_threads: Optional[int] = None, prefetch: int = 4,
                  caption_mode: str = "random",
                  crop: str = "none", output_size: Optional[Tuple[int, int]] = None,
-                 horizontal_flip: bool = False, interpolation: str = "lanczos",
+                 horizontal_flip: bool = False, interpolation: str = "bilinear",
                  as_torch: bool = False, pin_memory: bool = False,
                  device: Union[None, str, "torch.device"] = None,
                  shuffle_mode: str = "auto", shuffle_window: int = 0,
                  cache_dir: Optional[PathLike] = None,
-                 cache_limit: Union[int, str] = 0, pad_to: Optional[int] = None,
+                 cache_limit: Union[int, str] = 0, even_batches: bool = True,
+                 pad_to: Optional[int] = None,
                  transform: Optional[Callable[[Any], Any]] = None,
                  text_transform: Optional[Callable[[List[str]], Any]] = None,
                  transform_ahead: int = 2, transform_threads: int = 1) -> None:
@@ -308,6 +321,7 @@ class Loader(_torch.DatasetBase):
         options.world_size = _integer(
             "world_size", default_world if world_size is None else world_size, *_INT32)
         options.drop_last = _flag("drop_last", drop_last)
+        options.even_batches = _flag("even_batches", even_batches)
         options.num_threads = 0 if num_threads is None else _integer(
             "num_threads", num_threads, *_INT32)
         options.prefetch_batches = _integer("prefetch", prefetch, 1, _INT32[1])  # 0: no such mode
@@ -478,7 +492,8 @@ class Loader(_torch.DatasetBase):
             yield batch
 
     def __len__(self) -> int:
-        """Batches this rank gets in one full epoch (the same on every rank)."""
+        """Batches this rank gets in one full epoch: the same on every rank, except with
+        even_batches=False (the ranks past the last items get one fewer; see the class)."""
         return self._impl.batches_per_epoch
 
     # --- epochs and resume -----------------------------------------------------------------

@@ -33,8 +33,17 @@ class ShardSet:
     hit, or a download when the cache limit evicted it). Remote errors: OSError naming the URL
     after the retries, FileNotFoundError (HTTP 404), mmpack.CorruptionError (checksum).
 
+    A mixture of sets ("a:0.7,b:0.3", or a JSON file {"sets": [{"path": ..., "weight": ...}],
+    "epoch_size": N}; reader/README.md "Several sets by weight") opens as one ShardSet: len() is
+    the sum of the sets' samples, global index i runs through the sets in the mixture's order
+    (set 0's samples first), the same indices a Loader's batch["indices"] gives; `sets` lists
+    each set (path, weight, first index, samples, its share of a Loader's epoch) and
+    set_of(i) says which set holds sample i (a batch's "set_index"). The weights matter only
+    to a Loader's epoch. The sets must share their tokenizer; they may be stored at different
+    image sizes (a Loader over them then needs output_size).
+
     Args:
-        path: the set's directory (holding index.json), or a remote set's URL.
+        path: the set's directory (holding index.json), a remote set's URL, or a mixture.
         verify_checksums: recompute every shard's XXH3-64 and compare with index.json (reads
             every byte of the set once).
         cache_dir: a remote set's shard cache (None: $XDG_CACHE_HOME/mmpack, else
@@ -49,8 +58,9 @@ class ShardSet:
                  cache_limit: Union[int, str] = 0) -> None:
         text = os.fspath(path)
         # A local set: absolute, so that info, pickling and messages do not depend on a later
-        # chdir. A remote one stays its URL.
-        root = text if is_remote(text) else os.path.abspath(text)
+        # chdir. A remote one stays its URL; a mixture "a:0.7,b:0.3" as given (the C++ parser
+        # owns its syntax; each local set of it is opened relative to the working directory).
+        root = text if is_remote(text) or _is_mixture_list(text) else os.path.abspath(text)
         self._set = _mmpack.ShardSet(
             root, verify_checksums=verify_checksums,
             cache_dir=os.path.abspath(os.fspath(cache_dir)) if cache_dir is not None else "",
@@ -135,10 +145,32 @@ class ShardSet:
     def info(self) -> Dict[str, Any]:
         """index.json as a dict (format_version, image size, compression, tokenizer with
         vocab_size / pad_id / bos_id / eos_id, shards, totals; schemas/FORMAT.md). Read once,
-        on first use."""
+        on first use. A mixture: {"mixture": root, "sets": [each set's index.json dict with its
+        "path" and "weight" added]}."""
         if self._info is None:
-            self._info = json.loads(self._set.index_text())
+            sets = self._set.sets
+            if len(sets) == 1 and sets[0]["weight"] is None and sets[0]["path"] == self.root:
+                self._info = json.loads(self._set.index_text())
+            else:
+                self._info = {"mixture": self.root, "sets": [
+                    dict(json.loads(self._set.index_text(p)), path=s["path"], weight=s["weight"])
+                    for p, s in enumerate(sets)]}
         return self._info
+
+    @property
+    def sets(self) -> List[Dict[str, Any]]:
+        """The sets opened, in the mixture's order (one for a single set), each a dict:
+        "path" (str, as the mixture names it), "weight" (float, or None when the mixture gives
+        none: the sets concatenated), "first" (int: global index of its first sample),
+        "samples", "captions" (int), "epoch_samples" (int: items a Loader's epoch draws from
+        it with caption_mode="random": its weighted share of the epoch) and "image_shape"
+        ((H, W, 3), its stored size)."""
+        return self._set.sets
+
+    def set_of(self, i: int) -> int:
+        """Which of `sets` holds sample i (negative counts from the end): the batch key
+        "set_index" of a Loader. Errors: IndexError."""
+        return self._set.set_of(i)
 
     @property
     def root(self) -> str:
@@ -154,7 +186,7 @@ class ShardSet:
     def image_shape(self) -> Tuple[int, int, int]:
         """(H, W, 3), pixels: the shape of every image, and the loader's default output size;
         in a keep-ratio set (format 2) (max_size, max_size, 3), each stored image having its
-        own size (image_size)."""
+        own size (image_size). A mixture: the first set's (`sets` gives each set's)."""
         return self._set.image_shape
 
     @property
@@ -198,6 +230,12 @@ def byte_size(value: Union[int, str]) -> int:
     if not 0 <= int(value) < 2 ** 63:
         raise ValueError("a byte size must be in [0, 2**63), not %d" % int(value))
     return int(value)
+
+
+def _is_mixture_list(path: str) -> bool:
+    """True when `path` is not an existing file or folder but lists sets ("a:0.7,b:0.3", "a,b",
+    "a:2"): the C++ reader parses it (reader/src/mixture.h)."""
+    return not os.path.exists(path) and ("," in path or ":" in path)
 
 
 def is_remote(path: str) -> bool:

@@ -1,8 +1,8 @@
 // loader_py.cc: _mmpack.Loader and _mmpack.LoaderOptions, the C++ half of mmpack.Loader.
 //
 // Batches reach Python without a copy. Each batch's arrays (images, tokens, lengths, indices,
-// caption_index) are numpy views of the C++ Batch's buffers whose numpy `base` is one capsule
-// holding a heap copy of the BatchPtr (a shared_ptr). While any of the arrays, or a
+// caption_index, set_index) are numpy views of the C++ Batch's buffers whose numpy `base` is one
+// capsule holding a heap copy of the BatchPtr (a shared_ptr). While any of the arrays, or a
 // torch.from_numpy tensor made from one (it keeps the array alive), is alive, the capsule is,
 // so the batch is not handed back to the loader's pool and its buffers are neither reused nor
 // freed, whatever the loader does next or whether it still exists (the pool's shared state
@@ -51,6 +51,7 @@ py::dict ToDict(BatchPtr batch) {
   d["lengths"] = View(b.lengths, {B}, owner);                      // [B] int32
   d["indices"] = View(b.indices, {B}, owner);                      // [B] int64
   d["caption_index"] = View(b.caption, {B}, owner);                // [B] int32
+  d["set_index"] = View(b.set_index, {B}, owner);                  // [B] int32
   py::list keys(B);
   for (py::ssize_t j = 0; j < B; ++j) keys[j] = Utf8(b.keys[j]);
   d["keys"] = std::move(keys);
@@ -177,6 +178,7 @@ void BindOptions(py::module_& m) {
       .def_readwrite("rank", &O::rank)
       .def_readwrite("world_size", &O::world_size)
       .def_readwrite("drop_last", &O::drop_last)
+      .def_readwrite("even_batches", &O::even_batches)
       .def_readwrite("caption_mode", &O::caption_mode)
       .def_readwrite("num_threads", &O::num_threads)
       .def_readwrite("prefetch_batches", &O::prefetch_batches)

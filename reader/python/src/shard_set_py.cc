@@ -182,13 +182,18 @@ py::dict Metadata(const PyShardSet& s, int64_t i) {
   return out;
 }
 
-// The text of the set's index.json (a remote one through the transport of the set's options).
-std::string IndexText(const PyShardSet& s) {
+// The text of the index.json of set `p` of sets() (the set itself, or a set of a mixture; a
+// remote one through the transport of the set's options).
+std::string IndexText(const PyShardSet& s, size_t p) {
   constexpr int64_t kMaxIndexBytes = int64_t{256} << 20;  // as ShardSet::Open reads it
+  if (p >= s.set->sets().size()) {
+    throw py::index_error("set " + std::to_string(p) + " of " +
+                          std::to_string(s.set->sets().size()));
+  }
   Result<std::string> text = Status::Internal("not read");
   {
     py::gil_scoped_release nogil;
-    auto files = reader::internal::SetFiles::Open(s.set->info().root, s.remote);
+    auto files = reader::internal::SetFiles::Open(s.set->sets()[p].location, s.remote);
     text = files.ok() ? files.value()->Read(std::string(format::kIndexFile), kMaxIndexBytes)
                       : Result<std::string>(files.status());
   }
@@ -256,7 +261,29 @@ void BindShardSet(py::module_& m) {
           "locate", [](const PyShardSet& s, int64_t i) { return s.set->Locate(SampleIndex(s, i)); },
           py::arg("i"))
       .def_property_readonly("root", [](const PyShardSet& s) { return s.set->info().root; })
-      .def("index_text", &IndexText)
+      .def("index_text", &IndexText, py::arg("set") = size_t{0})
+      .def_property_readonly("sets",
+                             [](const PyShardSet& s) {
+                               py::list out;
+                               for (const reader::MixtureSet& m : s.set->sets()) {
+                                 py::dict d;
+                                 d["path"] = m.location;
+                                 d["weight"] = m.weight > 0 ? py::object(py::float_(m.weight))
+                                                            : py::object(py::none());
+                                 d["first"] = m.first_sample;
+                                 d["samples"] = m.info.num_samples;
+                                 d["captions"] = m.info.num_captions;
+                                 d["epoch_samples"] = m.epoch_samples;
+                                 d["image_shape"] = py::make_tuple(
+                                     m.info.image_height, m.info.image_width, m.info.channels);
+                                 out.append(std::move(d));
+                               }
+                               return out;
+                             })
+      .def(
+          "set_of",
+          [](const PyShardSet& s, int64_t i) { return s.set->SetOfSample(SampleIndex(s, i)); },
+          py::arg("i"))
       .def_property_readonly("cache_dir", [](const PyShardSet& s) { return s.remote.cache_dir; })
       .def_property_readonly("cache_limit",
                              [](const PyShardSet& s) { return s.remote.cache_limit; })

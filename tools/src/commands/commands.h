@@ -84,9 +84,9 @@ struct BenchOptions {
   int prefetch = 4;        // batches decoded ahead (LoaderOptions::prefetch_batches)
   int batch_size = 32;
   double seconds = 5.0;
-  std::string crop = "none";              // the loader's crop: none | center | rrc
-  int size = 0;                           // the loader's output side (0: as stored)
-  std::string interpolation = "lanczos";  // the crop's resize filter: lanczos | bilinear
+  std::string crop = "none";               // the loader's crop: none | center | rrc
+  int size = 0;                            // the loader's output side (0: as stored)
+  std::string interpolation = "bilinear";  // the crop's resize filter: bilinear | lanczos
   // Open shards in this process, as mmtrain and mmpack.Loader do, instead of parsing each one's
   // HDF5 metadata in a forked child (the default: safe on damaged shards).
   bool trusted = false;
@@ -114,7 +114,7 @@ struct ShowOptions {
   std::string crop = "none";
   int size = 0;
   bool flip = false;
-  std::string interpolation = "lanczos";  // lanczos | bilinear
+  std::string interpolation = "bilinear";  // bilinear | lanczos
   uint64_t seed = 0;
   int64_t epoch = 0;
 };

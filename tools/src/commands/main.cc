@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands/commands.h"
+#include "commands/mixture_report.h"
 #include "curate/filters.h"
 #include "mm/format.h"
 #include "mm/internal/byte_size.h"
@@ -288,6 +289,10 @@ struct RemoteArgs {
 constexpr const char* kSetHelp =
     "Shard set: a directory, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, "
     "hf://datasets/ORG/NAME[@REV]/PATH or http(s)://URL";
+constexpr const char* kSetMixHelp =
+    "Shard set: a directory, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, "
+    "hf://datasets/ORG/NAME[@REV]/PATH or http(s)://URL; or a mixture of sets, A:0.7,B:0.3 or "
+    "a JSON file (each set reported, then the mixture)";
 
 // --progress-every: lines on stderr while a remote set's bytes move (transfer_progress.h).
 void AddProgress(CLI::App* cmd, mm::pack::ProgressOptions* p) {
@@ -406,7 +411,9 @@ CLI::App* AddStats(CLI::App& app, mm::pack::StatsOptions* stats) {
   auto* st = app.add_subcommand("stats",
                                 "Caption lengths, captions per image, unk rate, source "
                                 "sizes and aspects, drops by reason");
-  st->add_option("dir", stats->dir, "Shard set directory")->required();
+  st->add_option("dir", stats->dir,
+                 "Shard set directory, or a mixture of them (A:0.7,B:0.3 or a JSON file)")
+      ->required();
   st->add_flag("--json", stats->json, "Print one JSON object");
   return st;
 }
@@ -476,13 +483,13 @@ int main(int argc, char** argv) {
     RemoteArgs remote;  // of the one subcommand given
     mm::pack::ReportOptions report;
     auto* info = app.add_subcommand("info", "Summarise a shard set");
-    info->add_option("dir", dir, kSetHelp)->required();
+    info->add_option("dir", dir, kSetMixHelp)->required();
     AddRemote(info, &remote);
     info->add_flag("--json", report.json, "Print one JSON object (keys: README)");
     AddProgress(info, &report.progress);
     auto* verify =
         app.add_subcommand("verify", "Check a shard set end to end; exit 0 only if sound");
-    verify->add_option("dir", dir, kSetHelp)->required();
+    verify->add_option("dir", dir, kSetMixHelp)->required();
     AddRemote(verify, &remote);
     verify->add_flag("--json", report.json,
                      "Print one JSON object, also on failure (keys: README)");
@@ -529,8 +536,24 @@ int main(int argc, char** argv) {
       return 2;
     }
     report.progress.enabled = report.progress.every_s > 0;
-    if (*info) return Report("info", mm::pack::RunInfo(dir, std::cout, remote_options, report));
+    // A mixture ("A:0.7,B:0.3", a JSON file): each set, then the mixture (mixture_report.h).
+    const auto set_report = [&](auto run) {
+      return [&, run](const std::string& where, std::ostream& out, bool json) {
+        mm::pack::ReportOptions one = report;
+        one.json = json;
+        return run(where, out, remote_options, one);
+      };
+    };
+    if (*info) {
+      auto mixed = mm::pack::RunOnMixture(dir, std::cout, report.json, remote_options,
+                                          set_report(mm::pack::RunInfo));
+      return Report("info",
+                    mixed ? *mixed : mm::pack::RunInfo(dir, std::cout, remote_options, report));
+    }
     if (*verify) {
+      auto mixed = mm::pack::RunOnMixture(dir, std::cout, report.json, remote_options,
+                                          set_report(mm::pack::RunVerify));
+      if (mixed) return Report("verify", *mixed);
       return Report("verify", mm::pack::RunVerify(dir, std::cout, remote_options, report));
     }
     if (*env) {
@@ -553,7 +576,17 @@ int main(int argc, char** argv) {
       show.remote = remote_options;
       return Report("show", mm::pack::RunShow(show, std::cout));
     }
-    if (*st) return Report("stats", mm::pack::RunStats(stats, std::cout));
+    if (*st) {
+      auto mixed =
+          mm::pack::RunOnMixture(stats.dir, std::cout, stats.json, remote_options,
+                                 [&](const std::string& where, std::ostream& out, bool json) {
+                                   mm::pack::StatsOptions one = stats;
+                                   one.dir = where;
+                                   one.json = json;
+                                   return mm::pack::RunStats(one, out);
+                                 });
+      return Report("stats", mixed ? *mixed : mm::pack::RunStats(stats, std::cout));
+    }
     if (*pv) return Report("preview", mm::pack::RunPreview(preview, std::cout));
     if (*tk) return Report("tokenize", mm::pack::RunTokenize(tokenize, std::cin, std::cout));
     if (*rt) {

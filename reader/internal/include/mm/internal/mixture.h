@@ -1,6 +1,7 @@
-// mixture.h: a mixture of shard sets drawn by weight, as ShardSet::Open accepts it (after
-// MosaicML Streaming's Stream(proportion=...), LitData's CombinedStreamingDataset(weights) and
-// open_clip's upsampling factors). Private to mm_reader.
+// mm/internal/mixture.h: a mixture of shard sets drawn by weight, as ShardSet::Open accepts it
+// (after MosaicML Streaming's Stream(proportion=...), LitData's CombinedStreamingDataset(weights)
+// and open_clip's upsampling factors). Internal (mm_reader_internal): compiled into mm_reader;
+// `mmpack info|verify|stats` parse a mixture with it (tools/src/commands/mixture_report.h).
 //
 // Two spellings:
 //   "A:0.7,B:0.3"  comma-separated locations, each with ":WEIGHT" after its last colon, or none
