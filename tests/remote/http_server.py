@@ -8,7 +8,8 @@ fails on purpose.
 
 It listens on 127.0.0.1 only, on a port the kernel picks, and prints that port on its first
 line of stdout. URLs map onto DIR (path style: /bucket/key is DIR/bucket/key). GET and HEAD
-serve files, PUT stores its body (written to a temporary name, then renamed), DELETE removes.
+serve files (a GET with "Range: bytes=A-B" gets 206 and those bytes, unless --no-ranges: then
+the whole file, as a server without range support), PUT stores its body (written to a temporary name, then renamed), DELETE removes.
 
 --fail GLOB:KIND:COUNT: the first COUNT requests (or "always") whose path matches GLOB
 (fnmatch; "METHOD GLOB", e.g. "PUT */a.h5", counts only that method's requests) fail with KIND:
@@ -395,8 +396,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == 'corrupt' and data:
             middle = len(data) // 2
             data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
-        self.record(200, kind or '')
-        self.send_response(200)
+        status, content_range = 200, None
+        asked = self.headers.get('Range')  # RFC 9110 14.2: one "bytes=FIRST-[LAST]" range
+        match = re.match(r'bytes=(\d+)-(\d*)$', asked or '')
+        if self.command == 'GET' and match and not self.server.no_ranges:
+            first = int(match.group(1))
+            last = min(int(match.group(2)) if match.group(2) else len(data) - 1, len(data) - 1)
+            if first >= len(data):
+                self.record(416)
+                self.send_response(416)
+                self.send_header('Content-Range', 'bytes */%d' % len(data))
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+                return
+            status, content_range = 206, 'bytes %d-%d/%d' % (first, last, len(data))
+            data = data[first:last + 1]
+        self.record(status, kind or '')
+        self.send_response(status)
+        if content_range:
+            self.send_header('Content-Range', content_range)
         self.send_header('ETag', etag)
         for k, v in meta.items():
             if self.server.gcs:  # GCS's XML API answers custom metadata as x-goog-meta-*
@@ -436,6 +454,7 @@ def main():
     parser.add_argument('--log', default='')
     parser.add_argument('--put-delay', type=float, default=0.0)
     parser.add_argument('--put-peak', default='')
+    parser.add_argument('--no-ranges', action='store_true')
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
     server.daemon_threads = True
@@ -449,6 +468,7 @@ def main():
     server.log_path = args.log
     server.log_lock = threading.Lock()
     server.put_delay, server.put_peak_path = args.put_delay, args.put_peak
+    server.no_ranges = args.no_ranges
     server.put_lock, server.puts_in_progress, server.put_peak = threading.Lock(), 0, 0
     print(server.server_address[1], flush=True)
     try:

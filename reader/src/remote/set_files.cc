@@ -2,7 +2,9 @@
 #include "mm/internal/set_files.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 
 #include "mm/internal/file.h"
@@ -27,6 +29,23 @@ class LocalSetFiles final : public SetFiles {
   Result<std::string> Read(const std::string& name, int64_t max_bytes) const override {
     std::string bytes;
     MM_RETURN_NOT_OK(ReadRegularFile(Display(name), &bytes, max_bytes));
+    return bytes;
+  }
+  Result<std::string> ReadRange(const std::string& name, int64_t offset,
+                                int64_t size) const override {
+    if (offset < 0 || size < 0) return Status::InvalidArgument("negative range of " + name);
+    MM_ASSIGN_OR_RETURN(RegularFile file, OpenRegularFile(Display(name)));
+    std::string bytes(static_cast<size_t>(size), '\0');
+    size_t got = 0;
+    while (got < bytes.size()) {
+      const ssize_t n = ::pread(file.fd.get(), bytes.data() + got, bytes.size() - got,
+                                static_cast<off_t>(offset + static_cast<int64_t>(got)));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoStatus(errno, "cannot read " + Display(name));
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    bytes.resize(got);
     return bytes;
   }
   Result<bool> Exists(const std::string& name) const override {
@@ -63,6 +82,22 @@ class RemoteSetFiles final : public SetFiles {
   Result<std::string> Read(const std::string& name, int64_t max_bytes) const override {
     MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(name));
     return ThreadHttpClient().GetText(request, options_, max_bytes);
+  }
+  Result<std::string> ReadRange(const std::string& name, int64_t offset,
+                                int64_t size) const override {
+    if (offset < 0 || size < 0) return Status::InvalidArgument("negative range of " + name);
+    if (size == 0) return std::string();
+    MM_ASSIGN_OR_RETURN(HttpRequest request, Request(name));
+    request.headers.push_back("Range: bytes=" + std::to_string(offset) + "-" +
+                              std::to_string(offset + size - 1));
+    auto bytes = ThreadHttpClient().GetText(request, options_, size);
+    if (!bytes.ok() && bytes.status().code() == StatusCode::kOutOfRange) {
+      return Status::Unsupported("GET " + Display(name) + " with Range: bytes=" +
+                             std::to_string(offset) + "-...: the server sent more than the " +
+                             std::to_string(size) + " bytes asked for (it does not serve "
+                             "range requests)");
+    }
+    return bytes;
   }
   Result<bool> Exists(const std::string& name) const override {
     MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(name));

@@ -126,12 +126,14 @@ Status CheckPaths(const BuildPlan& plan) {
   std::error_code ec;
   fs::path raw(o.input);
   std::vector<std::string> listed;  // a brace list's names (ingest/brace.h)
-  if (!o.input.empty() && !fs::exists(raw, ec) && HasBraceGroup(o.input)) {
+  if (IsRemoteUrl(o.input)) {
+    // Ingest asks the server for each tar (ingest/remote_file.h).
+  } else if (!o.input.empty() && !fs::exists(raw, ec) && HasBraceGroup(o.input)) {
     MM_ASSIGN_OR_RETURN(listed, ExpandBraces(o.input));
   } else if (o.input.empty() || !fs::exists(raw, ec)) {
     return Status::NotFound("input '" + o.input + "' does not exist");
   }
-  if (!listed.empty()) {
+  if (!listed.empty() || IsRemoteUrl(o.input)) {
     // Ingest reports the names that do not exist.
   } else if (fs::is_directory(raw, ec)) {
     if (fs::directory_iterator(raw, ec) == fs::directory_iterator()) {
@@ -154,7 +156,7 @@ Status CheckPaths(const BuildPlan& plan) {
                                    "' is the current directory or one of its parents; "
                                    "choose a new directory");
   }
-  if (listed.empty()) listed.push_back(o.input);
+  if (listed.empty() && !IsRemoteUrl(o.input)) listed.push_back(o.input);
   for (const std::string& input : listed) {
     if (IsInside(fs::path(input), out)) {
       return Status::InvalidArgument("input '" + input + "' lies inside output '" + o.output +

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/remote_file.h"
 #include "set/output_dir.h"
 #include "mm/filename.h"
 #include "mm/format.h"
@@ -247,6 +248,7 @@ Result<std::string> BuildFingerprint(const BuildOptions& o, const std::string& t
 }
 
 uint64_t SourceStamp(const RawSample& s) {
+  if (IsRemoteUrl(s.path)) return RemoteFileStamp(s.path);  // size and ETag
   struct stat st {};
   if (s.path.empty() || ::stat(s.path.c_str(), &st) != 0) return 0;
   const int64_t fields[2] = {

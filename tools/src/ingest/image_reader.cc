@@ -14,7 +14,7 @@ namespace mm::pack {
 
 struct ImageReader::Tar {
   std::string path;
-  ArchiveReadPtr archive;
+  TarArchive archive;
   int64_t next_index = 0;  // index of the header the next archive_read_next_header returns
 };
 
@@ -24,7 +24,7 @@ ImageReader::~ImageReader() = default;
 Status ImageReader::Read(const RawSample& sample, std::string* bytes, int64_t max_bytes) {
   if (sample.tar_member_index < 0) return ReadRegularFile(sample.path, bytes, max_bytes);
   if (!tar_ || tar_->path != sample.path || tar_->next_index > sample.tar_member_index) {
-    MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(sample.path));
+    MM_ASSIGN_OR_RETURN(TarArchive a, OpenTar(sample.path));
     tar_ = std::make_unique<Tar>();
     tar_->path = sample.path;
     tar_->archive = std::move(a);

@@ -25,6 +25,16 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
                                const FieldNames& fields, const fs::path& spill_dir) {
   std::error_code ec;
   fs::path p(input);
+  if (IsRemoteUrl(input)) {  // s3://bucket/laion/{00000..00099}.tar (remote_file.h)
+    const bool tars = HasBraceGroup(input) || p.extension() == ".tar";
+    if ((format != InputFormat::kAuto && format != InputFormat::kWds) || !tars) {
+      return Status::InvalidArgument(
+          "'" + input + "': mmpack build reads WebDataset tars from object stores and web "
+          "servers (a .tar URL, or a brace list such as s3://bucket/dir/{00000..00099}.tar); "
+          "download other inputs first");
+    }
+    return IngestWds(input, fields, spill_dir);
+  }
   if (!fs::exists(p, ec) && HasBraceGroup(input)) {  // shards-{00000..00099}.tar
     if (format != InputFormat::kAuto && format != InputFormat::kWds) {
       return Status::InvalidArgument("'" + input + "' is a brace list of WebDataset tars; " +

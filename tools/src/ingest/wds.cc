@@ -18,13 +18,15 @@
 #include "ingest/formats.h"
 #include "ingest/keys.h"
 #include "ingest/lenient_json.h"
+#include "ingest/remote_file.h"
 #include "text/ascii.h"
 
 namespace mm::pack {
 
 namespace fs = std::filesystem;
 
-Result<ArchiveReadPtr> OpenTar(const std::string& path) {
+Result<TarArchive> OpenTar(const std::string& path) {
+  if (IsRemoteUrl(path)) return OpenRemoteTar(path);  // range requests, one block in memory
   ArchiveReadPtr a(archive_read_new());
   if (!a) return Status::Internal("archive_read_new failed");
   archive_read_support_format_tar(a.get());
@@ -35,7 +37,7 @@ Result<ArchiveReadPtr> OpenTar(const std::string& path) {
     if (!fs::exists(path)) return Status::NotFound("no such file: " + path);
     return Status::IOError("cannot open tar " + path + ": " + msg);
   }
-  return a;
+  return TarArchive{nullptr, std::move(a)};
 }
 
 Status ReadMemberData(archive* a, std::string* bytes) {
@@ -236,7 +238,15 @@ class TarGroups {
 // (a WebDataset shard is a bounded size, whatever the dataset's).
 Status IngestOneTar(const fs::path& tar, const std::string& tar_label, const FieldNames& names,
                     SampleList* out, IngestResult* result) {
-  MM_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenTar(tar.string()));
+  auto opened = OpenTar(tar.string());
+  if (!opened.ok() && IsRemoteUrl(tar.string()) &&
+      opened.status().code() == StatusCode::kIOError) {
+    // A remote tar that stays unreadable after the retries (a server that dies or refuses) is
+    // reported; the other tars are built. A server without range requests fails the build.
+    result->issues.push_back({tar_label, "", "unreadable", opened.status().message()});
+    return Status::OK();
+  }
+  MM_ASSIGN_OR_RETURN(TarArchive a, std::move(opened));
   TarGroups groups(tar_label, names);
   archive_entry* entry;
   for (int64_t index = 0;; ++index) {
@@ -253,9 +263,38 @@ Status IngestOneTar(const fs::path& tar, const std::string& tar_label, const Fie
   return groups.Emit(tar, out, result);
 }
 
+// The tars of a URL or a brace list of URLs (remote_file.h): those that exist (HEAD), each
+// missing one an issue. A URL is a tar, never a folder: object stores are not listed.
+Result<std::vector<fs::path>> ListRemoteTars(const std::string& input, IngestResult* result) {
+  std::vector<std::string> names{input};
+  if (HasBraceGroup(input)) {
+    MM_ASSIGN_OR_RETURN(names, ExpandBraces(input));
+  }
+  std::vector<fs::path> tars;
+  for (const std::string& url : names) {
+    MM_ASSIGN_OR_RETURN(RemoteFileStat stat, StatRemoteFile(url));
+    if (stat.exists) {
+      tars.push_back(url);
+    } else {
+      result->issues.push_back({url, "", "missing_file",
+                                names.size() > 1 ? "named by the brace list " + input +
+                                                       " but no such object"
+                                                 : "no such object"});
+    }
+  }
+  if (tars.empty()) {
+    return Status::NotFound("no object " +
+                            (names.size() > 1 ? "of the brace list " + input : input) +
+                            " exists (" + std::to_string(names.size()) + " names, the first " +
+                            names[0] + ")");
+  }
+  return tars;
+}
+
 // The tars `input` names: a brace list's existing files (each one missing is an issue), a
-// folder's .tar files sorted by name, or the one tar.
+// folder's .tar files sorted by name, or the one tar; or the same of URLs.
 Result<std::vector<fs::path>> ListTars(const std::string& input, IngestResult* result) {
+  if (IsRemoteUrl(input)) return ListRemoteTars(input, result);
   std::vector<fs::path> tars;
   std::error_code ec;
   if (!fs::exists(input, ec) && HasBraceGroup(input)) {

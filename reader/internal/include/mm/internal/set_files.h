@@ -63,6 +63,12 @@ class SetFiles {
   /// `max_bytes`. Errors: NotFound (no such file; HTTP 404), IOError (naming the file or URL),
   /// OutOfRange (larger than max_bytes).
   virtual Result<std::string> Read(const std::string& name, int64_t max_bytes) const = 0;
+  /// Bytes [offset, offset + size) of the set's file `name` (an HTTP range request, retried as
+  /// downloads are; fewer at the file's end, none past it): `mmpack build` streams tars this
+  /// way. Errors: NotFound, IOError (naming the file or URL), Unsupported (a server that
+  /// answers a range request with the whole file), InvalidArgument (a negative offset or size).
+  virtual Result<std::string> ReadRange(const std::string& name, int64_t offset,
+                                        int64_t size) const = 0;
   /// Whether the set has a file `name` (a local directory entry of any type, or HTTP 2xx).
   virtual Result<bool> Exists(const std::string& name) const = 0;
   /// A local file holding shard `entry` (of this set's index.json). A remote shard is
