@@ -29,6 +29,42 @@ Status WriteAll(int fd, const void* data, size_t size, const std::string& what) 
   return Status::OK();
 }
 
+namespace {
+
+// `bytes` into `tmp_path`, fsynced; the rename is the caller's.
+Status WriteSynced(const std::string& tmp_path, const std::string& bytes) {
+  const std::string what = "cannot write " + tmp_path;
+  UniqueFd fd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, what);
+  MM_RETURN_NOT_OK(WriteAll(fd.get(), bytes.data(), bytes.size(), what));
+  if (::fsync(fd.get()) != 0) return ErrnoStatus(errno, "fsync " + tmp_path);
+  if (::close(fd.Release()) != 0) return ErrnoStatus(errno, what);
+  return Status::OK();
+}
+
+std::string DirName(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+}  // namespace
+
+Status WriteFileDurably(const std::string& path, const std::string& bytes,
+                        const std::string& tmp_suffix) {
+  const std::string tmp_path = path + tmp_suffix;
+  Status st = WriteSynced(tmp_path, bytes);
+  if (st.ok() && ::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    st = ErrnoStatus(errno, "rename " + tmp_path + " -> " + path);
+  }
+  if (!st.ok()) {
+    ::unlink(tmp_path.c_str());
+    return st;
+  }
+  UniqueFd dir(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.valid()) ::fsync(dir.get());  // the rename made durable, where the folder allows
+  return Status::OK();
+}
+
 Result<UniqueFd> OpenUnnamedFile(const std::string& dir, const std::string& name_prefix,
                                  const std::string& what) {
   UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));

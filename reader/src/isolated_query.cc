@@ -1,19 +1,15 @@
 // isolated_query.cc: the shard's HDF5 query in a short-lived forked child (OpenOptions::
 // isolate_hdf5): a crash (or sanitizer abort) inside libhdf5 on hostile metadata ends the child,
 // not the caller, and becomes a Corruption error; so does a child that does not answer within
-// the deadline. The answer comes back through a pipe and is re-checked before use.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
+// the deadline. The answer comes back through a pipe (mm/internal/run_in_child.h) and is
+// re-checked before use.
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <mutex>
 #include <string>
+#include <utility>
 
+#include "mm/internal/run_in_child.h"
 #include "mm/internal/set_rules.h"
 #include "shard_layout.h"
 
@@ -159,106 +155,19 @@ Status DecodeAnswer(const ShardQuery& q, Wire* w, ShardLayout* out) {
   return CheckAnswer(q, *out);
 }
 
-// The child's side: query, write the answer, leave without running atexit handlers.
-[[noreturn]] void AnswerInChild(int fd, void (*hook)(), const ShardQuery& q) {
-  if (hook) hook();
-  ShardLayout layout;
-  Wire w;
-  EncodeAnswer(QueryLayout(q, &layout), layout, &w);
-  const char* p = w.bytes.data();
-  size_t left = w.bytes.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) ::_exit(3);
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  ::_exit(0);
-}
-
-// Forks the child that answers; returns its pid and the read end of its pipe in *fd.
-Result<pid_t> ForkQuery(const ShardQuery& q, void (*hook)(), int* fd) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return Status::IOError(q.name + ": pipe: " + std::strerror(errno));
-  }
-  pid_t pid;
-  {
-    // No other thread of ours is inside HDF5 while the child's copy of it is taken (other
-    // threads of the process that call HDF5 directly are not covered: see reader.h).
-    std::lock_guard<std::mutex> lock(Hdf5Mutex());
-    pid = ::fork();
-  }
-  if (pid < 0) {
-    int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return Status::IOError(q.name + ": fork: " + std::strerror(err));
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    AnswerInChild(fds[1], hook, q);  // the child's copy of the mutex is never used again
-  }
-  ::close(fds[1]);
-  *fd = fds[0];
-  return pid;
-}
-
-// Reads `fd` until EOF or the deadline; closes it.
-struct Reading {
-  Wire wire;
-  bool timed_out = false;
-  int error = 0;  // errno of a failed poll or read
-};
-Reading ReadUntilEof(int fd, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  Reading r;
-  char buf[1 << 16];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) {
-      r.timed_out = true;
-      break;
-    }
-    pollfd pfd{fd, POLLIN, 0};
-    int ready = ::poll(&pfd, 1, static_cast<int>(left));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) {
-      r.error = errno;
-      break;
-    }
-    if (ready == 0) continue;  // the loop re-checks the deadline
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      r.error = errno;
-      break;
-    }
-    if (n == 0) break;  // EOF: the child wrote everything and exited (or died)
-    r.wire.bytes.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return r;
-}
-
-// Reaps the child (killed first if it did not answer) and turns how it ended into a Status.
-Status ReapChild(const std::string& name, pid_t pid, const Reading& r, int timeout_ms) {
-  if (r.timed_out || r.error != 0) ::kill(pid, SIGKILL);
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (r.timed_out) {
+// How the child ended as a Status (OK: it exited normally after answering).
+Status ChildEnd(const std::string& name, const ChildRun& run, int timeout_ms) {
+  if (run.timed_out) {
     return Status::Corruption(name + ": HDF5 metadata query timed out after " +
                               std::to_string(timeout_ms) +
                               " ms (query process killed; was another thread of this process "
                               "inside HDF5? see OpenOptions::isolate_hdf5)");
   }
-  if (r.error != 0) {
-    return Status::IOError(name + ": reading the HDF5 query's answer: " + std::strerror(r.error));
+  if (run.read_error != 0) {
+    return Status::IOError(name +
+                           ": reading the HDF5 query's answer: " + std::strerror(run.read_error));
   }
+  const int wstatus = run.wait_status;
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
     return Status::Corruption(
         name + ": libhdf5 " +
@@ -282,11 +191,19 @@ IsolatedQueryTestHooks& IsolatedQueryHooksForTesting() {
 // a child that does not answer within the deadline (it is killed).
 Status QueryLayoutIsolated(const ShardQuery& q, ShardLayout* out) {
   const IsolatedQueryTestHooks hooks = IsolatedQueryHooksForTesting();
-  int fd = -1;
-  MM_ASSIGN_OR_RETURN(pid_t pid, ForkQuery(q, hooks.in_child, &fd));
-  Reading r = ReadUntilEof(fd, hooks.timeout_ms);
-  MM_RETURN_NOT_OK(ReapChild(q.name, pid, r, hooks.timeout_ms));
-  return DecodeAnswer(q, &r.wire, out);
+  // No other thread of ours is inside HDF5 while the child's copy of it is taken (other
+  // threads of the process that call HDF5 directly are not covered: see reader.h).
+  MM_ASSIGN_OR_RETURN(ChildRun run, RunInChild(q.name, hooks.timeout_ms, &Hdf5Mutex(), [&] {
+                        if (hooks.in_child) hooks.in_child();
+                        ShardLayout layout;
+                        Wire w;
+                        EncodeAnswer(QueryLayout(q, &layout), layout, &w);
+                        return std::move(w.bytes);
+                      }));
+  MM_RETURN_NOT_OK(ChildEnd(q.name, run, hooks.timeout_ms));
+  Wire wire;
+  wire.bytes = std::move(run.answer);
+  return DecodeAnswer(q, &wire, out);
 }
 
 }  // namespace mm::reader::internal

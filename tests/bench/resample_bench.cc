@@ -1,4 +1,4 @@
-// resample_bench: mmpack's hand-written resampler (tools/src/image/resample.h, ResizeLanczos3)
+// resample_bench: mmpack's hand-written resampler (mm/internal/resample.h, ResizeLanczos3)
 // against libvips' vips_resize, re-measured in the same run on the same pixels. mmpack keeps
 // its own resampler only because it is faster on what `mmpack build` resizes (issue 8); this
 // says by how much, today, on this machine.
@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "image/fit.h"
-#include "image/resample.h"
+#include "mm/internal/resample.h"
 
 namespace {
 
@@ -59,7 +59,7 @@ Decoded Load(const fs::path& path, int size) {
   if (!header) return d;
   d.plan =
       mm::pack::PlanFit(vips_image_get_width(header.get()), vips_image_get_height(header.get()),
-                        /*orientation=*/1, size, size, mm::pack::ResizeMode::kCenterCrop);
+                        /*orientation=*/1, size, size, mm::format::ResizeMode::kCenterCrop);
   VipsPtr image(vips_image_new_from_file(path.c_str(), "shrink", d.plan.shrink, nullptr));
   size_t bytes = 0;
   void* mem = image ? vips_image_write_to_memory(image.get(), &bytes) : nullptr;
@@ -91,10 +91,10 @@ void VipsResize(const Decoded& d, double gap) {
 
 void MmpackResize(const Decoded& d, bool window, std::vector<uint8_t>* out) {
   const mm::pack::FitPlan& p = d.plan;
-  mm::pack::ResizeLanczos3(d.pixels.data(), d.width, d.height, d.width * d.bands, d.bands, p.need_w,
-                           p.need_h, window ? p.win_x : 0, window ? p.win_y : 0,
-                           window ? p.win_w : static_cast<int>(p.need_w),
-                           window ? p.win_h : static_cast<int>(p.need_h), out);
+  mm::image::ResizeLanczos3(d.pixels.data(), d.width, d.height, d.width * d.bands, d.bands,
+                            p.need_w, p.need_h, window ? p.win_x : 0, window ? p.win_y : 0,
+                            window ? p.win_w : static_cast<int>(p.need_w),
+                            window ? p.win_h : static_cast<int>(p.need_h), out);
 }
 
 }  // namespace
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
       "\"ms_per_image\": {\"vips_resize\": %.4f, \"vips_exact\": %.4f, \"mmpack\": %.4f, "
       "\"mmpack_window\": %.4f}, \"ratio_vips_resize_over_mmpack\": %.2f, "
       "\"ratio_vips_exact_over_mmpack\": %.2f, \"ratio_vips_resize_over_mmpack_window\": %.2f}\n",
-      images.size(), repeats, size, mm::pack::ResampleHasAvx2() ? "true" : "false", ms(0), ms(1),
+      images.size(), repeats, size, mm::image::ResampleHasAvx2() ? "true" : "false", ms(0), ms(1),
       ms(2), ms(3), ms(0) / ms(2), ms(1) / ms(2), ms(0) / ms(3));
   vips_shutdown();
   return 0;

@@ -947,13 +947,13 @@ TEST(DistEnv, ReadsTorchrunOpenMpiAndSlurmVariables) {
 TEST(PlanResume, TakesUnsetFlagsFromTheCheckpointAndNamesChanges) {
   using mm::train::TrainConfig;
   TrainConfig saved;
-  saved.shards = "/s", saved.amp = "bf16", saved.lr = 2e-3, saved.batch_size = 8;
+  saved.shards = "/s", saved.amp = mm::train::AmpMode::kBf16, saved.lr = 2e-3, saved.batch_size = 8;
   saved.accum_steps = 2, saved.steps = 100, saved.eval_every = 10;
   TrainConfig cli;  // defaults, nothing given but --resume and a process flag
   cli.threads = 1;
   cli.given = {"--resume", "--threads"};
   auto plan = mm::train::PlanResume(cli, saved.ToJson(), /*saved_world=*/2, /*world=*/2);
-  EXPECT_EQ(plan.config.amp, "bf16");
+  EXPECT_EQ(plan.config.amp, mm::train::AmpMode::kBf16);
   EXPECT_EQ(plan.config.lr, 2e-3);
   EXPECT_EQ(plan.config.batch_size, 8);
   EXPECT_EQ(plan.config.steps, 100);
@@ -971,7 +971,7 @@ TEST(PlanResume, TakesUnsetFlagsFromTheCheckpointAndNamesChanges) {
   cli.given = {"--lr", "--eval-every"};
   plan = mm::train::PlanResume(cli, saved.ToJson(), 2, 2);
   EXPECT_EQ(plan.config.lr, 1e-3);
-  EXPECT_EQ(plan.config.amp, "bf16");
+  EXPECT_EQ(plan.config.amp, mm::train::AmpMode::kBf16);
   ASSERT_EQ(plan.changes.size(), 2u);
   EXPECT_EQ(mm::train::DescribeRefused(plan.changes), "--lr 0.001 (checkpoint: 0.002)");
   // The same value given again is no change.

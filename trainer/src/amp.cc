@@ -7,25 +7,6 @@
 
 namespace mm::train {
 
-AmpMode ParseAmp(const std::string& s) {
-  if (s == "off") return AmpMode::kOff;
-  if (s == "bf16") return AmpMode::kBf16;
-  if (s == "fp16") return AmpMode::kFp16;
-  throw std::invalid_argument("--amp must be off, bf16 or fp16, not '" + s + "'");
-}
-
-const char* AmpName(AmpMode m) {
-  switch (m) {
-    case AmpMode::kOff:
-      return "off";
-    case AmpMode::kBf16:
-      return "bf16";
-    case AmpMode::kFp16:
-      return "fp16";
-  }
-  return "?";
-}
-
 void CheckAmpSupported(AmpMode mode, const torch::Device& device) {
   if (mode == AmpMode::kFp16 && !device.is_cuda()) {
     throw std::invalid_argument(

@@ -15,13 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "config.h"  // AmpMode
+
 namespace mm::train {
 
-enum class AmpMode { kOff, kBf16, kFp16 };
-
-/// "off" | "bf16" | "fp16". Throws std::invalid_argument naming the value.
-AmpMode ParseAmp(const std::string& s);
-const char* AmpName(AmpMode m);
 /// Throws std::invalid_argument when `mode` cannot run on `device` (fp16 on CPU).
 void CheckAmpSupported(AmpMode mode, const torch::Device& device);
 

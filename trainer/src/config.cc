@@ -11,6 +11,33 @@
 
 namespace mm::train {
 
+AmpMode ParseAmp(const std::string& s) {
+  if (s == "off") return AmpMode::kOff;
+  if (s == "bf16") return AmpMode::kBf16;
+  if (s == "fp16") return AmpMode::kFp16;
+  throw std::invalid_argument("--amp must be off, bf16 or fp16, not '" + s + "'");
+}
+
+const char* AmpName(AmpMode m) {
+  switch (m) {
+    case AmpMode::kOff:
+      return "off";
+    case AmpMode::kBf16:
+      return "bf16";
+    case AmpMode::kFp16:
+      return "fp16";
+  }
+  return "?";
+}
+
+Augment ParseAugment(const std::string& s) {
+  if (s == "none") return Augment::kNone;
+  if (s == "rrc") return Augment::kRandomResizedCrop;
+  throw std::invalid_argument("--augment must be rrc or none, not '" + s + "'");
+}
+
+const char* AugmentName(Augment a) { return a == Augment::kRandomResizedCrop ? "rrc" : "none"; }
+
 std::string TrainConfig::ToJson() const {
   nlohmann::json j = {{"shards", shards},
                       {"val_shards", val_shards},
@@ -22,7 +49,7 @@ std::string TrainConfig::ToJson() const {
                       {"patch", patch},
                       {"loss_weights", {w_contrastive, w_caption}},
                       {"local_loss", local_loss},
-                      {"amp", amp},
+                      {"amp", AmpName(amp)},
                       {"device", device},
                       {"batch_size", batch_size},
                       {"accum_steps", accum_steps},
@@ -41,7 +68,7 @@ std::string TrainConfig::ToJson() const {
                       {"save_every", save_every},
                       {"patience", patience},
                       {"eval_max", eval_max},
-                      {"augment", augment}};
+                      {"augment", AugmentName(augment)}};
   return j.dump();
 }
 
@@ -51,10 +78,12 @@ void TrainConfig::SetFromJson(const std::string& json) {
   auto set = [&j](const char* key, auto& field) {
     if (j.contains(key)) field = j.at(key).get<std::decay_t<decltype(field)>>();
   };
+  std::string amp_name = AmpName(amp), augment_name = AugmentName(augment);
   try {
     set("shards", shards), set("val_shards", val_shards), set("out", out);
     set("preset", preset), set("dim", dim), set("layers", layers), set("heads", heads);
-    set("patch", patch), set("local_loss", local_loss), set("amp", amp), set("device", device);
+    set("patch", patch), set("local_loss", local_loss), set("amp", amp_name);
+    set("device", device);
     set("batch_size", batch_size), set("accum_steps", accum_steps), set("steps", steps);
     set("epochs", epochs), set("lr", lr), set("weight_decay", weight_decay);
     set("warmup", warmup), set("clip_grad", clip_grad), set("seed", seed);
@@ -62,7 +91,7 @@ void TrainConfig::SetFromJson(const std::string& json) {
     set("shuffle_window", shuffle_window), set("log_every", log_every),
         set("eval_every", eval_every);
     set("save_every", save_every), set("patience", patience), set("eval_max", eval_max);
-    set("augment", augment);
+    set("augment", augment_name);
     if (j.contains("loss_weights")) {
       w_contrastive = j.at("loss_weights").at(0).get<double>();
       w_caption = j.at("loss_weights").at(1).get<double>();
@@ -71,6 +100,8 @@ void TrainConfig::SetFromJson(const std::string& json) {
     throw std::invalid_argument("a run config has a field of the wrong type: " +
                                 std::string(e.what()));
   }
+  amp = ParseAmp(amp_name);
+  augment = ParseAugment(augment_name);
 }
 
 bool TrainConfig::Given(const std::string& flag) const {

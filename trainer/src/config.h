@@ -13,6 +13,20 @@ struct SetInfo;
 
 namespace mm::train {
 
+/// --amp: mixed precision of the forward pass (amp.h).
+enum class AmpMode { kOff, kBf16, kFp16 };
+/// --augment: kRandomResizedCrop trains on torchvision's random-resized crops and evaluates on
+/// centre crops (the reader's LoaderOptions::crop); kNone uses the stored images as they are.
+enum class Augment { kNone, kRandomResizedCrop };
+
+/// "off" | "bf16" | "fp16" (as the command line and a checkpoint's config spell them). Throws
+/// std::invalid_argument naming the value.
+AmpMode ParseAmp(const std::string& s);
+const char* AmpName(AmpMode m);
+/// "none" | "rrc". Throws std::invalid_argument naming the value.
+Augment ParseAugment(const std::string& s);
+const char* AugmentName(Augment a);
+
 struct ModelConfig {
   int64_t dim = 128;         // D: width of every transformer
   int64_t layers = 2;        // blocks in each of image encoder, text encoder, fusion decoder
@@ -33,8 +47,8 @@ struct TrainConfig {
   std::string preset = "cpu";  // cpu | gpu: default model size
   int64_t dim = 0, layers = 0, heads = 0, patch = 0;  // 0: the preset's value
   double w_contrastive = 1.0, w_caption = 1.0;        // --loss-weights "c,k"
-  bool local_loss = false;     // InfoNCE of this rank's rows against all columns (open_clip)
-  std::string amp = "off";     // off | bf16 | fp16
+  bool local_loss = false;  // InfoNCE of this rank's rows against all columns (open_clip)
+  AmpMode amp = AmpMode::kOff;
   std::string device = "cpu";  // cpu | cuda | cuda:N (LOCAL_RANK picks N when only "cuda")
   int batch_size = 32;         // per rank, per micro-batch
   int accum_steps = 1;         // K
@@ -62,9 +76,7 @@ struct TrainConfig {
   std::string cache_dir;              // --cache-dir: remote sets' cache ("": XDG default)
   int64_t cache_limit = 0;            // --cache-limit: bytes the cache may hold (0: no limit)
   int64_t eval_max = 0;               // evaluate on at most this many val samples (0: all)
-  // --augment: "rrc" trains on torchvision's random-resized crops and evaluates on centre
-  // crops (the reader's LoaderOptions::crop); "none" uses the stored images as they are.
-  std::string augment = "none";
+  Augment augment = Augment::kNone;
   bool quiet = false;  // no per-step log lines on stdout
   // Benchmark baseline: the first step's batches every step (model compute without the reader).
   bool reuse_batches = false;

@@ -19,21 +19,6 @@ std::runtime_error ErrnoError(const std::string& what, const std::string& path) 
   return std::runtime_error(what + " " + path + ": " + std::strerror(errno));
 }
 
-void WriteAll(int fd, const std::string& bytes, const std::string& path) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw ErrnoError("cannot write", path);
-    done += static_cast<size_t>(n);
-  }
-}
-
-std::string DirName(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-}
-
 }  // namespace
 
 std::string ReadWholeFile(const std::string& path, int64_t max_bytes, const std::string& what) {
@@ -44,24 +29,8 @@ std::string ReadWholeFile(const std::string& path, int64_t max_bytes, const std:
 }
 
 void WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  try {
-    {
-      UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-      if (!fd.valid()) throw ErrnoError("cannot create", tmp);
-      WriteAll(fd.get(), bytes, tmp);
-      // After a successful fsync the bytes are on disk; close (in UniqueFd) loses nothing.
-      if (::fsync(fd.get()) != 0) throw ErrnoError("cannot fsync", tmp);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw ErrnoError("cannot rename " + tmp + " to", path);
-    }
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  UniqueFd dir(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.valid()) ::fsync(dir.get());
+  const Status st = WriteFileDurably(path, bytes, ".tmp." + std::to_string(::getpid()));
+  if (!st.ok()) throw std::runtime_error(st.message());
 }
 
 FilePtr OpenRegularForAppend(const std::string& path) {

@@ -2,7 +2,7 @@
 // refused before anything blocks on it (opened O_NONBLOCK, then fstat), sizes are bounded
 // before memory is taken, and every write goes to a temporary file that is fsync'ed and
 // renamed over the target (a crash leaves the old file or the new one, never half of one).
-// Reading goes through the shared mm/internal/file.h; this adds the write side. Every error
+// Reading and writing go through the shared mm/internal/file.h. Every error
 // is a std::runtime_error naming the file.
 #pragma once
 
@@ -18,8 +18,8 @@ namespace mm::train {
 /// without blocking), larger than `max_bytes`, or unreadable.
 std::string ReadWholeFile(const std::string& path, int64_t max_bytes, const std::string& what);
 
-/// Writes `bytes` to PATH.tmp.<pid>, fsyncs it, renames it over `path` and fsyncs the
-/// directory. Whatever stood at `path` (a FIFO included) is replaced, never opened.
+/// mm::WriteFileDurably (mm/internal/file.h) through PATH.tmp.<pid>: a crash leaves the old
+/// file or the new one. Throws the Status's message ("cannot write PATH.tmp.<pid>: ...").
 void WriteFileAtomically(const std::string& path, const std::string& bytes);
 
 struct FileCloser {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <exception>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,15 +37,8 @@ int PlotMain(int argc, char** argv) {
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "plot") return PlotMain(argc - 1, argv + 1);
-  mm::train::TrainConfig c;
-  CLI::App app{"mmtrain: train a CoCa-style model (contrastive + captioning) on mmpack shards"};
-  app.option_defaults()->always_capture_default();  // --help shows every default
-  app.footer("Curves: mmtrain plot RUN [RUN_B] -o curves.png (mmtrain plot --help)");
-  std::string loss_weights = "1,1";
+// The command line's options, one function per group (in --help's order).
+void AddDataOptions(CLI::App& app, mm::train::TrainConfig& c) {
   app.add_option("--shards", c.shards,
                  "training shard set: a directory with index.json, s3://BUCKET/PREFIX or "
                  "http(s)://URL (S3: AWS_* variables); on --resume: the checkpoint's");
@@ -72,6 +66,9 @@ int main(int argc, char** argv) {
                  "block shuffle: shards per window (0: the largest the cache limit allows)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--out", c.out, "run directory: metrics.jsonl, checkpoints, summary.json");
+}
+
+void AddModelOptions(CLI::App& app, mm::train::TrainConfig& c, std::string& loss_weights) {
   app.add_option("--preset", c.preset,
                  "default model size: cpu (dim 128, 2 layers, patch 32) "
                  "or gpu (dim 512, 6 layers, patch 16)");
@@ -83,8 +80,15 @@ int main(int argc, char** argv) {
   app.add_flag("--local-loss", c.local_loss,
                "contrastive loss of this rank's rows against all gathered columns (B x N logits "
                "instead of N x N; the same gradient)");
-  app.add_option("--amp", c.amp, "off | bf16 | fp16 (fp16 needs CUDA)");
+  app.add_option_function<std::string>(
+         "--amp", [&c](const std::string& s) { c.amp = mm::train::ParseAmp(s); },
+         "off | bf16 | fp16 (fp16 needs CUDA)")
+      ->check(CLI::IsMember({"off", "bf16", "fp16"}))
+      ->default_str(mm::train::AmpName(c.amp));
   app.add_option("--device", c.device, "cpu | cuda | cuda:N");
+}
+
+void AddOptimisationOptions(CLI::App& app, mm::train::TrainConfig& c) {
   app.add_option("--batch-size", c.batch_size, "items per micro-batch per rank");
   app.add_option("--accum-steps", c.accum_steps, "micro-batches per optimizer step");
   app.add_option("--steps", c.steps, "optimizer steps (0: --epochs)");
@@ -94,6 +98,9 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", c.warmup, "linear warmup steps (-1: 5% of steps)");
   app.add_option("--clip-grad", c.clip_grad, "max gradient L2 norm (0: off)");
   app.add_option("--seed", c.seed, "seed of initialisation and data order");
+}
+
+void AddScheduleOptions(CLI::App& app, mm::train::TrainConfig& c) {
   app.add_option("--log-every", c.log_every, "steps between log lines");
   app.add_option("--eval-every", c.eval_every,
                  "steps between evaluations (0: only at the end "
@@ -109,6 +116,10 @@ int main(int argc, char** argv) {
   app.add_option("--stop-after", c.stop_after,
                  "stop after this step, keeping the schedule of "
                  "--steps (to test --resume)");
+}
+
+// The process's own (dumps, timeouts, threads) and the input pipeline's.
+void AddProcessOptions(CLI::App& app, mm::train::TrainConfig& c, bool& no_shuffle) {
   app.add_option("--dump-params", c.dump_params,
                  "write the final parameters to this file "
                  "(.rankN appended under DDP)");
@@ -120,40 +131,44 @@ int main(int argc, char** argv) {
   app.add_option("--loader-threads", c.loader_threads,
                  "reader decode threads, sharing each batch (0: one per CPU available, shared "
                  "among the node's ranks)");
-  app.add_option("--augment", c.augment,
-                 "rrc: train on random-resized crops (torchvision's), evaluate on centre crops; "
-                 "none: the stored images")
-      ->check(CLI::IsMember({"rrc", "none"}));
+  app.add_option_function<std::string>(
+         "--augment", [&c](const std::string& s) { c.augment = mm::train::ParseAugment(s); },
+         "rrc: train on random-resized crops (torchvision's), evaluate on centre crops; "
+         "none: the stored images")
+      ->check(CLI::IsMember({"rrc", "none"}))
+      ->default_str(mm::train::AugmentName(c.augment));
   app.add_option("--prefetch", c.prefetch,
                  "reader batches being decoded or ready, at most (memory; 2 keeps every "
                  "thread busy)");
   app.add_option("--eval-max", c.eval_max, "evaluate on at most this many val samples");
-  bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "read the training set in file order");
   app.add_flag("--quiet", c.quiet, "no per-step lines");
   app.add_flag("--reuse-batches", c.reuse_batches,
                "benchmark baseline: train on the first step's batches every step (no reading)");
-  CLI11_PARSE(app, argc, argv);
-  c.shuffle = !no_shuffle;
-  for (const CLI::Option* opt : app.get_options()) {
-    if (opt->count() > 0 && !opt->get_lnames().empty())
-      c.given.push_back("--" + opt->get_lnames()[0]);
+}
+
+// "contrastive,caption" into c.w_contrastive and c.w_caption. Throws std::invalid_argument.
+void ParseLossWeights(const std::string& loss_weights, mm::train::TrainConfig& c) {
+  char comma = 0;
+  std::istringstream lw(loss_weights);
+  if (!(lw >> c.w_contrastive >> comma >> c.w_caption) || comma != ',' || c.w_contrastive < 0 ||
+      c.w_caption < 0) {
+    throw std::invalid_argument(
+        "--loss-weights must be two non-negative numbers "
+        "\"contrastive,caption\", not '" +
+        loss_weights + "'");
   }
+}
+
+// Train(c) with every error as one line on stderr and status 1.
+int RunTraining(mm::train::TrainConfig& c, const std::string& loss_weights) {
   int rank = 0;
   try {
     rank = mm::train::RankFromEnvironment();
     if (c.shards.empty() && c.resume.empty()) {
       throw std::invalid_argument("--shards is required (or --resume, which knows it)");
     }
-    char comma = 0;
-    std::istringstream lw(loss_weights);
-    if (!(lw >> c.w_contrastive >> comma >> c.w_caption) || comma != ',' || c.w_contrastive < 0 ||
-        c.w_caption < 0) {
-      throw std::invalid_argument(
-          "--loss-weights must be two non-negative numbers "
-          "\"contrastive,caption\", not '" +
-          loss_weights + "'");
-    }
+    ParseLossWeights(loss_weights, c);
     mm::train::Train(c);
   } catch (const std::exception& e) {
     // One line; the first line of a c10::Error (its backtrace follows on later lines).
@@ -166,4 +181,28 @@ int main(int argc, char** argv) {
     std::_Exit(1);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "plot") return PlotMain(argc - 1, argv + 1);
+  mm::train::TrainConfig c;
+  CLI::App app{"mmtrain: train a CoCa-style model (contrastive + captioning) on mmpack shards"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
+  app.footer("Curves: mmtrain plot RUN [RUN_B] -o curves.png (mmtrain plot --help)");
+  std::string loss_weights = "1,1";
+  bool no_shuffle = false;
+  AddDataOptions(app, c);
+  AddModelOptions(app, c, loss_weights);
+  AddOptimisationOptions(app, c);
+  AddScheduleOptions(app, c);
+  AddProcessOptions(app, c, no_shuffle);
+  CLI11_PARSE(app, argc, argv);
+  c.shuffle = !no_shuffle;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() > 0 && !opt->get_lnames().empty())
+      c.given.push_back("--" + opt->get_lnames()[0]);
+  }
+  return RunTraining(c, loss_weights);
 }

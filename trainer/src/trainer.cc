@@ -83,7 +83,7 @@ Trainer::Trainer(const TrainConfig& given) : c_(given) {
     // memory all belong to it.
     c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).setDevice(device_);
   }
-  amp_ = ParseAmp(c_.amp);
+  amp_ = c_.amp;
   CheckAmpSupported(amp_, device_);
   dist_ = std::make_unique<Distributed>(
       env_, device_, std::chrono::milliseconds(static_cast<int64_t>(c_.dist_timeout_s * 1000)));
@@ -192,7 +192,7 @@ void Trainer::CreateLoader() {
   lo.caption_mode = reader::CaptionMode::kRandomCaption;
   lo.num_threads = c_.loader_threads;
   lo.prefetch_batches = c_.prefetch;
-  if (c_.augment == "rrc") lo.crop = reader::ImageCrop::kRandomResized;
+  if (c_.augment == Augment::kRandomResizedCrop) lo.crop = reader::ImageCrop::kRandomResized;
   stream_ = std::make_unique<BatchStream>(
       Take(reader::Loader::Create(set_, lo), "creating the training loader"));
   if (lead_ && !stream_->loader().notice().empty()) {
@@ -372,7 +372,8 @@ void Trainer::MaybeEvaluate() {
   eo.batch_size = c_.batch_size;
   eo.loader_threads = c_.loader_threads;
   eo.max_samples = c_.eval_max;
-  if (c_.augment == "rrc") eo.crop = reader::ImageCrop::kCenter;  // FFCV's 224/256 centre crop
+  if (c_.augment == Augment::kRandomResizedCrop)
+    eo.crop = reader::ImageCrop::kCenter;  // FFCV's 224/256 centre crop
   last_eval_ = Evaluate(model_, val_set_, eo, amp_, device_, *dist_);
   if (lead_) {
     PrintEvalLine(step_, last_eval_, Seconds(t0, Clock::now()));

@@ -249,19 +249,10 @@ HttpClient& ThreadHttpClient() {
   return client;
 }
 
-// One try of `t`. Sets *retry when a later try may succeed.
-Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retry) {
-  *retry = false;
-  const HttpRequest& r = *t->request;
-  // Asked at each try: temporary credentials may have been refreshed since the last one.
-  std::shared_ptr<const AwsCredentials> keys;
-  if (r.s3 && r.s3->credentials) {
-    Result<std::shared_ptr<const AwsCredentials>> got = r.s3->credentials->Get();
-    if (!got.ok()) return got.status().WithContext(std::string(t->method) + " " + r.url);
-    keys = std::move(*got);
-  }
-  CURL* curl = static_cast<CURL*>(curl_);
-  curl_easy_reset(curl);  // keeps the connection cache: keep-alive across requests
+namespace {
+
+// Forgets what an earlier try of `t` saw, before a new one on `curl`.
+void StartTry(HttpClient::Transfer* t, CURL* curl) {
   t->curl = curl;
   t->http_code = 0;
   t->status_checked = false;
@@ -272,9 +263,12 @@ Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retr
   t->sent = 0;
   t->expected = -1;
   t->response = HttpResponseHead();
-  if (t->sink) MM_RETURN_NOT_OK(t->sink->Begin());
+}
 
-  char error[CURL_ERROR_SIZE] = "";
+// The transfer's URL, limits, callbacks and method; `error` receives libcurl's message.
+void SetTransferOptions(CURL* curl, HttpClient::Transfer* t, const RemoteOptions& options,
+                        char* error) {
+  const HttpRequest& r = *t->request;
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(curl, CURLOPT_URL, r.url.c_str());
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -311,20 +305,34 @@ Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retr
     curl_easy_setopt(curl, CURLOPT_READFUNCTION, &OnUpload);
     curl_easy_setopt(curl, CURLOPT_READDATA, t);
   }
+}
+
+// The request's headers (S3's payload hash and session token among them), set on `curl`;
+// the list must outlive the transfer.
+SlistPtr SetHeaders(CURL* curl, const HttpClient::Transfer& t, const AwsCredentials* keys) {
+  const HttpRequest& r = *t.request;
   curl_slist* raw = curl_slist_append(nullptr, "Expect:");  // no 100-continue round trip
   SlistPtr headers(raw);
   for (const std::string& h : r.headers) curl_slist_append(raw, h.c_str());
   if (r.s3) {
-    curl_slist_append(raw, ("x-amz-content-sha256: " + t->payload_sha256).c_str());
+    curl_slist_append(raw, ("x-amz-content-sha256: " + t.payload_sha256).c_str());
     if (keys && !keys->session_token.empty()) {
       curl_slist_append(raw, ("x-amz-security-token: " + keys->session_token).c_str());
     }
   }
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, raw);
-  std::string sigv4;
+  return headers;
+}
+
+// SigV4 with `keys` (then no redirect is followed), else redirects; a bearer token only over
+// https or to loopback. `sigv4` holds the signing scope for the transfer's lifetime.
+// Errors: InvalidArgument (a bearer token for plain http elsewhere).
+Status SetAuthentication(CURL* curl, const HttpClient::Transfer& t, const AwsCredentials* keys,
+                         std::string* sigv4) {
+  const HttpRequest& r = *t.request;
   if (keys) {
-    sigv4 = "aws:amz:" + r.s3->region + ":s3";
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    *sigv4 = "aws:amz:" + r.s3->region + ":s3";
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4->c_str());
     curl_easy_setopt(curl, CURLOPT_USERNAME, keys->access_key_id.c_str());
     curl_easy_setopt(curl, CURLOPT_PASSWORD, keys->secret_access_key.c_str());
   } else {
@@ -334,7 +342,7 @@ Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retr
   }
   if (!r.bearer_token.empty()) {
     if (r.url.compare(0, 8, "https://") != 0 && !IsLoopbackUrl(r.url)) {
-      return Status::InvalidArgument(method + " " + r.url +
+      return Status::InvalidArgument(std::string(t.method) + " " + r.url +
                                      ": a bearer token is sent only over https (or to this "
                                      "machine's loopback address)");
     }
@@ -343,30 +351,61 @@ Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retr
     curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
     curl_easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, r.bearer_token.c_str());
   }
+  return Status::OK();
+}
 
+// What a finished try of `t` means: OK for a 2xx, else the error (its bytes no longer counted
+// as received). Sets *retry when a later try may succeed.
+Status TryOutcome(const HttpClient::Transfer& t, CURLcode code, const char* error, bool* retry) {
+  const std::string where = std::string(t.method) + " " + t.request->url + ": ";
+  if (!t.sink_status.ok())
+    return t.sink_status.WithContext(std::string(t.method) + " " + t.request->url);
+  if (code != CURLE_OK) {
+    *retry = RetryableCurlCode(code);
+    std::string what = error[0] ? error : curl_easy_strerror(code);
+    if (code == CURLE_PARTIAL_FILE || (code == CURLE_RECV_ERROR && t.expected > 0)) {
+      what = "connection closed after " + std::to_string(t.received) + " of " +
+             std::to_string(t.expected) + " bytes (" + what + ")";
+    }
+    g_received.fetch_sub(t.received, std::memory_order_relaxed);
+    return Status::IOError(where + what);
+  }
+  if (t.http_code >= 200 && t.http_code < 300) return Status::OK();
+  g_received.fetch_sub(t.received, std::memory_order_relaxed);
+  const std::string http = DescribeHttp(t.http_code, t.error_body);
+  if (t.http_code == 404) return Status::NotFound(where + http);
+  *retry = RetryableHttpCode(t.http_code);
+  return Status::IOError(where + http);
+}
+
+}  // namespace
+
+// One try of `t`. Sets *retry when a later try may succeed.
+Status HttpClient::Attempt(Transfer* t, const RemoteOptions& options, bool* retry) {
+  *retry = false;
+  const HttpRequest& r = *t->request;
+  // Asked at each try: temporary credentials may have been refreshed since the last one.
+  std::shared_ptr<const AwsCredentials> keys;
+  if (r.s3 && r.s3->credentials) {
+    Result<std::shared_ptr<const AwsCredentials>> got = r.s3->credentials->Get();
+    if (!got.ok()) return got.status().WithContext(std::string(t->method) + " " + r.url);
+    keys = std::move(*got);
+  }
+  CURL* curl = static_cast<CURL*>(curl_);
+  curl_easy_reset(curl);  // keeps the connection cache: keep-alive across requests
+  StartTry(t, curl);
+  if (t->sink) MM_RETURN_NOT_OK(t->sink->Begin());
+  char error[CURL_ERROR_SIZE] = "";
+  SetTransferOptions(curl, t, options, error);
+  const SlistPtr headers = SetHeaders(curl, *t, keys.get());
+  std::string sigv4;
+  MM_RETURN_NOT_OK(SetAuthentication(curl, *t, keys.get(), &sigv4));
   const CURLcode code = curl_easy_perform(curl);
   bytes_received_ += t->received;
   if (!t->status_checked) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &t->http_code);
   t->response.status = t->http_code;
   if (t->head) *t->head = t->response;
-  const std::string where = method + " " + r.url + ": ";
-  if (!t->sink_status.ok()) return t->sink_status.WithContext(method + " " + r.url);
-  if (code != CURLE_OK) {
-    *retry = RetryableCurlCode(code);
-    std::string what = error[0] ? error : curl_easy_strerror(code);
-    if (code == CURLE_PARTIAL_FILE || (code == CURLE_RECV_ERROR && t->expected > 0)) {
-      what = "connection closed after " + std::to_string(t->received) + " of " +
-             std::to_string(t->expected) + " bytes (" + what + ")";
-    }
-    g_received.fetch_sub(t->received, std::memory_order_relaxed);
-    return Status::IOError(where + what);
-  }
-  if (t->http_code >= 200 && t->http_code < 300) return Status::OK();
-  g_received.fetch_sub(t->received, std::memory_order_relaxed);
-  const std::string http = DescribeHttp(t->http_code, t->error_body);
-  if (t->http_code == 404) return Status::NotFound(where + http);
-  *retry = RetryableHttpCode(t->http_code);
-  return Status::IOError(where + http);
+  return TryOutcome(*t, code, error, retry);
 }
 
 Status HttpClient::Perform(Transfer* t, const RemoteOptions& options) {

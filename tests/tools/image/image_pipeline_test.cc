@@ -142,9 +142,9 @@ TEST_F(ImagePipeline, NonSquareSizesAndStretchMatchPillow) {
   ImageOptions options;
   options.width = 160;
   options.height = 96;
-  for (auto [mode, name] :
-       {std::pair{ResizeMode::kCenterCrop, "center-crop"},
-        std::pair{ResizeMode::kStretch, "stretch"}, std::pair{ResizeMode::kPad, "pad"}}) {
+  for (auto [mode, name] : {std::pair{format::ResizeMode::kCenterCrop, "center-crop"},
+                            std::pair{format::ResizeMode::kStretch, "stretch"},
+                            std::pair{format::ResizeMode::kPad, "pad"}}) {
     options.mode = mode;
     ProcessedImage got = MustProcess(ReadBytes(p), options);
     ASSERT_EQ(got.pixels.size(), 160u * 96 * 3) << name;
@@ -156,7 +156,7 @@ TEST_F(ImagePipeline, PadModeLetterboxesAndRecordsValidBox) {
   // A 640x427 photo padded into 224x224: 224x149 centred, white above and below.
   fs::path p = CocoImages(1)[0];
   ImageOptions options;
-  options.mode = ResizeMode::kPad;
+  options.mode = format::ResizeMode::kPad;
   options.background = Rgb{0, 0, 0};
   ProcessedImage got = MustProcess(ReadBytes(p), options);
   const int ow = got.original_width, oh = got.original_height;
@@ -232,7 +232,7 @@ for o in range(1, 9):
   for (int o = 1; o <= 8; ++o) {
     fs::path p = tmp_ / ("o" + std::to_string(o) + ".jpg");
     ImageOptions options;
-    options.mode = ResizeMode::kStretch;
+    options.mode = format::ResizeMode::kStretch;
     options.width = 96;
     options.height = 64;
     ProcessedImage got = MustProcess(ReadBytes(p), options);
@@ -637,7 +637,8 @@ Image.new('RGB', (2000, 3), (0, 0, 128)).save(d + '/wide.png')
 )",
             &rc);
   ASSERT_EQ(rc, 0);
-  for (ResizeMode mode : {ResizeMode::kCenterCrop, ResizeMode::kPad, ResizeMode::kStretch}) {
+  for (format::ResizeMode mode :
+       {format::ResizeMode::kCenterCrop, format::ResizeMode::kPad, format::ResizeMode::kStretch}) {
     ImageOptions options;
     options.mode = mode;
     ProcessedImage one = MustProcess(ReadBytes(tmp_ / "one.png"), options);
@@ -645,9 +646,9 @@ Image.new('RGB', (2000, 3), (0, 0, 128)).save(d + '/wide.png')
     EXPECT_NEAR(one.pixels[224 * 3 * 112 + 112 * 3 + 1], 200, 2);
     ProcessedImage wide = MustProcess(ReadBytes(tmp_ / "wide.png"), options);
     EXPECT_EQ(wide.original_width, 2000);
-    const int row = mode == ResizeMode::kPad ? wide.valid_box[1] : 112;
+    const int row = mode == format::ResizeMode::kPad ? wide.valid_box[1] : 112;
     EXPECT_NEAR(wide.pixels[224 * 3 * row + 112 * 3 + 2], 128, 2);
-    if (mode == ResizeMode::kPad) {
+    if (mode == format::ResizeMode::kPad) {
       EXPECT_EQ(wide.valid_box[2], 224);
       EXPECT_LE(wide.valid_box[3], 2);
       EXPECT_GE(wide.valid_box[3], 1);

@@ -1,6 +1,6 @@
 // Tests of resample.h: exactness where the answer is known, Pillow's LANCZOS as the reference
 // elsewhere, and windows that equal the same part of the full result.
-#include "image/resample.h"
+#include "mm/internal/resample.h"
 
 #include <gtest/gtest.h>
 
@@ -19,6 +19,8 @@ namespace {
 
 using mm::image::Box;
 using mm::image::Filter;
+using mm::image::ResampleHasAvx2;
+using mm::image::ResizeLanczos3;
 
 std::vector<uint8_t> Noise(int w, int h, int c, unsigned seed) {
   std::vector<uint8_t> v(static_cast<size_t>(w) * h * c);

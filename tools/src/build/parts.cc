@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "build/resume.h"
-#include "set/output_dir.h"
 #include "mm/internal/c_handles.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
+#include "set/output_dir.h"
 
 namespace mm::pack {
 namespace {
@@ -317,8 +317,8 @@ struct SpoolWriter::Impl {
 
   Status Flush() {
     XXH3_64bits_update(hash.get(), buffer.data(), buffer.size());
-    MM_RETURN_NOT_OK(WriteAll(fd.get(), buffer.data(), buffer.size(),
-                              "cannot write " + tmp().string()));
+    MM_RETURN_NOT_OK(
+        WriteAll(fd.get(), buffer.data(), buffer.size(), "cannot write " + tmp().string()));
     summary.bytes += static_cast<int64_t>(buffer.size());
     buffer.clear();
     return Status::OK();
@@ -381,7 +381,8 @@ Status SpoolWriter::Finish() {
   }
   m.summary.records = m.added;
   m.summary.xxh3_64 = Xxh3Hex64(XXH3_64bits_digest(m.hash.get()));
-  return WriteTextDurably(m.folder / (m.name + ".done"), SummaryJson(m.summary).dump() + "\n");
+  return WriteFileDurably((m.folder / (m.name + ".done")).string(),
+                          SummaryJson(m.summary).dump() + "\n");
 }
 
 std::optional<SpoolSummary> FinishedPart(const fs::path& staging, int64_t index, int64_t count,
@@ -420,7 +421,7 @@ void RecordPartFailure(const fs::path& staging, const PartSpec& part, const Stat
   }
   if (!fs::is_directory(staging, ec)) return;  // published meanwhile: nothing to tell
   fs::create_directory(path.parent_path(), ec);
-  (void)WriteTextDurably(path, status.ToString() + "\n");
+  (void)WriteFileDurably(path.string(), status.ToString() + "\n");
 }
 
 std::string PartFailure(const fs::path& staging, int64_t index, int64_t count, std::time_t since) {
@@ -539,8 +540,8 @@ Result<bool> SpoolReader::Next(ProcessedSample* out) {
     std::memcpy(&size, m.buffer.data() + m.at, sizeof size);
     m.at += sizeof size;
     // What the spool still holds past this size field, by its .done file.
-    const int64_t left = m.parts[m.part].bytes -
-                         (m.bytes - static_cast<int64_t>(m.buffer.size() - m.at));
+    const int64_t left =
+        m.parts[m.part].bytes - (m.bytes - static_cast<int64_t>(m.buffer.size() - m.at));
     if (left < 0 || size > static_cast<uint64_t>(left) ||
         static_cast<uint64_t>(left) - size < sizeof(uint64_t)) {
       return m.Corrupt("a record's size (" + std::to_string(size) + ") runs past its end");

@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "ingest/remote_file.h"
-#include "set/output_dir.h"
 #include "mm/filename.h"
 #include "mm/format.h"
 #include "mm/internal/c_handles.h"
 #include "mm/internal/checksum.h"
 #include "mm/internal/file.h"
 #include "mm/version.h"
+#include "set/output_dir.h"
 
 namespace mm::pack {
 namespace {
@@ -94,7 +94,7 @@ class Hasher {
 };
 
 json EntryJson(const mm::reader::ShardEntry& e) {
-  return {{"file", e.file},   {"samples", e.samples}, {"captions", e.captions},
+  return {{"file", e.file},     {"samples", e.samples}, {"captions", e.captions},
           {"tokens", e.tokens}, {"bytes", e.bytes},     {"xxh3_64", e.xxh3_64}};
 }
 
@@ -280,10 +280,10 @@ Status StartResumeLog(const fs::path& staging, const ResumeHeader& header) {
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) return Status::IOError("cannot create " + folder.string() + ": " + ec.message());
-  return WriteTextDurably(folder / kHeaderFile,
-                      Dump({{"fingerprint", header.fingerprint},
-                            {"tokenizer_sha256", header.tokenizer_sha256},
-                            {"tokenizer_trained", header.tokenizer_trained}}));
+  return WriteFileDurably((folder / kHeaderFile).string(),
+                          Dump({{"fingerprint", header.fingerprint},
+                                {"tokenizer_sha256", header.tokenizer_sha256},
+                                {"tokenizer_trained", header.tokenizer_trained}}));
 }
 
 Result<ResumeHeader> ReadResumeHeader(const fs::path& staging) {
@@ -431,8 +431,8 @@ Status CheckpointWriter::Save(const BuildReport& report, const SinkProgress& pro
                      {"dropped_captions", std::move(captions)},
                      {"kept", std::move(kept)},
                      {"stats", report.stats.Tail(stats_)}};
-  MM_RETURN_NOT_OK(
-      WriteTextDurably(folder_ / CheckpointName(progress.shards.size()), Dump(checkpoint)));
+  MM_RETURN_NOT_OK(WriteFileDurably((folder_ / CheckpointName(progress.shards.size())).string(),
+                                    Dump(checkpoint)));
   dropped_ = report.dropped.size();
   dropped_captions_ = report.dropped_captions.size();
   shards_ = progress.shards.size();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "commands/build_cli.h"
 #include "commands/commands.h"
 #include "commands/mixture_report.h"
 #include "curate/filters.h"
@@ -22,261 +23,15 @@
 
 namespace {
 
-// The ToString names of every value of an option's enum, in declaration order.
-template <typename Enum, size_t N>
-std::vector<std::string> Names(const Enum (&all)[N]) {
-  std::vector<std::string> names;
-  for (Enum value : all) names.emplace_back(ToString(value));
-  return names;
-}
-
-// "224" -> 224x224; "320x240" -> width 320, height 240.
-bool ParseImageSize(const std::string& text, int* width, int* height) {
-  auto x = text.find_first_of("xX");
-  try {
-    size_t used = 0;
-    if (x == std::string::npos) {
-      *width = *height = std::stoi(text, &used);
-      return used == text.size() && *width > 0;
-    }
-    *width = std::stoi(text.substr(0, x), &used);
-    if (used != x) return false;
-    std::string rest = text.substr(x + 1);
-    *height = std::stoi(rest, &used);
-    return used == rest.size() && *width > 0 && *height > 0;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-// "1GiB", "256MB", "500M", "4096" -> bytes (mm/internal/byte_size.h).
-bool ParseBytes(const std::string& text, int64_t* bytes) {
-  mm::Result<int64_t> parsed = mm::ParseByteSize(text);
-  if (!parsed.ok()) return false;
-  *bytes = *parsed;
-  return true;
-}
+using mm::pack::cli::AddBuild;
+using mm::pack::cli::BuildArgs;
+using mm::pack::cli::FinishBuild;
+using mm::pack::cli::ParseBytes;
 
 int Report(const char* command, const mm::Status& status) {
   if (status.ok()) return 0;
   std::cerr << "mmpack " << command << ": " << status.ToString() << std::endl;
   return 1;
-}
-
-// `mmpack build`'s options as CLI11 fills them: BuildOptions, plus the values that are parsed
-// after CLI11 (sizes, and the typed options as text, so that --help lists their names).
-struct BuildArgs {
-  mm::pack::BuildOptions options;
-  std::string image_size = "224", shard_size = "1GiB";
-  std::string input_format{ToString(options.input_format)};
-  std::string resize_mode{ToString(options.resize_mode)};
-  std::string compression{ToString(options.compression)};
-  std::string codec{ToString(options.image_codec)};
-  CLI::Option* compression_option = nullptr;  // given on the command line?
-  CLI::Option* level_option = nullptr;
-  CLI::Option* image_size_option = nullptr;
-  CLI::Option* quality_option = nullptr;
-  std::string normalize{ToString(options.text.normalize)};
-  std::string dedup{ToString(options.filters.dedup)};
-  std::string min_score;
-};
-
-// --lowercase ... --dedup: text normalisation, field mapping and filters (issue 14).
-void AddCurate(CLI::App* b, BuildArgs* a) {
-  mm::pack::BuildOptions& o = a->options;
-  mm::pack::FilterOptions& f = o.filters;
-  b->add_flag("--lowercase", o.text.lowercase,
-              "Lowercase captions before tokenizing (stored as given); ALBERT's model needs it");
-  b->add_option("--normalize", a->normalize, "Unicode normalisation before tokenizing")
-      ->check(CLI::IsMember(Names(mm::pack::kTextNormalizations)))
-      ->capture_default_str();
-  b->add_option("--image-field", o.fields.image,
-                "JSONL key / CSV column of the image path (repeatable or a,b: first present)")
-      ->delimiter(',');
-  b->add_option(
-       "--caption-field", o.fields.caption,
-       "JSONL key / CSV column / tar .json key of a caption (repeatable or a,b: every one present)")
-      ->delimiter(',');
-  b->add_option("--min-size", f.min_size, "Drop images whose shorter side is below this (pixels)")
-      ->check(CLI::NonNegativeNumber);
-  b->add_option("--max-aspect", f.max_aspect, "Drop images with longer/shorter side above this")
-      ->check(CLI::NonNegativeNumber);
-  b->add_option("--min-tokens", f.min_tokens, "Drop captions of fewer tokens (bos/eos excluded)")
-      ->check(CLI::NonNegativeNumber);
-  b->add_flag("--drop-long-captions", f.drop_long_captions,
-              "Drop captions over --max-tokens instead of truncating them");
-  b->add_option(
-       "--keep-fields", o.keep_fields,
-       "JSONL keys / CSV columns / tar .json keys stored per sample as metadata/<name> (a,b,c)")
-      ->delimiter(',');
-  b->add_option("--min-score", a->min_score,
-                "FIELD=VALUE: drop samples whose manifest FIELD is missing or below VALUE");
-  b->add_option("--dedup", a->dedup, "Drop duplicate images: exact pixels, or perceptual hash")
-      ->check(CLI::IsMember(Names(mm::pack::kDedupModes)))
-      ->capture_default_str();
-  b->add_option("--dedup-threshold", f.near_threshold,
-                "--dedup near: Hamming distance of 64-bit pHashes counted as duplicate")
-      ->check(CLI::Range(0, 32))
-      ->capture_default_str();
-}
-
-CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
-  mm::pack::BuildOptions& o = a->options;
-  auto* b = app.add_subcommand("build",
-                               "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
-  b->add_option(
-       "input", o.input,
-       "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json), .tar or brace list (s-{000..009}.tar)")
-      ->required();
-  b->add_option("-o,--output", o.output, "Output directory for shards")->required();
-  b->add_option("--input-format", a->input_format, "Input format (auto: detect)")
-      ->check(CLI::IsMember(Names(mm::pack::kInputFormats)))
-      ->capture_default_str();
-  b->add_flag("--overwrite", o.overwrite, "Replace an existing output directory");
-  b->add_flag("--append", o.append,
-              "Add RAW's samples to the existing set OUT as new shards (same image options, "
-              "tokenizer and caption options; keys already in OUT are dropped as duplicate_key)");
-  b->add_flag("--resume", o.resume,
-              "Continue the interrupted build of OUT (same command): keep its finished shards, "
-              "build the rest; with nothing to continue, build from the start");
-  b->add_option("--part", o.part,
-                "I/N: build part I (0-based) of N into OUT's shared staging folder; the last part "
-                "to finish writes the set (the same bytes as one process). auto: the rank and "
-                "size of mpirun or srun. Without it, one process builds the whole input");
-  a->image_size_option =
-      b->add_option("--image-size", a->image_size, "Output size: N (NxN) or WxH, pixels")
-          ->capture_default_str();
-  b->add_option("--resize-mode", a->resize_mode,
-                "How to fit the image to the size; keep-ratio[-largest]: its own aspect ratio, "
-                "shorter [longer] side at most --max-size (needs --codec jpeg)")
-      ->check(CLI::IsMember(Names(mm::format::kResizeModes)))
-      ->capture_default_str();
-  b->add_option("--max-size", o.max_size,
-                "keep-ratio modes: bound of the shorter (keep-ratio) or longer side, pixels; "
-                "never upscales")
-      ->check(CLI::Range(1, mm::reader::kMaxImageSide));
-  b->add_option("--codec", a->codec,
-                "How images are stored: raw pixels (zero decode) or JPEG (format 2, 5-8x smaller)")
-      ->check(CLI::IsMember(Names(mm::format::kImageCodecs)))
-      ->capture_default_str();
-  a->quality_option =
-      b->add_option("--quality", o.jpeg_quality, "--codec jpeg: JPEG quality, 1..100 (4:2:0)")
-          ->check(CLI::Range(1, 100))
-          ->capture_default_str();
-  b->add_option("--background", o.background,
-                "Colour behind alpha and padding: white, black, gray, #rrggbb or r,g,b")
-      ->capture_default_str();
-  b->add_option("--max-pixels", o.max_pixels,
-                "Skip images with more pixels than this (read from the header)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  b->add_option("--max-caption-bytes", o.max_caption_bytes,
-                "Skip captions longer than this many bytes (caption_too_large)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  b->add_option("--tokenizer", o.tokenizer,
-                "Tokenizer file, told by its content: SentencePiece .model, CLIP's "
-                "bpe_simple_vocab_16e6.txt.gz or a Hugging Face tokenizer.json (default: train "
-                "a SentencePiece model on the captions), or 'none': captions as text only")
-      ->check(CLI::IsMember({std::string(mm::pack::kNoTokenizer)}) | CLI::ExistingFile);
-  b->add_option("--vocab-size", o.vocab_size, "Vocabulary size when training a tokenizer")
-      ->check(CLI::Range(16, 1 << 20))
-      ->capture_default_str();
-  b->add_option("--tokenizer-sample", o.tokenizer_sample,
-                "Train a tokenizer on at most this many captions (a seeded reservoir sample)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-      ->capture_default_str();
-  b->add_option("--max-tokens", o.max_tokens, "Tokens per caption, bos/eos included")
-      ->check(CLI::Range(1, 1 << 16))
-      ->capture_default_str();
-  b->add_option("--shard-size", a->shard_size, "Close a shard at this size (e.g. 1GiB, 256MB)")
-      ->capture_default_str();
-  b->add_option("--samples-per-shard", o.samples_per_shard,
-                "Close a shard after this many samples (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
-  a->compression_option =
-      b->add_option("--compression", a->compression, "--codec raw: image chunk compression")
-          ->check(CLI::IsMember(Names(mm::format::kCodecs)))
-          ->capture_default_str();
-  a->level_option =
-      b->add_option("--compression-level", o.compression_level,
-                    "zstd level: 1..22, or negative for zstd's fast levels (-N is --fast=N); "
-                    "alone, it implies --compression zstd")
-          ->check(CLI::Range(-(1 << 17), 22))
-          ->capture_default_str();
-  b->add_option("-j,--threads", o.threads, "Worker threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber);
-  b->add_flag("-q,--quiet", o.quiet, "Print only errors and the summary");
-  AddCurate(b, a);
-  return b;
-}
-
-// The values CLI11 left as text, into `a->options`: false (after one line on stderr) when one
-// cannot be parsed.
-bool FinishBuild(BuildArgs* a) {
-  mm::pack::BuildOptions& o = a->options;
-  if (!ParseImageSize(a->image_size, &o.image_width, &o.image_height)) {
-    std::cerr << "mmpack build: --image-size must be N or WxH (pixels), got '" << a->image_size
-              << "'" << std::endl;
-    return false;
-  }
-  if (!ParseBytes(a->shard_size, &o.shard_size)) {
-    std::cerr << "mmpack build: --shard-size must be bytes with an optional unit "
-                 "(e.g. 1GiB, 256MB), got '"
-              << a->shard_size << "'" << std::endl;
-    return false;
-  }
-  // CLI::IsMember has checked the names.
-  o.input_format = mm::pack::ParseInputFormat(a->input_format).value();
-  o.resize_mode = mm::format::ParseResizeMode(a->resize_mode).value();
-  o.compression = mm::format::ParseCodec(a->compression).value();
-  o.compression_given = a->compression_option->count() > 0 || a->level_option->count() > 0;
-  if (a->compression_option->count() == 0 && a->level_option->count() > 0) {
-    o.compression = mm::format::Codec::kZstd;  // a level is a zstd level
-  }
-  o.image_codec = mm::format::ParseImageCodec(a->codec).value();
-  if (o.image_codec != mm::format::ImageCodec::kJpeg && a->quality_option->count() > 0) {
-    std::cerr << "mmpack build: --quality is the JPEG quality of --codec jpeg; --codec " << a->codec
-              << " stores no JPEG" << std::endl;
-    return false;
-  }
-  if (o.image_codec == mm::format::ImageCodec::kJpeg) {
-    if (a->compression_option->count() > 0 && o.compression != mm::format::Codec::kNone) {
-      std::cerr << "mmpack build: --compression " << a->compression
-                << " compresses raw pixels; --codec jpeg stores JPEG bytes without a filter"
-                << std::endl;
-      return false;
-    }
-    o.compression = mm::format::Codec::kNone;
-  }
-  if (!mm::format::IsFixedSize(o.resize_mode)) {
-    if (a->image_size_option->count() > 0) {
-      std::cerr << "mmpack build: --resize-mode " << a->resize_mode
-                << " keeps each image's aspect ratio; give --max-size N, not --image-size"
-                << std::endl;
-      return false;
-    }
-    o.image_width = o.image_height = o.max_size;  // the set's nominal size (FORMAT.md)
-  }
-  o.text.normalize = mm::pack::ParseTextNormalization(a->normalize).value();
-  o.filters.dedup = mm::pack::ParseDedupMode(a->dedup).value();
-  if (mm::Status st = mm::reader::CheckMetadataFieldNames(o.keep_fields); !st.ok()) {
-    std::cerr << "mmpack build: --keep-fields: " << st.message() << std::endl;
-    return false;
-  }
-  o.fields.extra = o.keep_fields;  // RawSample::fields: the kept fields first
-  if (!a->min_score.empty()) {
-    mm::Status st = mm::pack::ParseMinScore(a->min_score, &o.filters);
-    if (!st.ok()) {
-      std::cerr << "mmpack build: " << st.message() << std::endl;
-      return false;
-    }
-    const auto& extra = o.fields.extra;
-    if (std::find(extra.begin(), extra.end(), o.filters.min_score_field) == extra.end()) {
-      o.fields.extra.push_back(o.filters.min_score_field);
-    }
-  }
-  return true;
 }
 
 // The options of a command that reads a set that may be remote (s3://, http(s)://), as CLI11
@@ -467,6 +222,147 @@ CLI::App* AddRetokenize(CLI::App& app, mm::pack::RetokenizeOptions* r, std::stri
   return rt;
 }
 
+// Every subcommand's options, and the subcommands (exactly one is given). Registered once
+// (CLI11 keeps pointers into it): not copied or moved.
+struct Commands {
+  BuildArgs build;
+  std::string dir;                 // info, verify
+  RemoteArgs remote;               // of the one subcommand given
+  mm::pack::ReportOptions report;  // info, verify
+  mm::pack::BenchOptions bench;
+  std::string shuffle = "auto";  // bench
+  mm::pack::ShowOptions show;
+  mm::pack::UploadOptions upload;
+  mm::pack::StatsOptions stats;
+  mm::pack::PreviewOptions preview;
+  mm::pack::TokenizeOptions tokenize;
+  mm::pack::RetokenizeOptions retokenize;
+  std::string retokenize_normalize = "none";
+  CLI::App *build_cmd = nullptr, *info = nullptr, *verify = nullptr, *env = nullptr,
+           *bench_cmd = nullptr, *show_cmd = nullptr, *upload_cmd = nullptr, *stats_cmd = nullptr,
+           *preview_cmd = nullptr, *tokenize_cmd = nullptr, *retokenize_cmd = nullptr;
+};
+
+CLI::App* AddInfo(CLI::App& app, Commands* c) {
+  auto* info = app.add_subcommand("info", "Summarise a shard set");
+  info->add_option("dir", c->dir, kSetMixHelp)->required();
+  AddRemote(info, &c->remote);
+  info->add_flag("--json", c->report.json, "Print one JSON object (keys: README)");
+  AddProgress(info, &c->report.progress);
+  return info;
+}
+
+CLI::App* AddVerify(CLI::App& app, Commands* c) {
+  auto* verify = app.add_subcommand("verify", "Check a shard set end to end; exit 0 only if sound");
+  verify->add_option("dir", c->dir, kSetMixHelp)->required();
+  AddRemote(verify, &c->remote);
+  verify->add_flag("--json", c->report.json,
+                   "Print one JSON object, also on failure (keys: README)");
+  AddProgress(verify, &c->report.progress);
+  return verify;
+}
+
+CLI::App* AddUpload(CLI::App& app, mm::pack::UploadOptions* upload) {
+  auto* up = app.add_subcommand(
+      "upload",
+      "Sync a local set to s3://, gs:// or http(s)://: send only what differs, index.json last");
+  up->add_option("dir", upload->dir, "Local shard set (verified first)")->required();
+  up->add_option("url", upload->url,
+                 "Destination: s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or http(s)://URL")
+      ->required();
+  up->add_option("--transfers", upload->transfers, "Files uploaded at a time (index.json last)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  AddBytes(up, "--multipart-threshold", &upload->multipart_threshold,
+           "s3:// and gs://: files of at least this size go up in parts, each retried alone", 1);
+  AddBytes(up, "--part-size", &upload->part_size,
+           "Bytes of a part of a multipart upload (S3's minimum: 5MiB)", int64_t{5} << 20);
+  up->add_flag("-q,--quiet", upload->quiet, "Print only errors and the summary");
+  up->add_flag("--json", upload->report.json, "Print one JSON object (keys: README)");
+  AddProgress(up, &upload->report.progress);
+  return up;
+}
+
+// Every subcommand, in --help's order.
+void AddCommands(CLI::App& app, Commands* c) {
+  c->build_cmd = AddBuild(app, &c->build);
+  c->info = AddInfo(app, c);
+  c->verify = AddVerify(app, c);
+  c->env = app.add_subcommand("env", "Print shell lines for h5dump/h5py: eval \"$(mmpack env)\"");
+  c->bench_cmd = AddBench(app, &c->bench, &c->remote, &c->shuffle);
+  c->show_cmd = AddShow(app, &c->show, &c->remote);
+  c->upload_cmd = AddUpload(app, &c->upload);
+  c->stats_cmd = AddStats(app, &c->stats);
+  c->preview_cmd = AddPreview(app, &c->preview);
+  c->tokenize_cmd = AddTokenize(app, &c->tokenize);
+  c->retokenize_cmd = AddRetokenize(app, &c->retokenize, &c->retokenize_normalize);
+}
+
+// Runs the subcommand given (other than build, which reads no remote set); its exit status.
+int RunCommand(Commands& c, const mm::reader::RemoteOptions& remote_options) {
+  c.report.progress.enabled = c.report.progress.every_s > 0;
+  // A mixture ("A:0.7,B:0.3", a JSON file): each set, then the mixture (mixture_report.h).
+  const auto set_report = [&](auto run) {
+    return [&, run](const std::string& where, std::ostream& out, bool json) {
+      mm::pack::ReportOptions one = c.report;
+      one.json = json;
+      return run(where, out, remote_options, one);
+    };
+  };
+  if (*c.info) {
+    auto mixed = mm::pack::RunOnMixture(c.dir, std::cout, c.report.json, remote_options,
+                                        set_report(mm::pack::RunInfo));
+    return Report("info",
+                  mixed ? *mixed : mm::pack::RunInfo(c.dir, std::cout, remote_options, c.report));
+  }
+  if (*c.verify) {
+    auto mixed = mm::pack::RunOnMixture(c.dir, std::cout, c.report.json, remote_options,
+                                        set_report(mm::pack::RunVerify));
+    if (mixed) return Report("verify", *mixed);
+    return Report("verify", mm::pack::RunVerify(c.dir, std::cout, remote_options, c.report));
+  }
+  if (*c.env) {
+    mm::Result<std::string> script = mm::pack::EnvScript();
+    if (script.ok()) std::cout << *script;
+    return Report("env", script.status());
+  }
+  if (*c.bench_cmd) {
+    c.bench.remote = remote_options;
+    c.bench.progress.enabled = c.bench.progress.every_s > 0;
+    c.bench.shuffle = mm::reader::ParseShuffleMode(c.shuffle).value();  // CLI::IsMember checked
+    return Report("bench", mm::pack::RunBench(c.bench, std::cout));
+  }
+  if (*c.upload_cmd) {
+    c.upload.remote = remote_options;
+    c.upload.report.progress.enabled = c.upload.report.progress.every_s > 0;
+    return Report("upload", mm::pack::RunUpload(c.upload, std::cout));
+  }
+  if (*c.show_cmd) {
+    c.show.remote = remote_options;
+    return Report("show", mm::pack::RunShow(c.show, std::cout));
+  }
+  if (*c.stats_cmd) {
+    auto mixed =
+        mm::pack::RunOnMixture(c.stats.dir, std::cout, c.stats.json, remote_options,
+                               [&](const std::string& where, std::ostream& out, bool json) {
+                                 mm::pack::StatsOptions one = c.stats;
+                                 one.dir = where;
+                                 one.json = json;
+                                 return mm::pack::RunStats(one, out);
+                               });
+    return Report("stats", mixed ? *mixed : mm::pack::RunStats(c.stats, std::cout));
+  }
+  if (*c.preview_cmd) return Report("preview", mm::pack::RunPreview(c.preview, std::cout));
+  if (*c.tokenize_cmd) {
+    return Report("tokenize", mm::pack::RunTokenize(c.tokenize, std::cin, std::cout));
+  }
+  if (*c.retokenize_cmd) {
+    c.retokenize.text.normalize = *mm::pack::ParseTextNormalization(c.retokenize_normalize);
+    return Report("retokenize", mm::pack::RunRetokenize(c.retokenize));
+  }
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -477,123 +373,18 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "mmpack " + std::string(mm::kVersion) + " (shard format v" +
                                           std::to_string(mm::format::kFormatVersion) + ")");
-    BuildArgs build;
-    auto* b = AddBuild(app, &build);
-    std::string dir;
-    RemoteArgs remote;  // of the one subcommand given
-    mm::pack::ReportOptions report;
-    auto* info = app.add_subcommand("info", "Summarise a shard set");
-    info->add_option("dir", dir, kSetMixHelp)->required();
-    AddRemote(info, &remote);
-    info->add_flag("--json", report.json, "Print one JSON object (keys: README)");
-    AddProgress(info, &report.progress);
-    auto* verify =
-        app.add_subcommand("verify", "Check a shard set end to end; exit 0 only if sound");
-    verify->add_option("dir", dir, kSetMixHelp)->required();
-    AddRemote(verify, &remote);
-    verify->add_flag("--json", report.json,
-                     "Print one JSON object, also on failure (keys: README)");
-    AddProgress(verify, &report.progress);
-    auto* env =
-        app.add_subcommand("env", "Print shell lines for h5dump/h5py: eval \"$(mmpack env)\"");
-    mm::pack::BenchOptions bench;
-    std::string shuffle = "auto";
-    auto* be = AddBench(app, &bench, &remote, &shuffle);
-    mm::pack::ShowOptions show;
-    auto* sh = AddShow(app, &show, &remote);
-    mm::pack::UploadOptions upload;
-    auto* up = app.add_subcommand(
-        "upload",
-        "Sync a local set to s3://, gs:// or http(s)://: send only what differs, index.json last");
-    up->add_option("dir", upload.dir, "Local shard set (verified first)")->required();
-    up->add_option("url", upload.url,
-                   "Destination: s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or http(s)://URL")
-        ->required();
-    up->add_option("--transfers", upload.transfers, "Files uploaded at a time (index.json last)")
-        ->check(CLI::Range(1, 64))
-        ->capture_default_str();
-    AddBytes(up, "--multipart-threshold", &upload.multipart_threshold,
-             "s3:// and gs://: files of at least this size go up in parts, each retried alone", 1);
-    AddBytes(up, "--part-size", &upload.part_size,
-             "Bytes of a part of a multipart upload (S3's minimum: 5MiB)", int64_t{5} << 20);
-    up->add_flag("-q,--quiet", upload.quiet, "Print only errors and the summary");
-    up->add_flag("--json", upload.report.json, "Print one JSON object (keys: README)");
-    AddProgress(up, &upload.report.progress);
-    mm::pack::StatsOptions stats;
-    auto* st = AddStats(app, &stats);
-    mm::pack::PreviewOptions preview;
-    auto* pv = AddPreview(app, &preview);
-    mm::pack::TokenizeOptions tokenize;
-    auto* tk = AddTokenize(app, &tokenize);
-    mm::pack::RetokenizeOptions retokenize;
-    std::string retokenize_normalize = "none";
-    auto* rt = AddRetokenize(app, &retokenize, &retokenize_normalize);
+    Commands c;
+    AddCommands(app, &c);
     CLI11_PARSE(app, argc, argv);
-
-    if (*b) return FinishBuild(&build) ? Report("build", mm::pack::RunBuild(build.options)) : 2;
+    if (*c.build_cmd) {
+      return FinishBuild(&c.build) ? Report("build", mm::pack::RunBuild(c.build.options)) : 2;
+    }
     mm::reader::RemoteOptions remote_options;
-    if (!FinishRemote(remote, app.get_subcommands().front()->get_name().c_str(), &remote_options)) {
+    if (!FinishRemote(c.remote, app.get_subcommands().front()->get_name().c_str(),
+                      &remote_options)) {
       return 2;
     }
-    report.progress.enabled = report.progress.every_s > 0;
-    // A mixture ("A:0.7,B:0.3", a JSON file): each set, then the mixture (mixture_report.h).
-    const auto set_report = [&](auto run) {
-      return [&, run](const std::string& where, std::ostream& out, bool json) {
-        mm::pack::ReportOptions one = report;
-        one.json = json;
-        return run(where, out, remote_options, one);
-      };
-    };
-    if (*info) {
-      auto mixed = mm::pack::RunOnMixture(dir, std::cout, report.json, remote_options,
-                                          set_report(mm::pack::RunInfo));
-      return Report("info",
-                    mixed ? *mixed : mm::pack::RunInfo(dir, std::cout, remote_options, report));
-    }
-    if (*verify) {
-      auto mixed = mm::pack::RunOnMixture(dir, std::cout, report.json, remote_options,
-                                          set_report(mm::pack::RunVerify));
-      if (mixed) return Report("verify", *mixed);
-      return Report("verify", mm::pack::RunVerify(dir, std::cout, remote_options, report));
-    }
-    if (*env) {
-      mm::Result<std::string> script = mm::pack::EnvScript();
-      if (script.ok()) std::cout << *script;
-      return Report("env", script.status());
-    }
-    if (*be) {
-      bench.remote = remote_options;
-      bench.progress.enabled = bench.progress.every_s > 0;
-      bench.shuffle = mm::reader::ParseShuffleMode(shuffle).value();  // CLI::IsMember checked
-      return Report("bench", mm::pack::RunBench(bench, std::cout));
-    }
-    if (*up) {
-      upload.remote = remote_options;
-      upload.report.progress.enabled = upload.report.progress.every_s > 0;
-      return Report("upload", mm::pack::RunUpload(upload, std::cout));
-    }
-    if (*sh) {
-      show.remote = remote_options;
-      return Report("show", mm::pack::RunShow(show, std::cout));
-    }
-    if (*st) {
-      auto mixed =
-          mm::pack::RunOnMixture(stats.dir, std::cout, stats.json, remote_options,
-                                 [&](const std::string& where, std::ostream& out, bool json) {
-                                   mm::pack::StatsOptions one = stats;
-                                   one.dir = where;
-                                   one.json = json;
-                                   return mm::pack::RunStats(one, out);
-                                 });
-      return Report("stats", mixed ? *mixed : mm::pack::RunStats(stats, std::cout));
-    }
-    if (*pv) return Report("preview", mm::pack::RunPreview(preview, std::cout));
-    if (*tk) return Report("tokenize", mm::pack::RunTokenize(tokenize, std::cin, std::cout));
-    if (*rt) {
-      retokenize.text.normalize = *mm::pack::ParseTextNormalization(retokenize_normalize);
-      return Report("retokenize", mm::pack::RunRetokenize(retokenize));
-    }
-    return 2;
+    return RunCommand(c, remote_options);
   } catch (const std::exception& e) {
     std::cerr << "mmpack: " << e.what() << std::endl;
     return 1;

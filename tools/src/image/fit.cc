@@ -63,7 +63,8 @@ int64_t Scaled(int side, double scale) {
 
 }  // namespace
 
-FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h, ResizeMode mode) {
+FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h,
+                format::ResizeMode mode) {
   FitPlan p;
   const Orientation& o = OrientationOf(orientation);
   p.swap = o.transpose;  // 90 or 270 degrees
@@ -72,16 +73,16 @@ FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h, Res
   const double sx_full = static_cast<double>(out_w) / p.oriented_w;
   const double sy_full = static_cast<double>(out_h) / p.oriented_h;
   const double cover = std::max(sx_full, sy_full);
-  const double fit_scale = mode == ResizeMode::kPad ? std::min(sx_full, sy_full) : cover;
+  const double fit_scale = mode == format::ResizeMode::kPad ? std::min(sx_full, sy_full) : cover;
 
   // The size the source is resized to before the fit (oriented frame), from its full size.
-  if (mode == ResizeMode::kStretch) {
+  if (mode == format::ResizeMode::kStretch) {
     p.resized_w = out_w;
     p.resized_h = out_h;
   } else {
     p.resized_w = Scaled(p.oriented_w, fit_scale);
     p.resized_h = Scaled(p.oriented_h, fit_scale);
-    if (mode == ResizeMode::kCenterCrop) {
+    if (mode == format::ResizeMode::kCenterCrop) {
       p.resized_w = std::max<int64_t>(p.resized_w, out_w);
       p.resized_h = std::max<int64_t>(p.resized_h, out_h);
     } else {
@@ -111,7 +112,7 @@ FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h, Res
               &p.win_w);
   StoredRange(o.transpose ? dx0 : dy0, o.transpose ? dx1 : dy1, o.flip_y, p.need_h, &p.win_y,
               &p.win_h);
-  const bool pad = mode == ResizeMode::kPad;
+  const bool pad = mode == format::ResizeMode::kPad;
   p.valid_box[0] = pad ? p.x0 : 0;
   p.valid_box[1] = pad ? p.y0 : 0;
   p.valid_box[2] = pad ? p.x1 - p.x0 : out_w;
@@ -124,7 +125,7 @@ void PlaceOriented(const uint8_t* resized, int bands, int orientation, const Fit
   const size_t out_bytes = static_cast<size_t>(opt.width) * opt.height * 3;
   out->pixels.resize(out_bytes);
   uint8_t* dst = out->pixels.data();
-  if (opt.mode == ResizeMode::kPad &&
+  if (opt.mode == format::ResizeMode::kPad &&
       (plan.resized_w != opt.width || plan.resized_h != opt.height)) {
     for (size_t i = 0; i < out_bytes; i += 3) {
       dst[i] = opt.background.r;

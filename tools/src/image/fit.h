@@ -43,7 +43,8 @@ constexpr int kMaxFitSide = 1 << 13;
 /// `mode`. The shrink is the largest power of two whose decode (rounded down, 427 / 4 = 106)
 /// still covers `need_w` x `need_h`, so the resize always shrinks: no near-1 upscale that
 /// would shift the content.
-FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h, ResizeMode mode);
+FitPlan PlanFit(int raw_w, int raw_h, int orientation, int out_w, int out_h,
+                format::ResizeMode mode);
 
 /// Writes `resized` (the plan's window: [win_h, win_w, bands] uint8, bands 1 or 3) into
 /// out->pixels ([opt.height, opt.width, 3] uint8, resized here) with `orientation` applied,

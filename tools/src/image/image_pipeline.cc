@@ -13,9 +13,9 @@
 #include "image/decode.h"
 #include "image/fit.h"
 #include "image/jpeg_metadata.h"
-#include "image/resample.h"
 #include "image/sniff.h"
 #include "image/vips_errors.h"
+#include "mm/internal/resample.h"
 
 namespace mm::pack {
 namespace {
@@ -108,8 +108,8 @@ const uint8_t* Resize(const Decoded& d, const FitPlan& plan) {
       plan.win_h == plan.need_h) {
     return d.pixels;
   }
-  ResizeLanczos3(d.pixels, d.width, d.height, d.width * d.bands, d.bands, plan.need_w, plan.need_h,
-                 plan.win_x, plan.win_y, plan.win_w, plan.win_h, &resized);
+  mm::image::ResizeLanczos3(d.pixels, d.width, d.height, d.width * d.bands, d.bands, plan.need_w,
+                            plan.need_h, plan.win_x, plan.win_y, plan.win_w, plan.win_h, &resized);
   return resized.data();
 }
 
@@ -130,7 +130,7 @@ bool ProcessImageOnce(const std::string& bytes, const ImageOptions& opt_in, Proc
     const bool swap = header.orientation >= 5 && header.orientation <= 8;
     KeepRatioSize(swap ? header.height : header.width, swap ? header.width : header.height,
                   opt.mode, opt.max_size, &opt.width, &opt.height);
-    opt.mode = ResizeMode::kStretch;
+    opt.mode = format::ResizeMode::kStretch;
   }
   out->width = opt.width;
   out->height = opt.height;
@@ -147,8 +147,8 @@ bool ProcessImageOnce(const std::string& bytes, const ImageOptions& opt_in, Proc
 
 }  // namespace
 
-void KeepRatioSize(int w, int h, ResizeMode mode, int max_size, int* out_w, int* out_h) {
-  const int bounded = mode == ResizeMode::kKeepRatio ? std::min(w, h) : std::max(w, h);
+void KeepRatioSize(int w, int h, format::ResizeMode mode, int max_size, int* out_w, int* out_h) {
+  const int bounded = mode == format::ResizeMode::kKeepRatio ? std::min(w, h) : std::max(w, h);
   double scale = std::min(1.0, static_cast<double>(max_size) / bounded);
   scale = std::min(scale, static_cast<double>(kMaxFitSide) / std::max(w, h));
   if (scale >= 1.0) {

@@ -39,13 +39,10 @@
 
 namespace mm::pack {
 
-/// center-crop | pad | stretch: part of the format (mm/format.h).
-using mm::format::ResizeMode;
-
 struct ImageOptions {
   int width = 224;   // output pixels (fixed-size modes)
   int height = 224;  // output pixels
-  ResizeMode mode = ResizeMode::kCenterCrop;
+  format::ResizeMode mode = format::ResizeMode::kCenterCrop;
   // Keep-ratio modes: the bound of the shorter (kKeepRatio) or longer (kKeepRatioLargest) side;
   // the image is scaled down to it, never up, and kKeepRatio's longer side also to at most
   // kMaxFitSide (fit.h).
@@ -72,7 +69,7 @@ struct ImageFailure {
 /// scale = min(1, max_size / bounded side, kMaxFitSide / longer side), each side
 /// max(1, round(side * scale)); the bounded side is the shorter (kKeepRatio) or the longer
 /// (kKeepRatioLargest) one. Images already within the bound keep their size.
-void KeepRatioSize(int w, int h, ResizeMode mode, int max_size, int* out_w, int* out_h);
+void KeepRatioSize(int w, int h, format::ResizeMode mode, int max_size, int* out_w, int* out_h);
 
 /// Encodes [height, width, 3] uint8 RGB as a baseline JPEG (libjpeg-turbo, 4:2:0, `quality`
 /// 1..100, JFIF, no EXIF: the pixels are already oriented and sRGB), with a restart marker every

@@ -223,56 +223,62 @@ Status MapNeutral(const fs::path& file, const fs::path& spill_dir, MappedText* o
   return Status::OK();
 }
 
-}  // namespace
+// What the joins of one COCO file share: where spills go, the sorters' memory, the file's name
+// for issue sources, and the issues with their places (put in order at the end).
+struct CocoJoin {
+  fs::path spill_dir;
+  size_t memory = 0;
+  std::string where;  // the file's name, as issue sources name it
+  std::vector<std::pair<uint64_t, IngestIssue>> image_issues, annotation_issues;
+};
 
-Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir) {
-  MappedText original, rewritten;
-  MappedText* mapped = nullptr;
-  NeutralJson neutral;
-  MM_RETURN_NOT_OK(MapNeutral(file, spill_dir, &original, &rewritten, &mapped, &neutral));
+// The elements read from the document, sorted by id.
+struct CocoElements {
+  CocoElements(const fs::path& spill_dir, size_t memory)
+      : images(spill_dir, memory), unstorable(spill_dir, memory), annotations(spill_dir, memory) {}
+  ExternalSorter images;       // (id, i) -> file_name
+  ExternalSorter unstorable;   // (id, i)
+  ExternalSorter annotations;  // (image_id, j) -> caption
+};
+
+// Parse: images[] and annotations[] one element at a time into `out`; malformed elements are
+// issues. Errors: InvalidArgument (not JSON, not an object, a repeated or missing array).
+Status ReadElements(const fs::path& file, MappedText* mapped, const NeutralJson& neutral,
+                    CocoJoin* join, CocoElements* out) {
   const std::string_view text = mapped->text();
   const char* read_to = text.data();
-  IngestResult result;
-  result.format = InputFormat::kCoco;
-  const std::string where = file.filename().string();
-  const fs::path base = file.parent_path();
-  const size_t memory = SortMemoryBytes();
-  // Issues with their place, put in order at the end.
-  std::vector<std::pair<uint64_t, IngestIssue>> image_issues, annotation_issues;
-  ExternalSorter images(spill_dir, memory);       // (id, i) -> file_name
-  ExternalSorter unstorable(spill_dir, memory);   // (id, i)
-  ExternalSorter annotations(spill_dir, memory);  // (image_id, j) -> caption
+  const std::string& where = join->where;
   Status st;
   CocoSax sax([&](CocoSax::Array array, uint64_t n, json&& e) {
     mapped->DoneBefore(static_cast<size_t>(read_to - text.data()));
     if (array == CocoSax::kImages) {
       std::string source = where + ":images[" + std::to_string(n) + "]";
       if (!HasFields(e, "id", "file_name")) {
-        image_issues.push_back(
+        join->image_issues.push_back(
             {n, {source, "", "invalid_manifest_line", "image without id/file_name"}});
         return true;
       }
       const std::string& file_name = e["file_name"].get_ref<const std::string&>();
       if (neutral.changed && file_name.find(neutral.mark) != std::string::npos) {
-        image_issues.push_back({n,
-                                {source, "", "invalid_utf8",
-                                 "file_name is not valid UTF-8 (an invalid byte or a lone "
-                                 "surrogate escape)"}});
-        st = unstorable.Add(TextKey(e["id"].dump(), n), {});
+        join->image_issues.push_back({n,
+                                      {source, "", "invalid_utf8",
+                                       "file_name is not valid UTF-8 (an invalid byte or a lone "
+                                       "surrogate escape)"}});
+        st = out->unstorable.Add(TextKey(e["id"].dump(), n), {});
         return st.ok();
       }
-      st = images.Add(TextKey(e["id"].dump(), n), file_name);
+      st = out->images.Add(TextKey(e["id"].dump(), n), file_name);
       return st.ok();
     }
     std::string source = where + ":annotations[" + std::to_string(n) + "]";
     if (!HasFields(e, "image_id", "caption")) {
-      annotation_issues.push_back(
+      join->annotation_issues.push_back(
           {n, {source, "", "invalid_manifest_line", "annotation without image_id/caption"}});
       return true;
     }
     std::string caption = e["caption"].get<std::string>();
     if (neutral.changed) RestoreInvalid(&caption, neutral.mark);
-    st = annotations.Add(TextKey(e["image_id"].dump(), n), caption);
+    st = out->annotations.Add(TextKey(e["image_id"].dump(), n), caption);
     return st.ok();
   });
   const bool parsed = json::sax_parse(TrackedIterator{text.data(), &read_to},
@@ -291,125 +297,156 @@ Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir)
     return Status::InvalidArgument(file.string() +
                                    ": COCO captions JSON needs arrays 'images' and 'annotations'");
   }
-  MM_RETURN_NOT_OK(images.Finish());
-  MM_RETURN_NOT_OK(unstorable.Finish());
-  MM_RETURN_NOT_OK(annotations.Finish());
+  MM_RETURN_NOT_OK(out->images.Finish());
+  MM_RETURN_NOT_OK(out->unstorable.Finish());
+  return out->annotations.Finish();
+}
 
-  // Each id's first image keeps it (later ones are duplicate_key issues); the kept ones by
-  // (file_name, i), so that ids of one file meet.
-  ExternalSorter by_file(spill_dir, memory);  // (file_name, i) -> id
-  {
-    std::string key, file_name, last_id;
-    bool first = true;
-    for (;;) {
-      MM_ASSIGN_OR_RETURN(bool more, images.Next(&key, &file_name));
-      if (!more) break;
-      const std::string id(TextOf(key));
-      const uint64_t i = NumberOf(key);
-      if (!first && id == last_id) {
-        image_issues.push_back({i,
-                                {where + ":images[" + std::to_string(i) + "]", "", "duplicate_key",
-                                 "image id " + id + " repeated"}});
-        continue;
-      }
-      MM_RETURN_NOT_OK(by_file.Add(TextKey(file_name, i), id));
-      last_id = id;
-      first = false;
+// Join 1: each id's first image keeps it (later ones are duplicate_key issues); the kept ones
+// into `by_file` by (file_name, i) -> id, so that ids of one file meet.
+Status KeepFirstImageOfEachId(ExternalSorter* images, CocoJoin* join, ExternalSorter* by_file) {
+  std::string key, file_name, last_id;
+  bool first = true;
+  for (;;) {
+    MM_ASSIGN_OR_RETURN(bool more, images->Next(&key, &file_name));
+    if (!more) break;
+    const std::string id(TextOf(key));
+    const uint64_t i = NumberOf(key);
+    if (!first && id == last_id) {
+      join->image_issues.push_back({i,
+                                    {join->where + ":images[" + std::to_string(i) + "]", "",
+                                     "duplicate_key", "image id " + id + " repeated"}});
+      continue;
+    }
+    MM_RETURN_NOT_OK(by_file->Add(TextKey(file_name, i), id));
+    last_id = id;
+    first = false;
+  }
+  return by_file->Finish();
+}
+
+// Join 2: each file is a sample at its first image's place: `samples` (place -> file_name)
+// and each id's sample, `id_sample` ((id, 0) -> place).
+Status SamplesOfFiles(ExternalSorter* by_file, ExternalSorter* samples, ExternalSorter* id_sample) {
+  std::string key, id, file_name;
+  uint64_t place = 0;
+  bool open = false;
+  for (;;) {
+    MM_ASSIGN_OR_RETURN(bool more, by_file->Next(&key, &id));
+    if (!more) break;
+    const std::string name = TextOf(key);
+    if (!open || name != file_name) {
+      file_name.assign(name);
+      place = NumberOf(key);
+      open = true;
+      MM_RETURN_NOT_OK(samples->Add(Be64(place), file_name));
+    }
+    MM_RETURN_NOT_OK(id_sample->Add(TextKey(id, 0), Be64(place)));
+  }
+  MM_RETURN_NOT_OK(samples->Finish());
+  return id_sample->Finish();
+}
+
+// Join 3: the annotations joined with the ids (all three sorted by id) into `captions`
+// ((place, j) -> caption); an annotation for no image is an issue, one for an image whose
+// file_name was unstorable goes with it, unreported.
+Status CaptionsOfSamples(CocoElements* elements, ExternalSorter* id_sample, CocoJoin* join,
+                         ExternalSorter* captions) {
+  std::string ann_key, caption, id_key, place, un_key, unused;
+  MM_ASSIGN_OR_RETURN(bool have_id, id_sample->Next(&id_key, &place));
+  MM_ASSIGN_OR_RETURN(bool have_un, elements->unstorable.Next(&un_key, &unused));
+  for (;;) {
+    MM_ASSIGN_OR_RETURN(bool more, elements->annotations.Next(&ann_key, &caption));
+    if (!more) break;
+    const std::string id = TextOf(ann_key);
+    const std::string_view order = TextOrderOf(ann_key);
+    while (have_id && TextOrderOf(id_key) < order) {
+      MM_ASSIGN_OR_RETURN(have_id, id_sample->Next(&id_key, &place));
+    }
+    while (have_un && TextOrderOf(un_key) < order) {
+      MM_ASSIGN_OR_RETURN(have_un, elements->unstorable.Next(&un_key, &unused));
+    }
+    const uint64_t j = NumberOf(ann_key);
+    if (have_id && TextOrderOf(id_key) == order) {
+      MM_RETURN_NOT_OK(captions->Add(place + Be64(j), caption));
+    } else if (!(have_un && TextOrderOf(un_key) == order)) {
+      join->annotation_issues.push_back(
+          {j,
+           {join->where + ":annotations[" + std::to_string(j) + "]", "", "invalid_manifest_line",
+            "annotation for unknown image_id " + std::string(id)}});
     }
   }
-  MM_RETURN_NOT_OK(by_file.Finish());
-  // Each file is a sample at its first image's place: the samples by place, and each id's
-  // sample by id.
-  ExternalSorter samples(spill_dir, memory);    // place -> file_name
-  ExternalSorter id_sample(spill_dir, memory);  // (id, 0) -> place
-  {
-    std::string key, id, file_name;
-    uint64_t place = 0;
-    bool open = false;
-    for (;;) {
-      MM_ASSIGN_OR_RETURN(bool more, by_file.Next(&key, &id));
-      if (!more) break;
-      const std::string name = TextOf(key);
-      if (!open || name != file_name) {
-        file_name.assign(name);
-        place = NumberOf(key);
-        open = true;
-        MM_RETURN_NOT_OK(samples.Add(Be64(place), file_name));
-      }
-      MM_RETURN_NOT_OK(id_sample.Add(TextKey(id, 0), Be64(place)));
+  return captions->Finish();
+}
+
+// Join 4: the samples in place order with their captions in annotation order, each image
+// path resolved beside the file (or in its images/ folder), into `all`.
+Status CaptionedSamples(const fs::path& base, ExternalSorter* samples, ExternalSorter* captions,
+                        SampleList* all) {
+  std::string place, file_name, cap_key, caption;
+  MM_ASSIGN_OR_RETURN(bool have_cap, captions->Next(&cap_key, &caption));
+  for (;;) {
+    MM_ASSIGN_OR_RETURN(bool more, samples->Next(&place, &file_name));
+    if (!more) break;
+    RawSample s;
+    s.source = file_name;
+    s.path = Resolve(base, s.source);
+    std::error_code ec;
+    if (!fs::exists(s.path, ec)) {
+      std::string alt = Resolve(base / "images", s.source);
+      if (fs::exists(alt, ec)) s.path = alt;
     }
-  }
-  MM_RETURN_NOT_OK(samples.Finish());
-  MM_RETURN_NOT_OK(id_sample.Finish());
-  // Annotations joined with the ids (all three sorted by id): captions by (place, j).
-  ExternalSorter captions(spill_dir, memory);  // (place, j) -> caption
-  {
-    std::string ann_key, caption, id_key, place, un_key, unused;
-    MM_ASSIGN_OR_RETURN(bool have_id, id_sample.Next(&id_key, &place));
-    MM_ASSIGN_OR_RETURN(bool have_un, unstorable.Next(&un_key, &unused));
-    for (;;) {
-      MM_ASSIGN_OR_RETURN(bool more, annotations.Next(&ann_key, &caption));
-      if (!more) break;
-      const std::string id = TextOf(ann_key);
-      const std::string_view order = TextOrderOf(ann_key);
-      while (have_id && TextOrderOf(id_key) < order) {
-        MM_ASSIGN_OR_RETURN(have_id, id_sample.Next(&id_key, &place));
-      }
-      while (have_un && TextOrderOf(un_key) < order) {
-        MM_ASSIGN_OR_RETURN(have_un, unstorable.Next(&un_key, &unused));
-      }
-      const uint64_t j = NumberOf(ann_key);
-      if (have_id && TextOrderOf(id_key) == order) {
-        MM_RETURN_NOT_OK(captions.Add(place + Be64(j), caption));
-      } else if (!(have_un && TextOrderOf(un_key) == order)) {
-        annotation_issues.push_back(
-            {j,
-             {where + ":annotations[" + std::to_string(j) + "]", "", "invalid_manifest_line",
-              "annotation for unknown image_id " + std::string(id)}});
-      }
+    while (have_cap && cap_key.compare(0, 8, place) == 0) {
+      s.captions.push_back(std::move(caption));
+      MM_ASSIGN_OR_RETURN(have_cap, captions->Next(&cap_key, &caption));
     }
+    MM_RETURN_NOT_OK(all->Add(s));
   }
-  MM_RETURN_NOT_OK(captions.Finish());
-  // The samples in place order with their captions in annotation order, keys by AssignKeys'
-  // rule (over every sample, captioned or not), then the captionless ones become issues.
-  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> all, SampleList::Create(spill_dir));
-  {
-    std::string place, file_name, cap_key, caption;
-    MM_ASSIGN_OR_RETURN(bool have_cap, captions.Next(&cap_key, &caption));
-    for (;;) {
-      MM_ASSIGN_OR_RETURN(bool more, samples.Next(&place, &file_name));
-      if (!more) break;
-      RawSample s;
-      s.source = file_name;
-      s.path = Resolve(base, s.source);
-      std::error_code ec;
-      if (!fs::exists(s.path, ec)) {
-        std::string alt = Resolve(base / "images", s.source);
-        if (fs::exists(alt, ec)) s.path = alt;
-      }
-      while (have_cap && cap_key.compare(0, 8, place) == 0) {
-        s.captions.push_back(std::move(caption));
-        MM_ASSIGN_OR_RETURN(have_cap, captions.Next(&cap_key, &caption));
-      }
-      MM_RETURN_NOT_OK(all->Add(s));
-    }
-  }
-  MM_RETURN_NOT_OK(all->Finish());
+  return all->Finish();
+}
+
+// Join 5: keys by AssignKeys' rule over every sample (captioned or not), then the issues in
+// order (images', annotations', captionless samples') and the captioned samples into `result`.
+Status KeyedResult(std::unique_ptr<SampleList> all, CocoJoin* join, IngestResult* result) {
   MM_RETURN_NOT_OK(AssignKeysByStem(&all));
-  std::sort(image_issues.begin(), image_issues.end(),
+  std::sort(join->image_issues.begin(), join->image_issues.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::sort(annotation_issues.begin(), annotation_issues.end(),
+  std::sort(join->annotation_issues.begin(), join->annotation_issues.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto* issues : {&image_issues, &annotation_issues}) {
-    for (auto& [n, issue] : *issues) result.issues.push_back(std::move(issue));
+  for (auto* issues : {&join->image_issues, &join->annotation_issues}) {
+    for (auto& [n, issue] : *issues) result->issues.push_back(std::move(issue));
   }
-  MM_ASSIGN_OR_RETURN(result.list, SampleList::Create(spill_dir));
+  MM_ASSIGN_OR_RETURN(result->list, SampleList::Create(join->spill_dir));
   MM_RETURN_NOT_OK(ForEachSample(*all, [&](uint64_t, RawSample& s) -> Status {
-    if (!s.captions.empty()) return result.list->Add(s);
-    result.issues.push_back({s.source, s.key, "missing_caption", "no annotation"});
+    if (!s.captions.empty()) return result->list->Add(s);
+    result->issues.push_back({s.source, s.key, "missing_caption", "no annotation"});
     return Status::OK();
   }));
-  MM_RETURN_NOT_OK(result.list->Finish());
+  return result->list->Finish();
+}
+
+}  // namespace
+
+Result<IngestResult> IngestCoco(const fs::path& file, const fs::path& spill_dir) {
+  MappedText original, rewritten;
+  MappedText* mapped = nullptr;
+  NeutralJson neutral;
+  MM_RETURN_NOT_OK(MapNeutral(file, spill_dir, &original, &rewritten, &mapped, &neutral));
+  CocoJoin join{spill_dir, SortMemoryBytes(), file.filename().string(), {}, {}};
+  CocoElements elements(spill_dir, join.memory);
+  MM_RETURN_NOT_OK(ReadElements(file, mapped, neutral, &join, &elements));
+  ExternalSorter by_file(spill_dir, join.memory);  // (file_name, i) -> id
+  MM_RETURN_NOT_OK(KeepFirstImageOfEachId(&elements.images, &join, &by_file));
+  ExternalSorter samples(spill_dir, join.memory);    // place -> file_name
+  ExternalSorter id_sample(spill_dir, join.memory);  // (id, 0) -> place
+  MM_RETURN_NOT_OK(SamplesOfFiles(&by_file, &samples, &id_sample));
+  ExternalSorter captions(spill_dir, join.memory);  // (place, j) -> caption
+  MM_RETURN_NOT_OK(CaptionsOfSamples(&elements, &id_sample, &join, &captions));
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> all, SampleList::Create(spill_dir));
+  MM_RETURN_NOT_OK(CaptionedSamples(file.parent_path(), &samples, &captions, all.get()));
+  IngestResult result;
+  result.format = InputFormat::kCoco;
+  MM_RETURN_NOT_OK(KeyedResult(std::move(all), &join, &result));
   return result;
 }
 

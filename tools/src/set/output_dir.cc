@@ -93,36 +93,14 @@ StagingGuard::~StagingGuard() {
   }
 }
 
-namespace {
-
-// Writes all of `text` to `path` (created or truncated) with write(2), so that a failure says
-// why ("cannot write PATH: No space left on device"); std::ofstream keeps only that something
-// failed. `sync`: fsync before closing.
-Status WriteWhole(const fs::path& path, const std::string& text, bool sync) {
+Status WriteText(const fs::path& path, const std::string& text) {
+  // write(2), so that a failure says why ("cannot write PATH: No space left on device");
+  // std::ofstream keeps only that something failed.
   const std::string what = "cannot write " + path.string();
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) return ErrnoStatus(errno, what);
   MM_RETURN_NOT_OK(WriteAll(fd.get(), text.data(), text.size(), what));
-  if (sync && ::fsync(fd.get()) != 0) return ErrnoStatus(errno, "fsync " + path.string());
   if (::close(fd.Release()) != 0) return ErrnoStatus(errno, what);
-  return Status::OK();
-}
-
-}  // namespace
-
-Status WriteTextDurably(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  MM_RETURN_NOT_OK(WriteWhole(tmp, text, /*sync=*/true));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return ErrnoStatus(errno, "rename " + tmp.string() + " -> " + path.string());
-  }
-  UniqueFd dir(::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.valid()) ::fsync(dir.get());  // the rename made durable, where the folder allows
-  return Status::OK();
-}
-
-Status WriteText(const fs::path& path, const std::string& text) {
-  MM_RETURN_NOT_OK(WriteWhole(path, text, /*sync=*/false));
   return Status::OK();
 }
 

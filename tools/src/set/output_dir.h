@@ -40,10 +40,6 @@ std::filesystem::path StagingPath(const std::filesystem::path& out);
 /// ("cannot write PATH: No space left on device"). Errors: IOError.
 [[nodiscard]] Status WriteText(const std::filesystem::path& path, const std::string& text);
 
-/// Writes `text` to `path` so that a crash leaves the old file or the whole new one: to
-/// PATH.tmp, fsynced, renamed over `path`, and the folder fsynced. Errors: IOError.
-[[nodiscard]] Status WriteTextDurably(const std::filesystem::path& path, const std::string& text);
-
 /// Removes the staging folder unless disarmed (every failure path after MakeStaging).
 class StagingGuard {
  public:

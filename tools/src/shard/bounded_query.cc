@@ -1,20 +1,18 @@
 // bounded_query.cc: see bounded_query.h.
 #include "shard/bounded_query.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "mm/internal/file.h"
+#include "mm/internal/run_in_child.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MM_ASAN 1
@@ -27,12 +25,9 @@
 namespace mm::pack {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitWriteFailed = 3;
-
-// The child's side: limits, the query (exceptions become errors), the answer, _exit.
-[[noreturn]] void AnswerInChild(int fd, const QueryBounds& bounds,
-                                const std::function<Result<std::string>()>& query) {
+// The child's side: limits, then the query (exceptions become errors); returns the answer.
+std::string AnswerInChild(const QueryBounds& bounds,
+                          const std::function<Result<std::string>()>& query) {
   rlimit core{0, 0};
   ::setrlimit(RLIMIT_CORE, &core);  // a crash here is an answer, not a core file
   const rlim_t cpu = static_cast<rlim_t>(std::max(1.0, std::ceil(bounds.cpu_seconds)));
@@ -64,44 +59,7 @@ constexpr int kExitWriteFailed = 3;
   PutInt(static_cast<int64_t>(st.code()), &wire);
   PutString(st.message(), &wire);
   PutString(payload, &wire);
-  const char* p = wire.data();
-  size_t left = wire.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) ::_exit(kExitWriteFailed);
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  ::_exit(kExitOk);
-}
-
-// Reads `fd` until EOF or `wall_seconds`; false on timeout or a read error (errno in *err).
-bool ReadAll(int fd, double wall_seconds, std::string* out, int* err) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(wall_seconds * 1000));
-  char buf[1 << 16];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now())
-                          .count();
-    if (left <= 0) return false;
-    pollfd pfd{fd, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
-    if (ready < 0 && errno != EINTR) {
-      *err = errno;
-      return false;
-    }
-    if (ready <= 0) continue;
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *err = errno;
-      return false;
-    }
-    if (n == 0) return true;
-    out->append(buf, static_cast<size_t>(n));
-  }
+  return wire;
 }
 
 // How the child ended, as a Status (OK: it exited normally after answering).
@@ -122,7 +80,7 @@ Status ChildEnd(const std::string& what, const QueryBounds& bounds, int wstatus,
     return Status::Corruption(what + ": libhdf5 crashed (signal " + std::to_string(sig) + ", " +
                               strsignal(sig) + ") reading it");
   }
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != kExitOk) {
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
     return Status::Corruption(what + ": the reading process failed (exit status " +
                               std::to_string(WEXITSTATUS(wstatus)) + ")");
   }
@@ -140,30 +98,12 @@ QueryBounds BoundsForFile(int64_t file_bytes) {
 
 Result<std::string> RunBounded(const std::string& what, const QueryBounds& bounds,
                                const std::function<Result<std::string>()>& query) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoStatus(errno, what + ": pipe");
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return ErrnoStatus(err, what + ": fork");
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    AnswerInChild(fds[1], bounds, query);
-  }
-  ::close(fds[1]);
-  std::string wire;
-  int err = 0;
-  const bool finished = ReadAll(fds[0], bounds.wall_seconds, &wire, &err);
-  ::close(fds[0]);
-  if (!finished) ::kill(pid, SIGKILL);
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (err != 0) return ErrnoStatus(err, what + ": reading the answer");
-  MM_RETURN_NOT_OK(ChildEnd(what, bounds, wstatus, !finished));
+  const auto timeout_ms = static_cast<int64_t>(bounds.wall_seconds * 1000);
+  MM_ASSIGN_OR_RETURN(ChildRun run, RunInChild(what, timeout_ms, /*fork_lock=*/nullptr,
+                                               [&] { return AnswerInChild(bounds, query); }));
+  if (run.read_error != 0) return ErrnoStatus(run.read_error, what + ": reading the answer");
+  MM_RETURN_NOT_OK(ChildEnd(what, bounds, run.wait_status, run.timed_out));
+  const std::string& wire = run.answer;
   size_t pos = 0;
   int64_t code = 0;
   std::string message, payload;

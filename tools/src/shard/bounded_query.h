@@ -5,7 +5,7 @@
 // `mmpack verify` and `mmpack show` run every such parse through RunBounded, so a damaged shard
 // is a Corruption that names it, never a hung or dead process (issue 9 item 1).
 //
-// The child's answer (a Status and a byte string the caller encodes) comes back through a pipe;
+// The child (mm/internal/run_in_child.h) answers a Status and a byte string the caller encodes;
 // the caller must re-check what it decodes, as it would any input. The child leaves with
 // _exit (no atexit handlers: libhdf5's would flush the parent's files twice).
 //

@@ -65,4 +65,14 @@ struct RegularFile {
 /// Errors: those of ErrnoStatus(errno, what) ("WHAT: No space left on device").
 [[nodiscard]] Status WriteAll(int fd, const void* data, size_t size, const std::string& what);
 
+/// Writes `bytes` to `path` so that a crash leaves the old file or the whole new one: to
+/// TMP = `path` + `tmp_suffix` (created or truncated, mode 0644), fsynced, renamed over `path`,
+/// and `path`'s folder fsynced where the folder allows. Whatever stood at `path` (a FIFO
+/// included) is replaced, never opened. On failure TMP is removed. Several processes writing
+/// one path at once give each its own suffix (the trainer's ".tmp.<pid>").
+/// Errors: those of ErrnoStatus ("cannot write TMP: <strerror>", "fsync TMP: ...",
+/// "rename TMP -> PATH: ...").
+[[nodiscard]] Status WriteFileDurably(const std::string& path, const std::string& bytes,
+                                      const std::string& tmp_suffix = ".tmp");
+
 }  // namespace mm
