@@ -1,5 +1,7 @@
 // main.cc: the `mmpack` command line (CLI11): compile image-text pairs into HDF5 shards, and
 // inspect, verify, read them.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "build/feed_source.h"
 #include "commands/commands.h"
 #include "curate/filters.h"
 #include "mm/format.h"
@@ -125,7 +128,8 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
                                "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
   b->add_option(
        "input", o.input,
-       "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json), .tar or brace list (s-{000..009}.tar)")
+       "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json), .tar or brace list (s-{000..009}.tar); "
+       "'-' with --input-format feed: samples streamed on stdin by mmpack.Writer")
       ->required();
   b->add_option("-o,--output", o.output, "Output directory for shards")->required();
   b->add_option("--input-format", a->input_format, "Input format (auto: detect)")
@@ -523,7 +527,15 @@ int main(int argc, char** argv) {
     auto* rt = AddRetokenize(app, &retokenize, &retokenize_normalize);
     CLI11_PARSE(app, argc, argv);
 
-    if (*b) return FinishBuild(&build) ? Report("build", mm::pack::RunBuild(build.options)) : 2;
+    if (*b) {
+      if (!FinishBuild(&build)) return 2;
+      if (build.options.input_format != mm::pack::InputFormat::kFeed) {
+        return Report("build", mm::pack::RunBuild(build.options));
+      }
+      // mmpack.Writer: samples on stdin, "ready" on stdout (build/feed_source.h).
+      mm::pack::FeedSource feed(STDIN_FILENO, STDOUT_FILENO);
+      return Report("build", mm::pack::RunBuild(build.options, &feed));
+    }
     mm::reader::RemoteOptions remote_options;
     if (!FinishRemote(remote, app.get_subcommands().front()->get_name().c_str(), &remote_options)) {
       return 2;
