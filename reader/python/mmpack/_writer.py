@@ -86,8 +86,9 @@ class Writer:
 
     Args:
         out: the output directory (must not exist unless overwrite=True).
-        image_size: pixels, N (N x N) or (W, H), as --image-size.
-        codec: "raw" (decoded pixels) or "jpeg", as --codec.
+        image_size: pixels, N (N x N) or (W, H), as --image-size (None: its default, 224; the
+            keep-ratio resize modes take max_size= instead).
+        codec: "raw" (decoded pixels) or "jpeg", as --codec (None: raw).
         tokenizer: a tokenizer file (as --tokenizer), "none" for captions as text only, or None
             to train a SentencePiece model on the captions at close() (they are all known by
             then, as in `mmpack build`).
@@ -111,8 +112,8 @@ class Writer:
     fails or is left without close() publishes nothing; write the samples again).
     """
 
-    def __init__(self, out: PathLike, *, image_size: Union[int, Sequence[int]] = 224,
-                 codec: str = "raw", tokenizer: Optional[PathLike] = None,
+    def __init__(self, out: PathLike, *, image_size: Union[int, Sequence[int], None] = None,
+                 codec: Optional[str] = None, tokenizer: Optional[PathLike] = None,
                  keep_fields: Optional[Sequence[str]] = None, min_score: Optional[str] = None,
                  verbose: bool = False, mmpack: Optional[str] = None,
                  **options: Union[str, int, bool, None]) -> None:
