@@ -139,7 +139,10 @@ class Writer:
         self._index: Optional[Dict[str, Any]] = None
         self._proc: Optional[subprocess.Popen] = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=_resources.program_env())
+            env=_resources.program_env(),
+            # Ctrl-C reaches this process only: the Writer's with block then ends the stream
+            # without its end record, and the compiler removes what it made.
+            start_new_session=True)
         self._stderr = threading.Thread(target=self._drain, daemon=True)
         self._stderr.start()
         assert self._proc.stdout is not None
@@ -177,7 +180,12 @@ class Writer:
                     stream.close()
             except OSError:
                 pass  # a pipe the compiler closed first
-        proc.wait()
+        try:
+            proc.wait()
+        except BaseException:  # Ctrl-C while the build runs: stop it, publish nothing
+            proc.terminate()
+            proc.wait()
+            raise
         self._stderr.join()
         for text in self._warnings:
             warnings.warn(text, BuildWarning, stacklevel=3)

@@ -55,8 +55,9 @@ Status Build::Open() {
   // it, with the checkpoints that --resume continues from (resume.h). A build in parts never
   // removes it: the other parts write in it too (made once the input is known to split).
   if (!part) MM_RETURN_NOT_OK(OpenStaging());
-  if (plan_.mode != BuildMode::kAppend)
-    interrupt_.emplace(plan_.staging);  // an --append is run again
+  // An --append is run again, a fed build written again (the Writer stops it by ending its
+  // stream): neither says "--resume" when interrupted.
+  if (plan_.mode != BuildMode::kAppend && source_ == nullptr) interrupt_.emplace(plan_.staging);
   return Status::OK();
 }
 

@@ -1,8 +1,6 @@
 // feed_source.cc: FeedSource (feed_source.h).
 #include "build/feed_source.h"
 
-#include <stdlib.h>
-
 #include <cerrno>
 #include <string>
 #include <system_error>
@@ -14,18 +12,22 @@ namespace mm::pack {
 
 namespace fs = std::filesystem;
 
+fs::path FeedImagePath(const fs::path& out) { return fs::path(out.string() + ".mmpack-feed"); }
+
 FeedSource::~FeedSource() {
-  if (image_dir_.empty()) return;
+  if (!made_) return;
   std::error_code ec;
   fs::remove_all(image_dir_, ec);  // only files IngestFeed wrote there
 }
 
 Result<IngestResult> FeedSource::Ingest(const FieldNames& fields, const fs::path& spill_dir) {
-  std::string dir = (spill_dir / ".mmpack-feed-XXXXXX").string();
-  if (::mkdtemp(dir.data()) == nullptr) {
-    return ErrnoStatus(errno, "cannot make a folder for the fed images in " + spill_dir.string());
+  std::error_code ec;
+  fs::remove_all(image_dir_, ec);  // a killed fed build's, under the lock that OUT's build holds
+  if (!fs::create_directory(image_dir_, ec) || ec) {
+    return Status::IOError("cannot make " + image_dir_.string() + " for the fed images" +
+                           (ec ? ": " + ec.message() : std::string()));
   }
-  image_dir_ = dir;
+  made_ = true;
   if (ready_fd_ >= 0) {
     MM_RETURN_NOT_OK(WriteAll(ready_fd_, "ready\n", 6, "cannot tell the writer to start"));
   }

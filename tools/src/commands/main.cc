@@ -19,6 +19,7 @@
 #include "mm/internal/set_rules.h"
 #include "mm/reader.h"
 #include "mm/version.h"
+#include "set/output_dir.h"
 #include "shard/h5_util.h"
 #include "text/normalize.h"
 
@@ -533,7 +534,8 @@ int main(int argc, char** argv) {
         return Report("build", mm::pack::RunBuild(build.options));
       }
       // mmpack.Writer: samples on stdin, "ready" on stdout (build/feed_source.h).
-      mm::pack::FeedSource feed(STDIN_FILENO, STDOUT_FILENO);
+      mm::pack::FeedSource feed(STDIN_FILENO, STDOUT_FILENO,
+                                mm::pack::NormalOutput(build.options.output));
       return Report("build", mm::pack::RunBuild(build.options, &feed));
     }
     mm::reader::RemoteOptions remote_options;
