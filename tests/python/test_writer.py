@@ -283,3 +283,30 @@ def test_writer_killed_leaves_what_the_next_writer_replaces(tmp_path):
     s = mmpack.ShardSet(tmp_path / "out")
     assert [s.key(i) for i in range(len(s))] == ["kept"]
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_writer_appends_as_build_append_does(tmp_path):
+    # append=True: new shards after OUT's, a key OUT holds dropped as duplicate_key; the same
+    # shards as `mmpack build --append` of the same samples.
+    folder = os.path.join(DATA_DIR, "skimage-micro", "images")
+    images = [os.path.join(folder, n) for n in sorted(os.listdir(folder))][:5]
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(json.dumps({"image": p, "text": "c %d" % i}) + "\n"
+                             for i, p in enumerate(images[:3])))
+    second.write_text("".join(json.dumps({"image": p, "text": "d %d" % i}) + "\n"
+                              for i, p in enumerate(images[2:])))
+    common = ["--image-size", "32", "--tokenizer", "none", "--samples-per-shard", "2", "-q"]
+    for out in ("ref", "out"):
+        r = run(MMPACK, "build", first, "-o", tmp_path / out, *common)
+        assert r.returncode == 0, r.stderr
+    r = run(MMPACK, "build", second, "-o", tmp_path / "ref", "--append", *common)
+    assert r.returncode == 0, r.stderr
+    with mmpack.Writer(tmp_path / "out", append=True, image_size=32, tokenizer="none",
+                       samples_per_shard=2) as w:
+        for i, p in enumerate(images[2:]):
+            w.write(p, ["d %d" % i])
+    assert digest(tmp_path / "out") == digest(tmp_path / "ref")
+    s = mmpack.ShardSet(tmp_path / "out")
+    assert len(s) == 5
+    report = json.load(open(tmp_path / "out" / "report.json"))
+    assert [d["reason"] for d in report["dropped"]] == ["duplicate_key"]
