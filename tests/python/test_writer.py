@@ -12,12 +12,13 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 from collections import OrderedDict
 
 import numpy as np
 import pytest
 
-from conftest import ALBERT, BIN_DIR, DATA_DIR, run
+from conftest import ALBERT, BIN_DIR, DATA_DIR, PYTHON_DIR, run
 
 import mmpack
 
@@ -310,3 +311,19 @@ def test_writer_appends_as_build_append_does(tmp_path):
     assert len(s) == 5
     report = json.load(open(tmp_path / "out" / "report.json"))
     assert [d["reason"] for d in report["dropped"]] == ["duplicate_key"]
+
+
+def test_writer_imports_no_torch(tmp_path):
+    # The Writer is for data pipelines that may not have torch: it imports neither torch nor
+    # the compiler (a subprocess), in a fresh interpreter.
+    image = os.path.join(DATA_DIR, "skimage-micro", "images", "camera.png")
+    code = ("import sys, mmpack\n"
+            "with mmpack.Writer(sys.argv[1], image_size=32, tokenizer='none') as w:\n"
+            "    w.write(sys.argv[2], ['a camera'])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out"), image],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
+    assert r.returncode == 0, r.stderr
+    assert "torch" not in r.stdout, r.stdout
+    assert len(mmpack.ShardSet(tmp_path / "out")) == 1

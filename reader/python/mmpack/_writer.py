@@ -106,7 +106,8 @@ class Writer:
     FileNotFoundError (no mmpack binary).
 
     Not thread-safe: one thread writes. The samples are spooled by the compiler (image bytes
-    on disk beside OUT, paths as they are); decoding, fitting, encoding and tokenizing run on
+    on disk in OUT.mmpack-feed beside OUT, as much disk as the bytes given; paths as they
+    are); decoding, fitting, encoding and tokenizing run on
     its threads at close(), after every sample is known, as `mmpack build` runs after reading
     its manifest. A Writer cannot be resumed: the compiler gets the samples once (a Writer that
     fails or is left without close() publishes nothing; write the samples again).
