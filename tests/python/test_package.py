@@ -83,7 +83,7 @@ def test_public_api_is_documented():
         obj = getattr(mmpack, name)
         if callable(obj):
             assert inspect.getdoc(obj), name
-    for cls in (mmpack.ShardSet, mmpack.Loader):
+    for cls in (mmpack.ShardSet, mmpack.Loader, mmpack.Writer):
         for name, member in vars(cls).items():
             if not name.startswith("_") and callable(member) or isinstance(member, property):
                 assert inspect.getdoc(member), "%s.%s" % (cls.__name__, name)

@@ -15,6 +15,9 @@
   where torch is importable (DataLoader(loader, batch_size=None)); pad_to=77 for one token
   shape; transform= / text_transform= run in a thread ahead of the loop.
 - build(raw, out, **options): runs `mmpack build` (the compiler of raw image-text pairs).
+- Writer(out, image_size=..., codec=..., tokenizer=...): the same compiler fed sample by
+  sample from Python (w.write(image=bytes|path|[H, W, 3] uint8, captions=[...], key=...));
+  the same shards, byte for byte, as `mmpack build` of the same samples.
 - plugin_dir(): the folder of the zstd HDF5 filter plugin that came with the package
   (HDF5_PLUGIN_PATH for h5dump, or for an h5py whose libhdf5 is not the one mmpack links).
 
@@ -42,6 +45,7 @@ from mmpack._build import BuildError, BuildWarning, build, find_mmpack  # noqa: 
 from mmpack._config import VERSION as __version__  # noqa: F401
 from mmpack._resources import plugin_dir  # noqa: F401
 from mmpack._shard_set import ShardSet  # noqa: F401
+from mmpack._writer import Writer  # noqa: F401
 
 if TYPE_CHECKING:
     from mmpack._loader import Loader  # noqa: F401
@@ -69,6 +73,7 @@ __all__ = [
     "Loader",
     "ShardSet",
     "UnsupportedError",
+    "Writer",
     "build",
     "find_mmpack",
     "hdf5_version",

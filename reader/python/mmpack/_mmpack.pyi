@@ -1,6 +1,6 @@
 # Type stubs of the C++ extension module mmpack._mmpack (reader/python/src, pybind11).
-# The public API is the Python layer (mmpack.ShardSet, mmpack.Loader, mmpack.build), which
-# documents shapes, dtypes and errors; this file types what it calls.
+# The public API is the Python layer (mmpack.ShardSet, mmpack.Loader, mmpack.build, mmpack.Writer:
+# inline types, py.typed), which documents shapes, dtypes and errors; this file types what it calls.
 import enum
 import os
 from typing import Any, Dict, List, Optional, Tuple, Union

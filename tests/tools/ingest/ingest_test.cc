@@ -331,7 +331,7 @@ TEST(Ingest, DetectsFormatsAndRefusesTheUnknown) {
 }
 
 TEST(InputFormat, NamesAreWhatTheReportStoresAndParseBack) {
-  const char* names[] = {"auto", "files", "jsonl", "csv", "tsv", "coco", "wds"};
+  const char* names[] = {"auto", "files", "jsonl", "csv", "tsv", "coco", "wds", "feed"};
   ASSERT_EQ(std::size(kInputFormats), std::size(names));
   for (size_t i = 0; i < std::size(names); ++i) {
     EXPECT_EQ(ToString(kInputFormats[i]), names[i]);

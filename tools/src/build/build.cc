@@ -15,11 +15,16 @@ namespace mm::pack {
 
 namespace fs = std::filesystem;
 
-Build::Build(BuildPlan plan) : plan_(std::move(plan)) {}
+Build::Build(BuildPlan plan, SampleSource* source) : source_(source), plan_(std::move(plan)) {}
 
-Status Build::Run(const BuildOptions& given) {
+Status Build::Run(const BuildOptions& given, SampleSource* source) {
   MM_ASSIGN_OR_RETURN(BuildPlan plan, MakePlan(given));
-  Build build(std::move(plan));
+  if ((source != nullptr) != (plan.options.input_format == InputFormat::kFeed)) {
+    return Status::InvalidArgument(source != nullptr
+                                       ? "a build given its samples reads --input-format feed"
+                                       : "--input-format feed: no feed to read the samples from");
+  }
+  Build build(std::move(plan), source);
   MM_RETURN_NOT_OK(build.Open());
   MM_RETURN_NOT_OK(build.Select());
   switch (build.plan_.mode) {
@@ -50,8 +55,9 @@ Status Build::Open() {
   // it, with the checkpoints that --resume continues from (resume.h). A build in parts never
   // removes it: the other parts write in it too (made once the input is known to split).
   if (!part) MM_RETURN_NOT_OK(OpenStaging());
-  if (plan_.mode != BuildMode::kAppend)
-    interrupt_.emplace(plan_.staging);  // an --append is run again
+  // An --append is run again, a fed build written again (the Writer stops it by ending its
+  // stream): neither says "--resume" when interrupted.
+  if (plan_.mode != BuildMode::kAppend && source_ == nullptr) interrupt_.emplace(plan_.staging);
   return Status::OK();
 }
 
@@ -106,7 +112,8 @@ Status Build::Select() {
     std::error_code ec;
     fs::create_directories(plan_.out.parent_path(), ec);
   }
-  MM_ASSIGN_OR_RETURN(IngestResult ingest, IngestInput(o(), plan_.out.parent_path(), &report_));
+  MM_ASSIGN_OR_RETURN(IngestResult ingest,
+                      IngestInput(o(), plan_.out.parent_path(), source_, &report_));
   format_ = ingest.format;
   MM_ASSIGN_OR_RETURN(samples_, FilterSamples(o(), base_, *ingest.list, &report_));
   ingest.list.reset();
@@ -158,7 +165,8 @@ Status Build::DriveOneProcess() {
     MM_ASSIGN_OR_RETURN(tok_, MakeTokenizer(o(), *samples_, plan_.staging));
     if (!base_) {
       MM_RETURN_NOT_OK(StartResumeLog(plan_.staging, {fingerprint_, tok_.sha256, tok_.trained}));
-      guard_.Disarm();
+      // A fed build cannot be resumed (its samples came once): a failure removes its staging.
+      if (source_ == nullptr) guard_.Disarm();
     }
   }
   const size_t first = progress_.next_sample;
@@ -169,7 +177,7 @@ Status Build::DriveOneProcess() {
     return ProcessSamples(input, [sink](ProcessedSample&& s) { return sink->Add(std::move(s)); });
   });
   if (!written.ok()) {
-    if (base_) return written;  // the guard removes the staging folder
+    if (base_ || source_) return written;  // the guard removes the staging folder
     return Status(written.code(),
                   written.message() + KeepFinishedWork(plan_.staging, tok_.trained));
   }
@@ -209,6 +217,8 @@ Status Build::WriteShards(const std::function<Status(SampleSink*)>& feed) {
 
 namespace mm::pack {
 
-Status RunBuild(const BuildOptions& options) { return Build::Run(options); }
+Status RunBuild(const BuildOptions& options, SampleSource* source) {
+  return Build::Run(options, source);
+}
 
 }  // namespace mm::pack

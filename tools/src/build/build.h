@@ -33,6 +33,7 @@
 #include "build/progress.h"
 #include "build/report.h"
 #include "build/resume.h"
+#include "build/sample_source.h"
 #include "build/set_tokenizer.h"
 #include "ingest/sample_list.h"
 #include "mm/reader.h"
@@ -45,11 +46,14 @@ namespace mm::pack {
 
 class Build {
  public:
-  /// The whole build (commands.h's RunBuild). Errors: one line each, as each stage says.
-  [[nodiscard]] static Status Run(const BuildOptions& given);
+  /// The whole build (commands.h's RunBuild). `source` (may be null: RAW's files are read):
+  /// the samples of a build fed by a program (--input-format feed: feed_source.h), which must
+  /// outlive the call; such a build runs as one process, --part and --resume refused (the
+  /// samples are given once). Errors: one line each, as each stage says.
+  [[nodiscard]] static Status Run(const BuildOptions& given, SampleSource* source = nullptr);
 
  private:
-  explicit Build(BuildPlan plan);
+  Build(BuildPlan plan, SampleSource* source);
 
   // build.cc
   [[nodiscard]] Status Open();
@@ -70,6 +74,8 @@ class Build {
   void Summarise() const;
 
   const BuildOptions& o() const { return plan_.options; }
+
+  SampleSource* const source_;  // null: RAW is read (Select)
 
   // Declared in the order they are made, so that they go in the reverse order: the staging
   // guard removes a failed build's folder while the lock is still held.

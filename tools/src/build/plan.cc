@@ -112,6 +112,20 @@ Result<BuildPlan> MakePlan(const BuildOptions& given) {
   if (plan.part.count > 0 && given.append) {
     return Status::InvalidArgument("--append runs as one process; drop --part");
   }
+  if (given.input_format == InputFormat::kFeed) {
+    // The samples come once, from the program that streams them: no share to split among
+    // processes, none to read again where an interrupted build stopped.
+    if (given.input != "-") {
+      return Status::InvalidArgument("--input-format feed reads stdin: give RAW as '-', not '" +
+                                     given.input + "'");
+    }
+    if (plan.part.count > 0 || given.resume) {
+      return Status::InvalidArgument(
+          std::string(given.resume ? "--resume" : "--part") +
+          " reads RAW again; a fed build (--input-format feed, mmpack.Writer) gets its samples "
+          "once: write them again into a new build");
+    }
+  }
   plan.mode = plan.part.count > 0 ? BuildMode::kPart
               : given.append      ? BuildMode::kAppend
                                   : BuildMode::kOneProcess;
@@ -126,14 +140,17 @@ Status CheckPaths(const BuildPlan& plan) {
   std::error_code ec;
   fs::path raw(o.input);
   std::vector<std::string> listed;  // a brace list's names (ingest/brace.h)
-  if (IsRemoteUrl(o.input)) {
+  if (o.input_format == InputFormat::kFeed) {
+    // stdin: no RAW on disk to check
+  } else if (IsRemoteUrl(o.input)) {
     // Ingest asks the server for each tar (ingest/remote_file.h).
   } else if (!o.input.empty() && !fs::exists(raw, ec) && HasBraceGroup(o.input)) {
     MM_ASSIGN_OR_RETURN(listed, ExpandBraces(o.input));
   } else if (o.input.empty() || !fs::exists(raw, ec)) {
     return Status::NotFound("input '" + o.input + "' does not exist");
   }
-  if (!listed.empty() || IsRemoteUrl(o.input)) {
+  const bool not_on_disk = o.input_format == InputFormat::kFeed || IsRemoteUrl(o.input);
+  if (!listed.empty() || not_on_disk) {
     // Ingest reports the names that do not exist.
   } else if (fs::is_directory(raw, ec)) {
     if (fs::directory_iterator(raw, ec) == fs::directory_iterator()) {
@@ -156,7 +173,7 @@ Status CheckPaths(const BuildPlan& plan) {
                                    "' is the current directory or one of its parents; "
                                    "choose a new directory");
   }
-  if (listed.empty() && !IsRemoteUrl(o.input)) listed.push_back(o.input);
+  if (listed.empty() && !not_on_disk) listed.push_back(o.input);
   for (const std::string& input : listed) {
     if (IsInside(fs::path(input), out)) {
       return Status::InvalidArgument("input '" + input + "' lies inside output '" + o.output +

@@ -76,13 +76,16 @@ bool CheckKeptFields(const BuildOptions& o, const RawSample& s, std::vector<Drop
 }  // namespace
 
 Result<IngestResult> IngestInput(const BuildOptions& o, const fs::path& spill_dir,
-                                 BuildReport* report) {
+                                 SampleSource* source, BuildReport* report) {
   FieldNames fields = o.fields;
   fields.max_caption_bytes = o.max_caption_bytes;  // longer ones are dropped by CheckCaptions
   MM_ASSIGN_OR_RETURN(IngestResult ingest,
-                      IngestToList(o.input, o.input_format, fields, spill_dir));
+                      source != nullptr ? source->Ingest(fields, spill_dir)
+                                        : IngestToList(o.input, o.input_format, fields, spill_dir));
+  // A feed's samples carry every kept field as a manifest's lines do.
   const bool manifest = ingest.format == InputFormat::kJsonl ||
-                        ingest.format == InputFormat::kCsv || ingest.format == InputFormat::kTsv;
+                        ingest.format == InputFormat::kCsv || ingest.format == InputFormat::kTsv ||
+                        ingest.format == InputFormat::kFeed;
   const bool has_fields = manifest || ingest.format == InputFormat::kWds;  // wds: .json members
   if (!manifest && !o.fields.image.empty()) {
     return Status::InvalidArgument("--image-field reads JSONL/CSV/TSV manifests; '" + o.input +

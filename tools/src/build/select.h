@@ -10,18 +10,20 @@
 #include "build/append.h"
 #include "build/options.h"
 #include "build/report.h"
+#include "build/sample_source.h"
 #include "ingest/ingest.h"
 #include "ingest/sample_list.h"
 #include "mm/status.h"
 
 namespace mm::pack {
 
-/// The input's samples (IngestToList, spilling in `spill_dir`); its notes go to stderr (unless
-/// quiet), its issues into `report`. Errors: those of IngestToList; InvalidArgument (a field
-/// option the input's format has no fields for).
+/// The input's samples (IngestToList, spilling in `spill_dir`; or `source`'s when not null:
+/// a build fed by a program); its notes go to stderr (unless quiet), its issues into `report`.
+/// Errors: those of IngestToList or the source; InvalidArgument (a field option the input's
+/// format has no fields for).
 [[nodiscard]] Result<IngestResult> IngestInput(const BuildOptions& o,
                                                const std::filesystem::path& spill_dir,
-                                               BuildReport* report);
+                                               SampleSource* source, BuildReport* report);
 
 /// The samples the build makes, in one pass over `in` into a new list beside it: the caption
 /// checks, --min-score, --keep-fields and, with `base` (--append), the keys OUT holds. Their

@@ -98,7 +98,8 @@ CLI::App* AddBuild(CLI::App& app, BuildArgs* a) {
                                "Compile RAW (folder, JSONL, CSV/TSV, COCO JSON, tars) into shards");
   b->add_option(
        "input", o.input,
-       "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json), .tar or brace list (s-{000..009}.tar)")
+       "Folder of pairs, manifest (.jsonl/.csv/.tsv/.json), .tar or brace list (s-{000..009}.tar); "
+       "'-' with --input-format feed: samples streamed on stdin by mmpack.Writer")
       ->required();
   b->add_option("-o,--output", o.output, "Output directory for shards")->required();
   b->add_option("--input-format", a->input_format, "Input format (auto: detect)")

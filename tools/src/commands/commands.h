@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "build/options.h"
+#include "build/sample_source.h"
 #include "commands/transfer_progress.h"
 #include "curate/filters.h"
 #include "ingest/ingest.h"
@@ -22,9 +23,9 @@
 
 namespace mm::pack {
 
-/// `mmpack build RAW -o OUT` (build/build.h): the whole build, every mode.
-Status RunBuild(const BuildOptions& options);
-
+/// `mmpack build RAW -o OUT` (build/build.h): the whole build, every mode; `source`: the
+/// samples of `mmpack build - --input-format feed` (build/feed_source.h), else null.
+Status RunBuild(const BuildOptions& options, SampleSource* source = nullptr);
 
 /// How info, verify and upload report: text or one JSON object on `out` (--json; the keys are
 /// README's "JSON output"), and progress lines on stderr while a remote set's bytes move.

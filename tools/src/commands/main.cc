@@ -1,5 +1,7 @@
 // main.cc: the `mmpack` command line (CLI11): compile image-text pairs into HDF5 shards, and
 // inspect, verify, read them.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "build/feed_source.h"
 #include "commands/build_cli.h"
 #include "commands/commands.h"
 #include "commands/mixture_report.h"
@@ -18,6 +21,7 @@
 #include "mm/internal/set_rules.h"
 #include "mm/reader.h"
 #include "mm/version.h"
+#include "set/output_dir.h"
 #include "shard/h5_util.h"
 #include "text/normalize.h"
 
@@ -377,7 +381,14 @@ int main(int argc, char** argv) {
     AddCommands(app, &c);
     CLI11_PARSE(app, argc, argv);
     if (*c.build_cmd) {
-      return FinishBuild(&c.build) ? Report("build", mm::pack::RunBuild(c.build.options)) : 2;
+      if (!FinishBuild(&c.build)) return 2;
+      if (c.build.options.input_format != mm::pack::InputFormat::kFeed) {
+        return Report("build", mm::pack::RunBuild(c.build.options));
+      }
+      // mmpack.Writer: samples on stdin, "ready" on stdout (build/feed_source.h).
+      mm::pack::FeedSource feed(STDIN_FILENO, STDOUT_FILENO,
+                                mm::pack::NormalOutput(c.build.options.output));
+      return Report("build", mm::pack::RunBuild(c.build.options, &feed));
     }
     mm::reader::RemoteOptions remote_options;
     if (!FinishRemote(c.remote, app.get_subcommands().front()->get_name().c_str(),

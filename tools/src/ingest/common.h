@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "ingest/ingest.h"
 #include "mm/status.h"
 
 namespace mm::pack {
@@ -29,6 +30,13 @@ void StripOneNewline(std::string* s);
 /// `given` (an image path from a manifest) against `base_dir` (the manifest's folder), unless
 /// it is absolute; lexically normal.
 std::string Resolve(const std::filesystem::path& base_dir, const std::string& given);
+
+/// What IngestToList does after every format (feed.cc too): captions cut to
+/// fields.max_caption_bytes + 1, samples whose names are not storable (not UTF-8, a NUL) moved
+/// to `result`'s issues, repeated keys made unique (MakeKeysUnique); the new list in
+/// `spill_dir`. Errors: IOError, Corruption (the spill files).
+[[nodiscard]] Status FinishIngestList(const FieldNames& fields,
+                                      const std::filesystem::path& spill_dir, IngestResult* result);
 
 /// A manifest mapped read-only, so that it is read through the page cache and never held: the
 /// part behind the reader is given back (MADV_DONTNEED) as it goes, and a rewind faults it in

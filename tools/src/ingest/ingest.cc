@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ingest/brace.h"
+#include "ingest/common.h"
 #include "ingest/formats.h"
 #include "ingest/keys.h"
 #include "ingest/sample_list.h"
@@ -136,20 +137,30 @@ IngestResult& IngestResult::operator=(IngestResult&&) noexcept = default;
 
 Result<IngestResult> IngestToList(const std::string& input, InputFormat format,
                                   const FieldNames& fields, const fs::path& spill_dir) {
+  if (format == InputFormat::kFeed) {
+    return Status::InvalidArgument(
+        "--input-format feed reads the samples a program streams on stdin (mmpack.Writer), "
+        "with RAW '-'");
+  }
   MM_ASSIGN_OR_RETURN(IngestResult result, IngestAny(input, format, fields, spill_dir));
+  MM_RETURN_NOT_OK(FinishIngestList(fields, spill_dir, &result));
+  return result;
+}
+
+Status FinishIngestList(const FieldNames& fields, const fs::path& spill_dir, IngestResult* result) {
   // One pass over what the format made: the storable samples, captions cut as FieldNames says,
   // into the list MakeKeysUnique takes.
-  if (!result.list) return Status::Internal("input format without a sample list");
+  if (!result->list) return Status::Internal("input format without a sample list");
   MM_ASSIGN_OR_RETURN(std::unique_ptr<SampleList> list, SampleList::Create(spill_dir));
-  MM_RETURN_NOT_OK(ForEachSample(*result.list, [&](uint64_t, RawSample& s) -> Status {
+  MM_RETURN_NOT_OK(ForEachSample(*result->list, [&](uint64_t, RawSample& s) -> Status {
     CapCaptions(&s.captions, fields.max_caption_bytes);
-    if (!StorableNames(s, &result.issues)) return Status::OK();
+    if (!StorableNames(s, &result->issues)) return Status::OK();
     return list->Add(s);
   }));
   MM_RETURN_NOT_OK(list->Finish());
   MM_RETURN_NOT_OK(MakeKeysUnique(&list));
-  result.list = std::move(list);
-  return result;
+  result->list = std::move(list);
+  return Status::OK();
 }
 
 Result<IngestResult> Ingest(const std::string& input, InputFormat format,

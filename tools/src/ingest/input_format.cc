@@ -9,7 +9,7 @@ namespace {
 constexpr std::pair<InputFormat, std::string_view> kNames[] = {
     {InputFormat::kAuto, "auto"}, {InputFormat::kFiles, "files"}, {InputFormat::kJsonl, "jsonl"},
     {InputFormat::kCsv, "csv"},   {InputFormat::kTsv, "tsv"},     {InputFormat::kCoco, "coco"},
-    {InputFormat::kWds, "wds"}};
+    {InputFormat::kWds, "wds"},   {InputFormat::kFeed, "feed"}};
 
 }  // namespace
 
