@@ -40,8 +40,15 @@ def run(cmd, timeout=900, check=True, **kwargs):
 
 def copy_checkout(dest):
     """Copies the checkout's sources (not its build trees, outputs or .git) to `dest`."""
-    ignore = shutil.ignore_patterns(".git", "build", "build-*", "out", "out-*", "runs",
-                                    "node_modules", "__pycache__", "*.pyc")
+    everywhere = shutil.ignore_patterns("node_modules", "__pycache__", "*.pyc")
+    at_top = shutil.ignore_patterns(".git", "build*", "out*", "runs")  # as .gitignore's /build*/
+
+    def ignore(folder, names):
+        skipped = set(everywhere(folder, names))
+        if os.path.samefile(folder, SOURCE_DIR):  # tools/src/build/ is source, not a build tree
+            skipped |= set(at_top(folder, names))
+        return skipped
+
     shutil.copytree(SOURCE_DIR, dest, ignore=ignore, symlinks=True)
 
 

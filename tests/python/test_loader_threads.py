@@ -32,6 +32,7 @@ CASES = {
                  interpolation="bilinear", drop_last=False, rank=1, world_size=2)),
     "jpeg": (dict(codec="jpeg", resize_mode="keep-ratio", max_size=160, samples_per_shard=20),
              dict(batch_size=5, seed=11, crop="rrc", output_size=(64, 48), horizontal_flip=True,
+                  interpolation="lanczos",  # the golden digest's filter (the default is bilinear)
                   caption_mode="all", rank=0, world_size=1)),
 }
 EPOCH = 1
