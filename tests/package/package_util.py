@@ -57,7 +57,8 @@ def copy_checkout(dest):
 # epoch, and reports where everything came from.
 USE_SCRIPT = r"""
 import json, os, sys
-import mmpack
+sys.modules["torch"] = None  # what the package itself loads: torch, when a user has it, brings
+import mmpack                # its own libraries (Debian's links libhdf5); Loader is then a plain class
 raw, out, tokenizer = sys.argv[1:4]
 index = mmpack.build(raw, out, tokenizer=tokenizer, image_size=32, samples_per_shard=4)
 s = mmpack.ShardSet(out)
