@@ -88,6 +88,8 @@ class BuildRemoteTest(u.TempDirTest):
         self.assertTrue(gets and all(l[2] == "206" for l in gets), gets[:5])  # ranges only
         report = json.load(open(os.path.join(self.out, "report.json")))
         self.assertEqual(report["input"], "s3://bucket/laion/{00000..00002}.tar")
+        # Streaming reads no shard through the reader's cache: no cache folder in HOME.
+        self.assertFalse(os.path.exists(os.path.join(self.env["HOME"], ".cache")))
 
     def test_http_tar_and_a_missing_one_in_the_list(self):
         s = self.server()

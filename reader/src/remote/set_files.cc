@@ -74,8 +74,8 @@ class LocalSetFiles final : public SetFiles {
 
 class RemoteSetFiles final : public SetFiles {
  public:
-  RemoteSetFiles(Location location, RemoteOptions options, std::shared_ptr<CacheDir> cache)
-      : location_(std::move(location)), options_(std::move(options)), cache_(std::move(cache)) {}
+  RemoteSetFiles(Location location, RemoteOptions options)
+      : location_(std::move(location)), options_(std::move(options)) {}
   bool remote() const override { return true; }
   const std::string& root() const override { return location_.text; }
   std::string Display(const std::string& name) const override { return location_.Display(name); }
@@ -105,6 +105,9 @@ class RemoteSetFiles final : public SetFiles {
   }
   Result<LocalShardFile> Shard(const ShardEntry& entry) const override {
     MM_ASSIGN_OR_RETURN(const HttpRequest request, Request(entry.file));
+    if (!cache_) {  // made at the first shard: reading files or streaming ranges needs none
+      MM_ASSIGN_OR_RETURN(cache_, CacheDir::Get(options_.cache_dir));
+    }
     auto fetch = [&](DownloadSink* sink) {
       return ThreadHttpClient().Get(request, options_, sink, entry.bytes);
     };
@@ -152,7 +155,7 @@ class RemoteSetFiles final : public SetFiles {
   Result<HttpRequest> Request(const std::string& name) const { return RequestFor(location_, name); }
   Location location_;
   RemoteOptions options_;
-  std::shared_ptr<CacheDir> cache_;
+  mutable std::shared_ptr<CacheDir> cache_;  // Shard's; one SetFiles per thread (set_files.h)
   mutable CacheCounters counters_;
 };
 
@@ -165,9 +168,7 @@ Result<std::unique_ptr<SetFiles>> SetFiles::Open(const std::string& location,
                                                  const RemoteOptions& options) {
   MM_ASSIGN_OR_RETURN(Location parsed, ParseLocation(location));
   if (!parsed.remote()) return std::unique_ptr<SetFiles>(new LocalSetFiles(location));
-  MM_ASSIGN_OR_RETURN(std::shared_ptr<CacheDir> cache, CacheDir::Get(options.cache_dir));
-  return std::unique_ptr<SetFiles>(
-      new RemoteSetFiles(std::move(parsed), options, std::move(cache)));
+  return std::unique_ptr<SetFiles>(new RemoteSetFiles(std::move(parsed), options));
 }
 
 }  // namespace mm::reader::internal

@@ -48,8 +48,9 @@ int64_t RemoteBytesSent();
 class SetFiles {
  public:
   /// The files of the set at `location`; nothing is read yet.
-  /// Errors: InvalidArgument (a malformed location, as ShardSet::Open says), IOError (the cache
-  /// directory of a remote set cannot be created).
+  /// Errors: InvalidArgument (a malformed location, as ShardSet::Open says). The cache
+  /// directory is made at the first Shard() (`mmpack upload` and a build streaming tars never
+  /// need one).
   static Result<std::unique_ptr<SetFiles>> Open(const std::string& location,
                                                 const RemoteOptions& options);
   virtual ~SetFiles() = default;
@@ -73,7 +74,8 @@ class SetFiles {
   virtual Result<bool> Exists(const std::string& name) const = 0;
   /// A local file holding shard `entry` (of this set's index.json). A remote shard is
   /// downloaded into the cache unless there already, checked against entry's size and
-  /// XXH3-64. Errors: those of the cache and the download (Corruption for a checksum that
+  /// XXH3-64. Errors: IOError (the cache directory cannot be created), those of the cache and
+  /// the download (Corruption for a checksum that
   /// differs twice; IOError naming the URL after the retries); none for a local set (the
   /// caller checks the file).
   virtual Result<LocalShardFile> Shard(const ShardEntry& entry) const = 0;
