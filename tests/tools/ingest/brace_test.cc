@@ -45,6 +45,12 @@ TEST(ExpandBraces, MalformedListsAreRefusedWithTheText) {
   ASSERT_FALSE(huge.ok());
   EXPECT_NE(huge.status().message().find("10000"), std::string::npos) << huge.status().message();
   EXPECT_FALSE(ExpandBraces("{0..9999999999}").ok());
+  // Deep nesting and long runs of one-alternative groups are refused, not recursed into.
+  EXPECT_FALSE(ExpandBraces(std::string(100000, '{') + "x" + std::string(100000, '}')).ok());
+  std::string groups;
+  for (int i = 0; i < 100000; ++i) groups += "{x}";
+  EXPECT_FALSE(ExpandBraces(groups).ok());
+  EXPECT_TRUE(ExpandBraces("{a,{b,{c,{d}}}}").ok());
 }
 
 TEST(HasBraceGroup, NeedsAnOpeningBeforeAClosing) {

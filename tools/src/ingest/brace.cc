@@ -87,6 +87,11 @@ bool HasBraceGroup(const std::string& text) {
 }
 
 Result<std::vector<std::string>> ExpandBraces(const std::string& text, size_t max_count) {
+  // Each group is a level of recursion: bounded, so no argument can exhaust the stack.
+  if (std::count(text.begin(), text.end(), '{') > kMaxBraceGroups) {
+    return Status::InvalidArgument("'" + text.substr(0, 80) + "...': more than " +
+                                   std::to_string(kMaxBraceGroups) + " brace groups");
+  }
   const size_t open = text.find('{');
   if (open == std::string::npos) {
     if (text.find('}') != std::string::npos) {

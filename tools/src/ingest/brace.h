@@ -9,6 +9,9 @@
 
 namespace mm::pack {
 
+/// The most '{' a brace list may hold.
+inline constexpr int kMaxBraceGroups = 256;
+
 /// Whether `text` holds a brace group ("{...}") that ExpandBraces would expand.
 bool HasBraceGroup(const std::string& text);
 
@@ -18,7 +21,7 @@ bool HasBraceGroup(const std::string& text);
 /// when either is written with a leading zero (`{000..012}` -> 000, 001, ..., 012); groups
 /// multiply left to right. Text without a group is itself.
 /// Errors: InvalidArgument (an unclosed or empty group, a range bound that is not an integer,
-/// more than `max_count` names).
+/// more than `max_count` names, more than kMaxBraceGroups groups).
 [[nodiscard]] Result<std::vector<std::string>> ExpandBraces(const std::string& text,
                                                             size_t max_count = 1000000);
 
