@@ -20,7 +20,7 @@
 //
 // Sharing a cache with other processes (the ranks of a node; CacheDir): each process's windows
 // fit the limit alone, not together, so two could each pin part of what they need and wait
-// for the rest (23.4). When a reservation of another process that began waiting before any of
+// for the rest. When a reservation of another process that began waiting before any of
 // this process's waits for room (CacheDir::MustYield), this prefetcher gives back every pin no
 // batch is reading (they stay cached until evicted) and takes none until that waiter is served;
 // a reservation of this process that waits behind such an older one makes it do so at once.
