@@ -84,8 +84,8 @@ struct RemoteOptions {
   /// Cache directory; several processes may share it (file locks). Empty: $XDG_CACHE_HOME/mmpack,
   /// else $HOME/.cache/mmpack.
   std::string cache_dir;
-  /// Bytes of shard files the cache directory may hold, all sets in it together; 0: no limit.
-  /// Least recently used shards are evicted; a shard some process has pinned never is.
+  /// Bytes the cache directory may hold (shards and downloads in progress, all sets in it
+  /// together); 0: no limit. Least recently used shards are evicted; a pinned one never is.
   int64_t cache_limit = 0;
   /// Tries per request (1: no retry). Timeouts, connection errors, HTTP 5xx, 408 and 429 are
   /// retried after initial_backoff_ms * 2^k (at most max_backoff_ms, jittered down to half).
