@@ -1,5 +1,5 @@
 """Checks that keep the docs from drifting from the tree (run by ctest as docs_first_lines and
-docs_no_history; usage: docs_test.py first_lines|no_history).
+docs_no_history and docs_paths; usage: docs_test.py first_lines|no_history|paths).
 
 first_lines: every source file of reader/, trainer/, schemas/, tools/ and examples/ opens with a
 line that says what it is, because the READMEs keep no per-file tables: the map of a folder is
@@ -10,6 +10,11 @@ own header (which describes it); a Python file (after a #! line) with a docstrin
 no_history: product code, its comments and the Markdown describe what is, not how it came to
 be: no "issue N" (the issue tracker is not the code's documentation; say the reason instead).
 Tests may name the defect they guard against; they are not scanned.
+
+paths: a file named by its path from the repository's root (`reader/src/shard.h`), anywhere in
+product code, tests or Markdown, exists; in a README, a backticked path from the README's own
+folder (`src/shard.h` in reader/README.md) exists too. So a moved or deleted file cannot leave
+a description pointing at nothing.
 
 Exits non-zero naming each file and line that breaks a rule."""
 import os
@@ -79,7 +84,38 @@ def no_history():
     return bad, n
 
 
-CHECKS = {"first_lines": first_lines, "no_history": no_history}
+ROOTED = re.compile(r"\b((?:reader|tools|trainer|schemas|examples|tests)/[A-Za-z0-9_./-]*[A-Za-z0-9_]"
+                    r"\.(?:h|cc|c|py|pyi|md|sh|cmake|in|map|txt))\b")
+RELATIVE = re.compile(r"`((?:src|include|internal|python|cmake|plugin|compat)/[A-Za-z0-9_./-]*"
+                      r"[A-Za-z0-9_]\.(?:h|cc|c|py|pyi|md|sh|cmake|in|map|txt))`")
+
+
+def paths():
+    bad, n = [], 0
+    files = list(walk((".h", ".hpp", ".c", ".cc", ".py", ".pyi", ".in", ".md", ".sh", ".cmake",
+                       ".txt")))
+    for base, dirs, names in os.walk(os.path.join(ROOT, "tests")):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        files += [os.path.join(base, f) for f in sorted(names)
+                  if f.endswith((".h", ".cc", ".py", ".sh", ".md", ".txt", ".cmake"))]
+    files.append(os.path.join(ROOT, "README.md"))
+    for path in files:
+        n += 1
+        here = os.path.dirname(path)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for i, line in enumerate(f, 1):
+                for p in ROOTED.findall(line):
+                    if not os.path.exists(os.path.join(ROOT, p)):
+                        bad.append("%s:%d: %s does not exist" % (rel(path), i, p))
+                if os.path.basename(path) == "README.md":
+                    for p in RELATIVE.findall(line):
+                        if not os.path.exists(os.path.join(here, p)):
+                            bad.append("%s:%d: %s does not exist (from %s/)" %
+                                       (rel(path), i, p, rel(here)))
+    return bad, n
+
+
+CHECKS = {"first_lines": first_lines, "no_history": no_history, "paths": paths}
 if len(sys.argv) != 2 or sys.argv[1] not in CHECKS:
     sys.exit("usage: docs_test.py " + "|".join(CHECKS))
 bad, n = CHECKS[sys.argv[1]]()

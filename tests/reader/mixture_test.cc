@@ -1,4 +1,4 @@
-// Several sets drawn by weight ("A:3,B:1", reader/src/mixture.h): each set's share of the
+// Several sets drawn by weight ("A:3,B:1", mm/internal/mixture.h): each set's share of the
 // epoch, upsampling, and the refusals.
 #include <gtest/gtest.h>
 
