@@ -1,11 +1,12 @@
-"""Checks that keep the docs from drifting from the tree (run by ctest as docs_first_lines and
+"""Checks that keep the docs from drifting from the tree (run by ctest as docs_first_lines,
 docs_no_history and docs_paths; usage: docs_test.py first_lines|no_history|paths).
 
 first_lines: every source file of reader/, trainer/, schemas/, tools/ and examples/ opens with a
 line that says what it is, because the READMEs keep no per-file tables: the map of a folder is
 `head -qn1` of its files. A header opens with "// NAME: " (or "// dir/NAME: ", as
 "// mm/reader.h: "; "/* NAME: " in C); a .c/.cc file with a comment, or with the include of its
-own header (which describes it); a Python file (after a #! line) with a docstring or a "#" comment.
+own header (which describes it); a Python file (after a #! line) with a docstring or a "#"
+comment.
 
 no_history: product code, its comments and the Markdown describe what is, not how it came to
 be: no "issue N" (the issue tracker is not the code's documentation; say the reason instead).
@@ -84,10 +85,11 @@ def no_history():
     return bad, n
 
 
-ROOTED = re.compile(r"\b((?:reader|tools|trainer|schemas|examples|tests)/[A-Za-z0-9_./-]*[A-Za-z0-9_]"
-                    r"\.(?:h|cc|c|py|pyi|md|sh|cmake|in|map|txt))\b")
+EXTS = r"\.(?:h|cc|c|py|pyi|md|sh|cmake|in|map|txt)"
+ROOTED = re.compile(r"\b((?:reader|tools|trainer|schemas|examples|tests)/[A-Za-z0-9_./-]*"
+                    r"[A-Za-z0-9_]" + EXTS + r")\b")
 RELATIVE = re.compile(r"`((?:src|include|internal|python|cmake|plugin|compat)/[A-Za-z0-9_./-]*"
-                      r"[A-Za-z0-9_]\.(?:h|cc|c|py|pyi|md|sh|cmake|in|map|txt))`")
+                      r"[A-Za-z0-9_]" + EXTS + r")`")
 
 
 def paths():
