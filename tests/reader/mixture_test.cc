@@ -77,7 +77,7 @@ TEST(Mixture, EachSetGetsItsWeightedShareOfTheEpoch) {
   }
 }
 
-// The size rule checks what the loader hands out (issue 27 item 5): sets stored at 64x48 and
+// The size rule checks what the loader hands out: sets stored at 64x48 and
 // 32x48 open as one mixture; a Loader without an output size is refused naming both sizes (its
 // batches would have no one shape), one with an output size gives every batch that shape, each
 // row from the set that set_index names.
