@@ -1,5 +1,5 @@
 """A Lightning-style DataModule over mmpack shard sets: what a PyTorch Lightning user writes to
-train on mmpack (issue 27 item 7).
+train on mmpack (run by tests/python/test_examples.py).
 
     dm = MMPackDataModule("out/train", "out/val", batch_size=256, output_size=224)
     trainer = lightning.Trainer(reload_dataloaders_every_n_epochs=1, ...)

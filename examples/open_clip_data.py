@@ -1,4 +1,4 @@
-"""An open_clip-style get_data over mmpack shard sets (issue 27 item 7): a replacement for
+"""An open_clip-style get_data over mmpack shard sets: a replacement for
 open_clip's training/data.py get_data(args, preprocess_fns, epoch, tokenizer) that returns
 {"train": DataInfo, "val": DataInfo} with the contract its train.py relies on:
 

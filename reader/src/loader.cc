@@ -316,8 +316,8 @@ class LoaderImpl final : public Loader {
       gen = shared_->gen + 1;
     }
     // The prefetcher learns the new run before any worker can claim one of its batches: a
-    // worker of the new run asking it for pins while it still held the old run was told
-    // "replaced", and that error reached Next() (seen at epoch ends of a remote set).
+    // worker of the new run asking it for pins while it still held the old run would be told
+    // "replaced", and that error would reach Next() at the epoch ends of a remote set.
     if (prefetcher_) {
       internal::Prefetcher::Run run;
       run.gen = gen;

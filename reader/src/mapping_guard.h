@@ -20,7 +20,8 @@
 // writer by lease-break-time; the reader must still cope when it goes ahead.
 //
 // Caveats: Python's faulthandler (pytest enables it) or torch's DataLoader workers installing
-// their own SIGBUS handler after ours take precedence (then a fault ends the process as before);
+// their own SIGBUS handler after ours take precedence (then a fault ends the process, as it
+// would without ours);
 // mmap in a signal handler is not on POSIX's async-signal-safe list but is a plain system call
 // on Linux.
 //

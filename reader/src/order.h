@@ -36,8 +36,9 @@ Result<ResolvedOrder> ResolveOrder(const ShardSetImpl& set, const LoaderOptions&
 std::shared_ptr<const OrderShape> MakeOrderShape(const ShardSetImpl& set, CaptionMode mode);
 
 /// The Item that `draw` stands for in `epoch`; its shard must be resident. Under
-/// kRandomCaption the caption is drawn per (seed, epoch, sample, pass) (pass 0: as before
-/// passes existed); under kAllCaptions draw.local is the shard's caption index.
+/// kRandomCaption the caption is drawn per (seed, epoch, sample, pass) (keyed by sample + pass
+/// * samples, so pass 0 draws what (seed, epoch, sample) alone draws); under kAllCaptions
+/// draw.local is the shard's caption index.
 Item ResolveDraw(const ShardSetImpl& set, const LoaderOptions& options, int64_t epoch,
                  const Draw& draw);
 

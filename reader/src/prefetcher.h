@@ -18,16 +18,12 @@
 // A shard that fails to download fails (with its error) every batch of the run that reads it;
 // the next run tries it again.
 //
-// Sharing a cache with other processes (the ranks of a node; CacheDir): each process's windows
-// fit the limit alone, not together, so two could each pin part of what they need and wait
-// for the rest (23.4). When a reservation of another process that began waiting before any of
-// this process's waits for room (CacheDir::MustYield), this prefetcher gives back every pin no
-// batch is reading (they stay cached until evicted) and takes none until that waiter is served;
-// a reservation of this process that waits behind such an older one makes it do so at once.
-// The oldest waiter never yields, so it is served as soon as the batches being decoded
-// elsewhere finish: no process waits for pins that nobody will release. The download threads
+// Sharing a cache with other processes (the ranks of a node): the oldest waiter of all processes
+// is served first (the rule and why: remote/cache.h, "Sharing the limit"). While
+// CacheDir::MustYield says so, this prefetcher gives back every pin no batch is reading (they
+// stay cached until evicted) and takes none until that waiter is served; a reservation of this
+// process that waits behind such an older one makes it do so at once. The download threads
 // look every 200 ms, also when idle (a rank blocked in an all-reduce still gives its pins back).
-
 //
 // Thread safety: Reset (the consumer thread), Acquire and Finish (decode threads) and the
 // download threads synchronise on one mutex; pins are dropped outside it. Stop releases every

@@ -107,7 +107,7 @@ Result<ChunkIndexHints> IndexHints(const ShardQuery& q, hid_t file, hid_t img) {
   return h;
 }
 
-// The old way, for a chunk index other than the v1 B-tree: one H5Dget_chunk_info_by_coord per
+// The slow way, for a chunk index other than the v1 B-tree: one H5Dget_chunk_info_by_coord per
 // chunk, each a pass over the whole index in HDF5 1.10.8. Bounded by kMaxChunksQueriedOneByOne.
 Result<std::vector<ChunkRecord>> QueryChunksOneByOne(const ShardQuery& q, hid_t img,
                                                      const Status& why) {

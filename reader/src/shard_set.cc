@@ -96,7 +96,7 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
     MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, location));
     MM_RETURN_NOT_OK(CheckSetRules(part.info));
     for (const ShardEntry& e : part.info.shards) {
-      MM_RETURN_NOT_OK(CheckSetPath(location, e.file));  // no symlink out of the set (issue 9)
+      MM_RETURN_NOT_OK(CheckSetPath(location, e.file));  // no symlink out of the set
       MM_ASSIGN_OR_RETURN(auto shard, Shard::Open(location + "/" + e.file, e, part.info, options));
       opened->push_back(std::move(shard));
     }

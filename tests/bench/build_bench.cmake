@@ -1,4 +1,4 @@
-# The `mmpack build` benchmark (issue 2): tests/bench/build_bench.sh drives it; this adds the
+# The `mmpack build` benchmark: tests/bench/build_bench.sh drives it; this adds the
 # decode-floor program it compares against (libjpeg-turbo, one thread, smallest DCT scale).
 # Not a timed test. Run it with any of:
 #   tests/bench/build_bench.sh BUILD_DIR [WORK_DIR] [N=2000] [REPEATS=3]

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Driver of the `mmpack build` benchmark (issue 2); run through tests/bench/build_bench.sh.
+"""Driver of the `mmpack build` benchmark; run through tests/bench/build_bench.sh.
 
 In one run, on the same cores, over the same N expanded coco-cc JPEGs (build_expand.py):
   mmpack   `mmpack build --threads 2 --tokenizer albert`: images/s (wall), CPU ms per image
@@ -8,7 +8,7 @@ In one run, on the same cores, over the same N expanded coco-cc JPEGs (build_exp
   (b)      the decode floor (mm_decode_floor): CPU ms per image
   RSS      peak RSS of mmpack build at 1x (N/10) and 10x (N) inputs
   also     mmpack at --threads 1 and with --compression zstd (where its CPU goes)
-and prints the ratios against the targets: mmpack/(a) >= 2.5, mmpack CPU/(b) <= 1.5 (issue 30),
+and prints the ratios against the targets: mmpack/(a) >= 2.5, mmpack CPU/(b) <= 1.5,
 RSS(10x)/RSS(1x) close to 1. Each timed run is repeated REPEATS times (mmpack and the Python
 way in turn, so that load from other work hits both alike); the median run counts (the floor:
 its lowest CPU); the images/s ratio is the median of the run-by-run ratios (each mmpack run

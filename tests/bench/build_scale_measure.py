@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Driver of the builds-at-scale benchmark (issue 13); run through tests/bench/build_scale_bench.sh.
+"""Driver of the builds-at-scale benchmark; run through tests/bench/build_scale_bench.sh.
 
 Two measurements, each against a baseline taken in the same run on the same cores:
 

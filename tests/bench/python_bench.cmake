@@ -1,4 +1,4 @@
-# The Python module's benchmark (issue 11): tests/bench/python_bench.sh drives it. A ctest
+# The Python module's benchmark: tests/bench/python_bench.sh drives it. A ctest
 # labelled "bench" that only runs in the Bench configuration:
 #   ctest --test-dir BUILD -C Bench -R python_bench --output-on-failure
 if(MM_WITH_PYTHON)
@@ -8,7 +8,7 @@ if(MM_WITH_PYTHON)
                        TIMEOUT 1800)
 endif()
 
-# The transform= benchmark (issue 27 item 2): a colour jitter in the Loader's transform thread
+# The transform= benchmark: a colour jitter in the Loader's transform thread
 # against none and against the same jitter in the loop.
 #   ctest --test-dir BUILD -C Bench -R transform_bench --output-on-failure
 if(MM_WITH_PYTHON)

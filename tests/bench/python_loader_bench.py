@@ -2,7 +2,8 @@
 """The Python side of the Python-module benchmark (python_bench.sh): a training-loop-shaped
 Python loop over mmpack.Loader with `mmpack bench`'s options (batch 32, 2 decode threads,
 shuffled, seed 1, drop_last False), as_torch=True. After one warm-up batch, times SECONDS of
-wall time and prints one JSON object, measured as tools/src/bench.cc measures the C++ reader:
+wall time and prints one JSON object, measured as tools/src/commands/bench.cc measures the C++
+reader:
   samples_per_s      samples the loop received per second;
   cpu_ms_per_sample  process CPU time (user + system, all threads: the decode threads and the
                      Python loop) per sample, from getrusage(RUSAGE_SELF);

@@ -1,5 +1,5 @@
 // raw_crop_layout_bench: how a raw set's image chunks could be stored so that a load-time crop
-// touches only what it needs (issue 30 item 1), measured on one set's real pixels in one run.
+// touches only what it needs, measured on one set's real pixels in one run.
 //
 // Candidates, each built in memory from the set's decoded images ([H, W, 3] uint8):
 //   zstd       one Zstandard frame per image (what format 1 stores with `--compression zstd`):

@@ -1,4 +1,4 @@
-# The reader benchmark (issue 3): tests/bench/run_reader_bench.sh drives it; this adds the
+# The reader benchmark: tests/bench/run_reader_bench.sh drives it; this adds the
 # baseline program it compares against (zstd tight-loop ceiling and HDF5's H5Dread path, on the
 # same shards). Also a ctest labelled "bench" that only runs in the Bench configuration:
 #   ctest --test-dir BUILD -C Bench -L bench --output-on-failure
@@ -12,7 +12,7 @@ add_test(NAME reader_bench CONFIGURATIONS Bench
 set_tests_properties(reader_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                      TIMEOUT 1800)
 
-# The open-time benchmark (issue 9 item 8): ShardSet::Open on one 10k/50k/100k-sample shard
+# The open-time benchmark: ShardSet::Open on one 10k/50k/100k-sample shard
 # written by the real ShardWriter, against the former per-chunk HDF5 query in the same run:
 #   BUILD/bin/mm_reader_open_bench WORK_DIR [N...]
 add_executable(mm_reader_open_bench ${CMAKE_CURRENT_LIST_DIR}/reader_open_bench.cc)
@@ -25,7 +25,7 @@ add_test(NAME reader_open_bench CONFIGURATIONS Bench
 set_tests_properties(reader_open_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                      TIMEOUT 1800)
 
-# The load-time transform benchmark (issue 10): the reader's JPEG crop path on JPEG files in
+# The load-time transform benchmark: the reader's JPEG crop path on JPEG files in
 # memory, for tests/bench/transforms_bench.py (FFCV 0.0.3 against mmpack in the same run):
 #   tests/bench/run_transforms_bench.sh [BUILD_DIR] [WORK_DIR] [N] [SECONDS]
 add_test(NAME transforms_bench CONFIGURATIONS Bench
@@ -33,7 +33,7 @@ add_test(NAME transforms_bench CONFIGURATIONS Bench
 set_tests_properties(transforms_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                      TIMEOUT 1800)
 
-# The loader's thread benchmark (issue 24 item 1): images/s at prefetch 1 against 8 at 2 threads,
+# The loader's thread benchmark: images/s at prefetch 1 against 8 at 2 threads,
 # and 1 against 2 threads, through `mmpack bench`:
 #   tests/bench/loader_threads_bench.sh [BUILD_DIR] [WORK_DIR] [N] [SECONDS] [ROUNDS]
 add_test(NAME loader_threads_bench CONFIGURATIONS Bench
@@ -41,7 +41,7 @@ add_test(NAME loader_threads_bench CONFIGURATIONS Bench
 set_tests_properties(loader_threads_bench PROPERTIES LABELS bench ENVIRONMENT "${MM_TEST_ENV}"
                      TIMEOUT 1800)
 
-# Raw crops that touch only what they need (issue 30 item 1): a raw set's images stored as one
+# Raw crops that touch only what they need: a raw set's images stored as one
 # zstd frame, as row-band frames (8/16/32 rows) or uncompressed, each cropped by the loader's
 # own window and resize code; bytes per image and CPU per crop, interleaved, in one run:
 #   BUILD/bin/mm_raw_crop_layout_bench SET_DIR [N=4000] [SIZE=224] [ROUNDS=5] [LEVEL=-1]

@@ -1,5 +1,5 @@
 // mm_reader_open_bench: how long ShardSet::Open takes on one large shard, against the reader's
-// former way in the same run (issue 9 item 8).
+// former way in the same run.
 //
 //   mm_reader_open_bench WORK_DIR [N...]     (default N: 10000 50000 100000)
 //

@@ -1,6 +1,6 @@
 // resample_bench: mmpack's hand-written resampler (mm/internal/resample.h, ResizeLanczos3)
 // against libvips' vips_resize, re-measured in the same run on the same pixels. mmpack keeps
-// its own resampler only because it is faster on what `mmpack build` resizes (issue 8); this
+// its own resampler only because it is faster on what `mmpack build` resizes; this
 // says by how much, today, on this machine.
 //
 // Input: every JPEG of DIR (default: $MM_SHARED_DIR/data/coco-cc/images), decoded by libvips

@@ -1,4 +1,4 @@
-# The resampler benchmark (issue 8): mmpack's hand-written Lanczos-3 (ResizeLanczos3) against
+# The resampler benchmark: mmpack's hand-written Lanczos-3 (ResizeLanczos3) against
 # libvips' vips_resize on the same decoded coco-cc photos, re-measured in the same run; prints
 # the ratios. Not a timed test. Run it with either of:
 #   ninja -C BUILD_DIR mm_resample_bench && BUILD_DIR/bin/mm_resample_bench [DIR] [SIZE] [REPEATS]

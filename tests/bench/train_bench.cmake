@@ -1,4 +1,4 @@
-# The mmtrain benchmark (issue 4): samples/s and data-wait % of the default model with the
+# The mmtrain benchmark: samples/s and data-wait % of the default model with the
 # mmpack reader, against the same model fed its first batches again (no reading).
 # Not a ctest: `ninja bench_train` or `tests/bench/train_bench.sh BUILD_DIR [STEPS]`.
 if(TARGET mmtrain)

@@ -201,7 +201,7 @@ def main():
     print("  mmpack jpeg 224 whole decode: %.0f samples/s %.3f CPU-ms" %
           (whole["samples_per_s"], whole["cpu_ms_per_sample"]))
     ok = True
-    # Like for like (issue 30), in CPU per sample: FFCV jpg against mmpack's JPEG set, FFCV raw
+    # Like for like, in CPU per sample: FFCV jpg against mmpack's JPEG set, FFCV raw
     # (uncompressed pixels) against mmpack raw built with the defaults ("raw") and with zstd asked
     # for ("rawzstd", listed for reference: an opt-in trade of CPU for ~10% of disk). Each with
     # Lanczos-3 (Pillow's LANCZOS) and the triangle (Pillow's BILINEAR, the default since issue

@@ -85,8 +85,8 @@ class Failures(u.TempDirTest):
         self.assertEqual(os.listdir(cwd), [], "a URL became a local path")
 
     def test_a_max_aspect_that_is_no_ratio_is_refused(self):
-        """--max-aspect nan was accepted, and compares false with every aspect: no filter at all
-        (issue 31 item 8); below 1 every image would be dropped."""
+        """--max-aspect nan was accepted, and compares false with every aspect: no filter at all;
+        below 1 every image would be dropped."""
         for value in ("nan", "0.5"):  # (CLI11 refuses inf itself)
             out = os.path.join(self.tmp, "out_aspect")
             run = u.mmpack("build", SKIMAGE, "-o", out, "--tokenizer", u.ALBERT, "--lowercase",
@@ -548,7 +548,7 @@ class VerifyCatchesDamage(u.TempDirTest):
         run = u.mmpack("verify", out)
         self.assertNotEqual(run.rc, 0, str(run))
         self.assertIn("shard-000001", run.stdout + run.stderr)
-        # The checksum is checked before libhdf5 parses a byte (issue 9 item 1): a changed file
+        # The checksum is checked before libhdf5 parses a byte: a changed file
         # is reported by its XXH3 and never parsed, so no sample is named.
         self.assertIn("xxh3_64", run.stdout + run.stderr)
         self.assertIn("not parsed", run.stdout + run.stderr)

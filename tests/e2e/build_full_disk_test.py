@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End-to-end: a full disk is an error, not a crash (issue 9 item 7).
+"""End-to-end: a full disk is an error, not a crash.
 
 The disk is real: a small tmpfs, mounted in a private mount namespace of an unprivileged user
 namespace (`unshare -r -m`, no root needed), so writes fail with ENOSPC exactly as on a full
@@ -19,7 +19,7 @@ Checked for every size: mmpack exits 1 (no signal) with one `mmpack build:` line
 the file it could not write and says why; the old set is still there, byte for byte, and
 `mmpack verify` accepts it; nothing unfinished is left in the file system (no .tmp file):
 the staging folder is gone, or, when shards were finished before the space ran out, holds just
-those shards, their checkpoints and the tokenizer, for --resume (issue 23 item 7).
+those shards, their checkpoints and the tokenizer, for --resume.
 """
 
 import hashlib
@@ -144,7 +144,7 @@ class FullDisk(u.TempDirTest):
                 self.assertEqual(r["after"], r["before"], "the old set changed")
                 self.assertEqual(r["verify_rc"], 0, r["verify"])
                 # Shards finished before the disk filled are kept for --resume, and the line
-                # says so (issue 23 item 7); nothing unfinished is left.
+                # says so; nothing unfinished is left.
                 kept = "finished shard(s)" in lines[0]
                 left = ["out"] + (["out.mmpack-partial"] if kept else [])
                 if "out.mmpack-lock" in r["left"]:

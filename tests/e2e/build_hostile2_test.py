@@ -413,7 +413,7 @@ class VerifyHostileSet(u.TempDirTest):
             index["tokenizer"]["file"] = target
             with open(os.path.join(out, "index.json"), "w") as f:
                 json.dump(index, f)
-            # A path outside the set's folder is refused before it is opened (issue 9 item 2).
+            # A path outside the set's folder is refused before it is opened.
             self.check_fails_naming(
                 out, target, "not a regular file" if name == "fifo" else "outside the set's folder")
 

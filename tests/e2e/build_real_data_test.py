@@ -111,7 +111,7 @@ class RealSetChecks:
             self.assertEqual(int(a["image_height"]), 224)
             self.assertEqual(int(a["image_width"]), 224)
             self.assertEqual(_text(a["resize_mode"]), "center-crop")
-            self.assertEqual(_text(a["compression"]), "none")  # the default (issue 30)
+            self.assertEqual(_text(a["compression"]), "none")  # the default
 
     def test_h5dump_header_shows_structure(self):
         first = os.path.join(self.out, "shard-000000.h5")

@@ -182,7 +182,7 @@ class RemoteCliTest(u.TempDirTest):
         bad = run([u.MMPACK, "info", "s3://bkt/sets/coco"] + self.cache("bad"),
                   s3_env(self.s3.url, key="NOBODY"))
         self.assertNotEqual(bad.rc, 0)
-        # One error line, after the one line that says where the keys came from (issue 29).
+        # One error line, after the one line that says where the keys came from.
         lines = bad.stderr.strip().splitlines()
         self.assertEqual(lines[0], "mmpack: S3 credentials: environment (AWS_ACCESS_KEY_ID)")
         self.assertEqual(len(lines), 2, bad.stderr)

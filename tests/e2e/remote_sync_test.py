@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """End-to-end: `mmpack upload` as a sync, progress lines in a pipe, `--json` outputs, gs:// sets
-through the S3 XML API with HMAC keys, and hf:// datasets with HF_TOKEN (issue 29), against
+through the S3 XML API with HMAC keys, and hf:// datasets with HF_TOKEN, against
 tests/remote/http_server.py on 127.0.0.1 only:
 
 - as S3 (s3://, gs://): --sigv4 verifies every request's Signature V4 with the test's keys, the

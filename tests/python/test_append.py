@@ -1,4 +1,4 @@
-"""`mmpack build NEW -o OUT --append` (issue 13 item 4): NEW's samples added to the existing set
+"""`mmpack build NEW -o OUT --append`: NEW's samples added to the existing set
 OUT as new shards. Checked on real coco-cc photos split into overlapping manifests: the appended
 set verifies, holds every key once, and each sample's pixels and token ids equal those of one
 build of the whole manifest; OUT's own shards are kept (the same inodes, nothing copied); a
@@ -164,7 +164,7 @@ def copies_manifest(manifests, root):
                                         "--max-size", "96"]])
 def test_append_with_dedup_drops_copies_of_images_out_holds(manifests, tmp_path, mode, codec):
     """--append --dedup compared the new samples with each other only: a copy of an image OUT
-    holds was appended again while index.json said the set was deduplicated (issue 23 item 8)."""
+    holds was appended again while index.json said the set was deduplicated."""
     out = str(tmp_path / "out")
     build(manifests["a"], out, "--dedup", mode, *codec)  # 20 images
     r = build(copies_manifest(manifests, tmp_path / "copies"), out, "--append", "--dedup", mode,
@@ -192,7 +192,7 @@ def test_an_append_without_dedup_no_longer_claims_the_set_is_deduplicated(manife
 
 def test_an_unreadable_report_refuses_the_append_and_leaves_out_unchanged(manifests, tmp_path):
     """A report.json that does not parse (or was over 256 MiB) was taken for an empty one: the
-    append replaced it with a report of its own samples only, exit 0 (issue 31 item 3)."""
+    append replaced it with a report of its own samples only, exit 0."""
     out = str(tmp_path / "out")
     build(manifests["a"], out)
     with open(os.path.join(out, "report.json"), "w") as f:
@@ -223,7 +223,7 @@ def peak_rss_kib(*args):
 
 def test_a_report_over_256_mib_is_merged_and_read_streaming(manifests, tmp_path):
     """An OUT report.json over 256 MiB (about 1.6 M drop records) was dropped by --append, and
-    `mmpack stats` held a report in 5-8 times its size (issue 31 item 3). Both now stream it:
+    `mmpack stats` held a report in 5-8 times its size. Both now stream it:
     the appended report holds every old record, and neither process comes near the report's
     size in memory."""
     out, small = str(tmp_path / "out"), str(tmp_path / "small")

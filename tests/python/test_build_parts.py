@@ -1,4 +1,4 @@
-"""`mmpack build` in parts (issue 13 item 3): `--part I/N` processes (a Slurm job array),
+"""`mmpack build` in parts: `--part I/N` processes (a Slurm job array),
 `mpirun -n N` (Open MPI) and srun's environment each build a share of the input into OUT's
 shared staging folder, and the last part to finish writes the set, which must be byte for byte
 the set one process builds with the same options, whatever N. The input (build_inputs.py) has
@@ -179,7 +179,7 @@ def part_lock(out, index, count):
 def test_a_part_waiting_for_a_part_0_killed_in_its_ingest_fails_naming_it(build_manifest,
                                                                           tmp_path):
     """Part 0 killed before it took any tokenizer lock (during its ingest) used to leave part 1
-    waiting for ever (issue 31 item 2); part 0 now claims itself before its ingest."""
+    waiting for ever; part 0 now claims itself before its ingest."""
     out = tmp_path / "out"
     waiter = subprocess.Popen([str(a) for a in part_args(build_manifest, out, "jpeg", 1, 2)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -241,7 +241,7 @@ def test_a_part_1_started_before_part_0_waits_for_it(build_manifest, build_refer
 
 
 def test_the_same_part_twice_at_once_names_the_other_process(build_manifest, tmp_path):
-    """Before: the second failed with "rename ... No such file or directory" (issue 31 item 8)."""
+    """Before: the second failed with "rename ... No such file or directory"."""
     out = tmp_path / "out"
     first = subprocess.Popen([str(a) for a in part_args(build_manifest, out, "jpeg", 0, 2)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -263,7 +263,7 @@ def test_the_same_part_twice_at_once_names_the_other_process(build_manifest, tmp
 def test_an_inherited_launcher_environment_builds_the_whole_set(build_manifest, build_reference,
                                                                 tmp_path):
     """A training script started by mpirun/srun that builds its val set on rank 0 used to build
-    a quarter of it, exit 0 and leave no OUT (issue 31 item 1): splitting is now asked for
+    a quarter of it, exit 0 and leave no OUT: splitting is now asked for
     (--part auto); without it the process builds the whole input and says where it runs."""
     for n, env in enumerate([{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4"},
                              {"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "4"}]):

@@ -1,4 +1,4 @@
-"""`mmpack build --resume` (issue 13 item 2): a build killed at any moment, SIGKILL included, and
+"""`mmpack build --resume`: a build killed at any moment, SIGKILL included, and
 started again with --resume keeps its finished shards, redoes only the rest, and ends with the same
 bytes (every shard, index.json, report.json, tokenizer.model) as a build never interrupted.
 The input (build_inputs.py): real photos with duplicates and bad samples mixed in, a trained
@@ -208,8 +208,8 @@ def test_a_resume_that_fails_after_its_tokenizer_keeps_every_finished_shard(
 
 def test_an_image_replaced_before_the_resume_is_built_from_its_new_bytes(tmp_path):
     """An image replaced between a killed build and its --resume was kept with its old pixels in
-    the finished shards while later shards read the new file: a set that matched neither input
-    (issue 23 item 7). Checkpoints now name what their shards were made from."""
+    the finished shards while later shards read the new file: a set that matched neither input.
+    Checkpoints name what their shards were made from."""
     root = tmp_path / "input"
     root.mkdir()
     manifest = make_manifest(root)
@@ -232,7 +232,7 @@ def test_an_image_replaced_before_the_resume_is_built_from_its_new_bytes(tmp_pat
 
 def test_resume_publishes_only_what_the_build_wrote(build_manifest, build_reference, tmp_path):
     """Files found in the staging folder (a user's notes.txt, a folder) were published into OUT,
-    which verify accepted and a later --overwrite then refused (issue 31 item 4)."""
+    which verify accepted and a later --overwrite then refused."""
     out = tmp_path / "out"
     staging = str(out) + ".mmpack-partial"
     args = command(build_manifest, out, "jpeg")

@@ -1,5 +1,5 @@
 """Exact evaluation (even_batches=False), mixtures of sets in the open and the default load-time
-filter (issue 27, items 4, 5 and 6): on sets the real `mmpack build` makes from ../shared/data
+filter: on sets the real `mmpack build` makes from ../shared/data
 (coco-cc: 51 images)."""
 
 import json

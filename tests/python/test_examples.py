@@ -1,4 +1,4 @@
-"""The recipes of examples/ (issue 27 item 7) on the real sets, at 1 and 2 ranks:
+"""The recipes of examples/ on the real sets, at 1 and 2 ranks:
 lightning_datamodule.py driven the way Lightning's Trainer calls a DataModule (Lightning is not
 installable here: its contract is what is tested), and open_clip_data.py's get_data driven the
 way open_clip's train.py uses it (DataInfo.set_epoch, dataloader.num_batches, (images, texts))."""

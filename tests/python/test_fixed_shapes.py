@@ -1,4 +1,4 @@
-"""pad_to (issue 27 item 3): every batch's tokens are [B, pad_to], so that torch.compile and
+"""pad_to: every batch's tokens are [B, pad_to], so that torch.compile and
 CUDA graphs see one shape (the width was the batch's longest caption: 16, 17, 21, ...). Rows are
 padded with the set's pad_id; a longer caption keeps its first pad_to tokens with the end token
 last (open_clip's tokenize()), lengths clipped. On the real coco_multi set (ALBERT: no end

@@ -1,4 +1,4 @@
-"""Format v2 (issue 10): `mmpack build --codec jpeg`, images at their own aspect ratio, and the
+"""Format v2: `mmpack build --codec jpeg`, images at their own aspect ratio, and the
 reader decoding and cropping them while loading. Real coco-cc photos and openclipart clip art
 (thin and wide images), the real ALBERT tokenizer; Pillow (Debian's, libjpeg-turbo like mmpack)
 and h5py are the independent references.

@@ -1,4 +1,4 @@
-"""The Loader's batches do not depend on how its work is shared among threads (issue 24 item 1):
+"""The Loader's batches do not depend on how its work is shared among threads:
 any num_threads and prefetch, and a restore in the middle of an epoch, give the same batches,
 byte for byte (images, tokens, lengths, indices, caption choice, keys, epoch, step), on a raw
 (zstd) set and a stored-JPEG set, both with random-resized crops and flips.

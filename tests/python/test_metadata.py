@@ -269,7 +269,7 @@ def test_csv_cells_are_typed_as_read_csv_types_them(tmp_path):
 
 
 def test_integers_past_int64_are_stored_exactly(tmp_path):
-    """64-bit hashes and ids of img2dataset metadata (issue 31 item 6): 18446744073709551615 was
+    """64-bit hashes and ids of img2dataset metadata: 18446744073709551615 was
     stored as float64 1.8446744073709552e+19 without a word. Now a column of integers >= 0 with
     one past 2^63 is uint64; beside a gap or a negative integer it is the digits, never a
     rounded float; an int64 past 2^53 beside a gap is the digits too."""

@@ -111,7 +111,7 @@ def test_small_cache_limit_makes_auto_the_block_shuffle_and_says_so(s3, tmp_path
     limit = 2 * shard_bytes(s3) + shard_bytes(s3) // 2  # two shards, not the set
     loader = mmpack.Loader(URL, batch_size=4, seed=1, rank=0, world_size=1, drop_last=False,
                            cache_dir=tmp_path / "cache", cache_limit=limit)
-    # Besides the once-per-process line naming the S3 credentials' source (issue 29).
+    # Besides the once-per-process line naming the S3 credentials' source.
     err = [l for l in capfd.readouterr().err.strip().splitlines()
            if not l.startswith("mmpack: S3 credentials: ")]
     assert len(err) == 1 and "block shuffle" in err[0], err

@@ -48,7 +48,7 @@ def test_info_is_index_json(coco_multi):
     assert s.num_captions == s.info["totals"]["captions"] == 255
     assert s.pad_id == s.info["tokenizer"]["pad_id"]
     assert s.vocab_size == 30000
-    # What the token ids mean (issue 14): ALBERT sets are built with --lowercase.
+    # What the token ids mean: ALBERT sets are built with --lowercase.
     assert s.info["text"] == {"lowercase": True, "normalize": "none"}
     assert 0 <= s.info["tokenizer"]["unk_rate"] < 0.01
     assert s.root == coco_multi

@@ -1,4 +1,4 @@
-"""`mmpack build --tokenizer none` (issue 14 item 1): captions stored as text only, for a training
+"""`mmpack build --tokenizer none`: captions stored as text only, for a training
 loop that tokenizes with a tokenizer of its own. The set has no token ids and no tokenizer.model;
 index.json's "tokenizer" is null; mmpack.Loader batches carry each row's caption text
 ("texts") and a [B, 0] "tokens"; mmtrain refuses the set. Checked on the real coco-cc set against

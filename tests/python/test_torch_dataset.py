@@ -1,4 +1,4 @@
-"""mmpack.Loader as a torch IterableDataset (issue 27 item 1): DataLoader(loader,
+"""mmpack.Loader as a torch IterableDataset: DataLoader(loader,
 batch_size=None) over ranks and over DataLoader workers without double-reading, torchdata's
 Stateful protocol (save mid-epoch, restore in a new process), pickling as a description, and
 the size keyword as torchvision takes it. On the real coco_multi set (51 samples, 4 shards).

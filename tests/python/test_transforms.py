@@ -1,4 +1,4 @@
-"""transform= and text_transform= (issue 27 item 2): run by a thread of the Loader, a few batches
+"""transform= and text_transform=: run by a thread of the Loader, a few batches
 ahead of the training loop, on every batch; state_dict() counts the batches handed out, not
 those transformed ahead, so a resume with a transform on continues exactly. On the real sets."""
 

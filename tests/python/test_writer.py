@@ -1,4 +1,4 @@
-"""mmpack.Writer (issue 28 item 1) against `mmpack build` of the same samples in the same order.
+"""mmpack.Writer against `mmpack build` of the same samples in the same order.
 
 Each real set of ../shared/data is written out as a JSONL manifest with absolute image paths,
 kept fields and bad samples among the real ones (a truncated JPEG, a text file named .jpg, an

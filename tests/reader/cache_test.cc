@@ -351,7 +351,7 @@ TEST(RemoteLoader, BlockShuffleReadsEveryItemOnceWithinTheCacheLimit) {
   EXPECT_LE(stats.downloads, 3 * (n + 2) + 3);
 }
 
-// Exact evaluation over a remote set through a bounded cache (issue 27 item 4): with
+// Exact evaluation over a remote set through a bounded cache: with
 // even_batches false the prefetcher plans no wrap-around; both ranks give the local set's batches,
 // and over both ranks every sample once, in two epochs.
 TEST(RemoteLoader, UnevenBatchesGiveEverySampleOnceWithinTheCacheLimit) {

@@ -188,7 +188,7 @@ TEST(Loader, BatchesHoldTheSamplesPixelsTokensAndKeys) {
   }
 }
 
-// The decode threads share each batch's rows (issue 24): whatever the thread count and however
+// The decode threads share each batch's rows: whatever the thread count and however
 // many batches may be in flight, every batch is the one the reference functions describe:
 // GlobalItem's order (padded, rank 1 of 2), LoadSampleImage's pixels (random-resized crop and
 // flip of (seed, epoch, sample)), the sample's tokens padded to the batch's longest, its key.
@@ -391,7 +391,7 @@ TEST_P(LoaderOrder, ResumesUnderAnotherWorldSizeInTheSameGlobalOrder) {
   for (auto& [s, c] : count) EXPECT_EQ(c, 1) << s;
 }
 
-// Exact evaluation (issue 27 item 4): drop_last false with even_batches false hands out each
+// Exact evaluation: drop_last false with even_batches false hands out each
 // of the 51 samples exactly once over all ranks, no wrap-around padding; rank r's last batch
 // holds min(B, max(0, rem - r * B)) rows (rem = 51 mod G), and a rank past rem gets one batch
 // fewer, as batches_per_epoch says. With even_batches (the default) 2 ranks of 32 would give 64.
@@ -536,7 +536,7 @@ TEST(Loader, CreateRefusesBadOptions) {
   o.drop_last = false;
   EXPECT_TRUE(Loader::Create(Coco(), o).ok());
   o = {};
-  o.num_threads = 3000;  // mmtrain --threads 3000 (issue 9): refused before any thread starts
+  o.num_threads = 3000;  // mmtrain --threads 3000: refused before any thread starts
   auto r = Loader::Create(Coco(), o);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("num_threads 3000 outside [1, 256]"), std::string::npos)
@@ -579,7 +579,7 @@ int64_t MappedBytes() {
   return -1;
 }
 
-// A thread the system refuses is an error from Create, not an abort (issue 9 item 9). In a
+// A thread the system refuses is an error from Create, not an abort. In a
 // child process whose address space is capped 256 MiB above what it maps, the 8 MiB stacks of
 // 200 decode threads cannot all be had: std::thread throws std::system_error (EAGAIN). The
 // real limit is used, not a mock. Before the fix the exception escaped the constructor with

@@ -1,4 +1,4 @@
-// Several sets drawn by weight ("A:3,B:1", reader/src/mixture.h): each set's share of the
+// Several sets drawn by weight ("A:3,B:1", mm/internal/mixture.h): each set's share of the
 // epoch, upsampling, and the refusals.
 #include <gtest/gtest.h>
 
@@ -77,7 +77,7 @@ TEST(Mixture, EachSetGetsItsWeightedShareOfTheEpoch) {
   }
 }
 
-// The size rule checks what the loader hands out (issue 27 item 5): sets stored at 64x48 and
+// The size rule checks what the loader hands out: sets stored at 64x48 and
 // 32x48 open as one mixture; a Loader without an output size is refused naming both sizes (its
 // batches would have no one shape), one with an output size gives every batch that shape, each
 // row from the set that set_index names.

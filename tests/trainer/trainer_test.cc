@@ -139,7 +139,7 @@ class TrainerTest : public testing::Test {
   }
 };
 
-// --- the issue's checks ---------------------------------------------------------------------
+// --- the issue's checks --------------------------------------------------------------------------
 
 TEST_F(TrainerTest, AccumulationOfFourByEightEqualsOneBatchOf32ForBothLosses) {
   // Both losses on: the contrastive loss of 4 micro-batches of 8 is one InfoNCE over all 32
@@ -426,7 +426,7 @@ TEST_F(TrainerTest, AugmentRrcTrainsOnOtherPixelsThanTheStoredImages) {
   EXPECT_EQ(Summary(dir + "/rrc2")["first_caption_loss"].get<double>(), rrc);
 }
 
-// --- failures are one clear line --------------------------------------------------------------
+// --- failures are one clear line -----------------------------------------------------------------
 
 TEST_F(TrainerTest, Fp16OnCpuFailsWithAClearError) {
   const std::string dir = TempDir("fp16"), log = dir + "/log";
@@ -455,7 +455,7 @@ TEST_F(TrainerTest, UnknownAugmentIsRefused) {
   EXPECT_NE(::stat((dir + "/run/metrics.jsonl").c_str(), &st), 0) << "it trained anyway";
 }
 
-// --- hostile sizes and files (issue 9) ---------------------------------------------------------
+// --- hostile sizes and files ---------------------------------------------------------------------
 
 /// Runs mmtrain with `args` under `timeout 60` (a hang shows as status 124); returns the status
 /// and puts the output in *out.
@@ -558,7 +558,7 @@ TEST_F(TrainerTest, FifosAreRefusedNotWaitedOn) {
                      dir + "/run/metrics.jsonl is not a regular file");
 }
 
-// --- resume that cannot go wrong silently, metrics, evaluation, plots (issue 15) ---------------
+// --- resume that cannot go wrong silently, metrics, evaluation, plots ----------------------------
 
 std::vector<nlohmann::json> MetricsLines(const std::string& path) {
   std::vector<nlohmann::json> v;
@@ -855,7 +855,7 @@ TEST_F(TrainerTest, EvaluationSplitAcrossTwoRanksEqualsOneProcess) {
   }
 }
 
-// Exact evaluation (issue 27 item 4): coco-cc's 51 images on 2 ranks of 8 (global batch 16)
+// Exact evaluation: coco-cc's 51 images on 2 ranks of 8 (global batch 16)
 // are scored once each, 51 rows in all (51 = 3 * 16 + 3: rank 0 batches of 8, 8, 8, 3; rank 1
 // of 8, 8, 8, one fewer), where the padded split scored 64 rows (13 repeats).
 // Recall's denominator N is the 51 distinct images, as before (the repeats were dropped after
@@ -899,7 +899,7 @@ TEST_F(TrainerTest, PlotDrawsOneRunAndTwoOverlaid) {
                      "/nope an mmtrain --out directory?)\n");
 }
 
-// --- pieces, in process -----------------------------------------------------------------------
+// --- pieces, in process --------------------------------------------------------------------------
 
 TEST(DistEnv, ReadsTorchrunOpenMpiAndSlurmVariables) {
   auto from = [](std::map<std::string, std::string> m) {

@@ -141,7 +141,7 @@ def draw(runs, out):
         x, y = series(train, "data_wait_pct")
         a.plot(x, y, styles[i], color=run_colour[i], label="%s: data wait" % names[i])
     # GPU fields (NVML; see trainer/src/gpu_monitor.h): utilisation on the same % axis, memory
-    # in use on a second axis. Runs without them (CPU, no NVML) draw as before.
+    # in use on a second axis. Runs without them (CPU, no NVML) draw no GPU curve.
     gpu_runs = [i for i, (train, _) in enumerate(data) if any("gpu_util_pct" in r for r in train)]
     if gpu_runs:
         mem = a.twinx()

@@ -84,8 +84,8 @@ struct RemoteOptions {
   /// Cache directory; several processes may share it (file locks). Empty: $XDG_CACHE_HOME/mmpack,
   /// else $HOME/.cache/mmpack.
   std::string cache_dir;
-  /// Bytes of shard files the cache directory may hold, all sets in it together; 0: no limit.
-  /// Least recently used shards are evicted; a shard some process has pinned never is.
+  /// Bytes the cache directory may hold (shards and downloads in progress, all sets in it
+  /// together); 0: no limit. Least recently used shards are evicted; a pinned one never is.
   int64_t cache_limit = 0;
   /// Tries per request (1: no retry). Timeouts, connection errors, HTTP 5xx, 408 and 429 are
   /// retried after initial_backoff_ms * 2^k (at most max_backoff_ms, jittered down to half).
@@ -115,7 +115,7 @@ struct OpenOptions {
   /// Do NOT use it while any other thread of the process may be inside HDF5 (mmpack's writer,
   /// h5py, the application's own HDF5 calls): the child inherits libhdf5's global lock held
   /// by that thread and blocks forever; the parent then gives up after 30 s per shard
-  /// (kHdf5QueryTimeoutMs in reader/src/shard.h), kills the child and returns Corruption
+  /// (kHdf5QueryTimeoutMs), kills the child and returns Corruption
   /// ("HDF5 metadata query timed out"). Cost: one fork per shard, about 22 ms per GB of the
   /// caller's resident memory (page-table copy) on top of the query itself: a 20 GB process
   /// opening 10,000 shards spends over an hour. Use it for untrusted shards in a small

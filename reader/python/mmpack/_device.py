@@ -32,7 +32,7 @@ def _no_cuda(what: str, torch: Any) -> RuntimeError:
 
 
 def resolve(device: Any, pin_memory: bool) -> Optional[Any]:
-    """The torch.device batches are delivered on (None: numpy arrays, or torch tensors as before,
+    """The torch.device batches are delivered on (None: numpy arrays, or torch tensors
     in the loader's own memory). `device`: None, "cpu", "cuda", "cuda:N" or a torch.device.
     pin_memory without a device means "cpu", in page-locked memory.
 

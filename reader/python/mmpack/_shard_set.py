@@ -234,7 +234,7 @@ def byte_size(value: Union[int, str]) -> int:
 
 def _is_mixture_list(path: str) -> bool:
     """True when `path` is not an existing file or folder but lists sets ("a:0.7,b:0.3", "a,b",
-    "a:2"): the C++ reader parses it (reader/src/mixture.h)."""
+    "a:2"): the C++ reader parses it (mm/internal/mixture.h)."""
     return not os.path.exists(path) and ("," in path or ":" in path)
 
 

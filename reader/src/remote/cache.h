@@ -1,6 +1,7 @@
 // cache.h: the local cache of remote shards, a directory that several processes (the ranks of a
 // node, other jobs) may share, bounded in bytes with least-recently-used eviction. Private to
-// mm_reader.
+// mm_reader. This comment is the one full statement of the cache's protocol (reader/README.md,
+// "Remote sets", and prefetcher.h refer to it): change it with the code.
 //
 // Layout (everything mmpack writes there; nothing else is read, renamed or deleted):
 //   DIR/.lock                                   flock: reservations and evictions, one at a time

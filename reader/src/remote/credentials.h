@@ -12,10 +12,10 @@
 //      AWS_CONTAINER_CREDENTIALS_FULL_URI or _RELATIVE_URI is set;
 //   5. the instance metadata service, IMDSv2 (imds.h), unless AWS_EC2_METADATA_DISABLED=true;
 //   6. none: requests go unsigned (public buckets).
-// The issue that asked for this listed the profile before web identity; the SDKs put web
-// identity from the environment first (a pod with IRSA and a stray ~/.aws/credentials uses the
-// role), and so does this. A profile that configures what is not implemented here
-// (source_profile, credential_process, SSO) and has no keys is an error naming the setting.
+// The SDKs put web identity from the environment before the profile (a pod with IRSA and a
+// stray ~/.aws/credentials uses the role), and so does this. A profile that configures what is
+// not implemented here (source_profile, credential_process, SSO) and has no keys is an error
+// naming the setting.
 //
 // One line on stderr says which source was used, once per process and configuration:
 //   mmpack: S3 credentials: environment (AWS_ACCESS_KEY_ID)

@@ -22,7 +22,7 @@ class LocalSetFiles final : public SetFiles {
   bool remote() const override { return false; }
   const std::string& root() const override { return dir_; }
   // As std::filesystem joins paths (an absolute name stays itself: the checks that follow
-  // refuse what is not a regular file of ours by what it is, as before sets could be remote).
+  // refuse what is not a regular file of ours by what it is).
   std::string Display(const std::string& name) const override {
     return (std::filesystem::path(dir_) / name).string();
   }

@@ -170,8 +170,8 @@ MM_VECTOR_CLONES void DropZeroEnds(const AxisWindow& a, const PrecomputeScratch&
 // triple-angle formulas. The loops run over the output pixels, tap by tap ([tap][pixel]
 // scratch), so that the compiler vectorises them (divisions included; the AVX2 clone four at a
 // time, without FMA, so both clones give the same doubles); each pixel's sum adds its taps in
-// order. The trigonometric calls and the per-tap recurrence were most of a crop's coefficient
-// cost before (issue 30). Fixed point: floor(w / sum * 2^14 + 0.5); zero weights at either end
+// order. Computed per tap instead, the trigonometric calls and the recurrence are most of a
+// crop's coefficient cost. Fixed point: floor(w / sum * 2^14 + 0.5); zero weights at either end
 // are then dropped (first and count shrink: they add nothing).
 void Precompute(int in_size, double in0, double in1, int64_t out_size, int64_t out0, int n_out,
                 Filter filter, Coeffs* c) {

@@ -210,8 +210,8 @@ struct Avx512Blocks {
 // through a 16-bit multiply-add of interleaved (row k, row k+1) pairs by (w[k], w[k+1]) into
 // 32-bit lanes, a block of the row per step, accumulators in registers over all taps. Turning
 // two rows of bytes into those pairs takes six shuffles per block, and a source row feeds about
-// six output rows for Lanczos-3: done per output row (PassAvx2, the kernel before issue 30),
-// the shuffles bound the speed. So each pair of source rows (lo+2j, lo+2j+1; lo the first row
+// six output rows for Lanczos-3: done per output row (as PassAvx2 does), the shuffles bound
+// the speed. So each pair of source rows (lo+2j, lo+2j+1; lo the first row
 // a block of output rows reads) is converted once into scratch, and each output row is then
 // only loads and multiply-adds; an output row whose first tap is an odd row from lo starts one
 // row early with a weight of 0. Rows in strips of kStripBlocks blocks, output rows in groups,

@@ -254,7 +254,7 @@ TEST(RunBuild, RefusesBadPathsAtOnceAndOverwriteReplaces) {
   EXPECT_TRUE(fs::exists(tmp / "out" / "marker"));
   BuildOptions again = Options(skimage, tmp / "out");
   again.overwrite = true;
-  // A file the set does not list is someone's: --overwrite refuses (issue 9 item 4).
+  // A file the set does not list is someone's: --overwrite refuses.
   Status unlisted = RunBuild(again);
   EXPECT_EQ(unlisted.code(), StatusCode::kAlreadyExists) << unlisted.ToString();
   EXPECT_NE(unlisted.message().find("marker"), std::string::npos) << unlisted.ToString();

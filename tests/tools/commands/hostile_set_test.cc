@@ -1,4 +1,4 @@
-// Hostile shard sets against `mmpack verify` and `mmpack show` (issue 9 items 1-3): a damaged
+// Hostile shard sets against `mmpack verify` and `mmpack show`: a damaged
 // file is refused by its checksum before libhdf5 parses it; a parse that hangs or crashes is
 // bounded; nothing outside the set's folder is read (external storage, soft and external links,
 // symlinks); verify applies the reader's rules. Each shard is written by the real ShardWriter

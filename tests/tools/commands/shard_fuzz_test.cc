@@ -1,4 +1,4 @@
-// Mutants of real shards through `mmpack verify`, `show` and `bench` (issue 9 item 1): none may
+// Mutants of real shards through `mmpack verify`, `show` and `bench`: none may
 // hang or crash. The seed set is built by RunBuild from the real coco-cc photos and captions
 // (24 px, 8 samples a shard, the manifest's "license" kept as metadata/license, so show and
 // verify also read the kept-field group). Each mutant changes one shard: random bit flips, random bytes, a

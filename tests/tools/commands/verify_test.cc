@@ -32,7 +32,7 @@ TEST_F(VerifyTest, CatchesBitFlipInAChunkByChecksum) {
   Status st = Verify();
   ASSERT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_NE(st.message().find("shard-000001.h5"), std::string::npos) << st.ToString();
-  // Reported by the checksum, before libhdf5 parses the file (issue 9 item 1): no sample named.
+  // Reported by the checksum, before libhdf5 parses the file: no sample named.
   EXPECT_NE(st.message().find("xxh3_64"), std::string::npos) << st.ToString();
 }
 

@@ -153,8 +153,8 @@ Result<AppendBase> OpenAppendBase(const fs::path& out) {
   const auto& set = base.set;
   base.keys.reserve(static_cast<size_t>(set->num_samples()));
   for (int64_t i = 0; i < set->num_samples(); ++i) base.keys.emplace(set->Key(i));
-  // OUT's report is merged, never dropped: one that cannot be read refuses the append (issue
-  // 31 item 3). Streamed: its lists of drops are never held.
+  // OUT's report is merged, never dropped: one that cannot be read refuses the append.
+  // Streamed: its lists of drops are never held.
   const fs::path report = out / std::string(format::kReportFile);
   if (fs::exists(fs::symlink_status(report, ec))) {
     auto summary = ReadReportSummary(report);
@@ -183,7 +183,7 @@ Result<BuildOptions> AppendOptions(const BuildOptions& o, const fs::path& out,
     return Status::InvalidArgument(
         "--append: OUT's captions have token ids; --tokenizer none would store none");
   }
-  if (!o.compression_given) {  // OUT's chunk codec and level (the default changed in issue 30)
+  if (!o.compression_given) {  // OUT's chunk codec and level, not today's default
     if (const auto codec = format::ParseCodec(base.index.info.compression)) {
       a.compression = *codec;
       if (a.compression == format::Codec::kZstd) {

@@ -1,4 +1,4 @@
-// append.h: `mmpack build RAW -o OUT --append` (issue 13 item 4): the samples of RAW added
+// append.h: `mmpack build RAW -o OUT --append`: the samples of RAW added
 // to the existing set OUT as new shards, numbered after OUT's.
 //
 // How it stays safe: the new set is assembled in the staging folder beside OUT like any build,
@@ -64,7 +64,7 @@ struct AppendBase {
 [[nodiscard]] Status CheckAppendable(const BuildOptions& o, const ImageOptions& image,
                                      const std::string& tokenizer_sha256, const AppendBase& base);
 
-/// --append --dedup exact|near (issue 23 item 8): the --dedup hashes of every image OUT holds,
+/// --append --dedup exact|near: the --dedup hashes of every image OUT holds,
 /// in set order, into `base->images`, so that a copy of one of them is dropped as a duplicate
 /// and index.json's claim stays true. Each image is read back as stored (ShardSet::ReadImage,
 /// on `threads` threads; 0: all cores) and hashed as the build hashes its own (for a JPEG set,

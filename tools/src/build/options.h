@@ -50,7 +50,7 @@ struct BuildOptions {
   FilterOptions filters;                  // --min-size ... --dedup (curate/filters.h)
   int64_t shard_size = int64_t{1} << 30;  // bytes of a shard before it closes
   int64_t samples_per_shard = 0;          // 0: no limit
-  // --codec raw's chunks: uncompressed by default (issue 30): zstd gains about 10% on decoded
+  // --codec raw's chunks: uncompressed by default: zstd gains about 10% on decoded
   // pixels, and a load-time crop of an uncompressed chunk reads only the rows and columns it
   // covers, straight from the mapping, where a zstd chunk must be decompressed whole first
   // (FORMAT.md, "Uncompressed chunks (the default) and the Zstandard filter").

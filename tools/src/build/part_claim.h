@@ -1,6 +1,6 @@
 // part_claim.h: which process is building a part of a build in parts (build_parts.h), so
 // that a part is never built by two processes at once and a part waiting for part 0 can tell
-// a part 0 that died from one that is slow (issue 31 items 2 and 8).
+// a part 0 that died from one that is slow.
 //
 // Each part holds flock(2) on OUT.mmpack-partial/.parts/part-III-of-NNN.lock from before its
 // ingest until it returns, and writes in it one JSON line: {"pid", "host", "start"} (start:

@@ -47,8 +47,8 @@ struct PartSpec {
 /// The --part value that reads the launcher's rank and size.
 inline constexpr const char* kPartAuto = "auto";
 
-/// The part this process builds, as `flag` (--part) asks (issue 31 item 1: splitting is asked
-/// for, never inherited: a training script launched by mpirun or srun that runs
+/// The part this process builds, as `flag` (--part) asks (splitting is asked for, never
+/// inherited: a training script launched by mpirun or srun that runs
 /// `mmpack build` on rank 0 builds the whole input):
 ///   ""      one process, the whole input (count 0), whatever the environment says;
 ///   "I/N"   part I (0-based) of N, 0 <= I < N, plain decimals ("00/02", " 0/2", "0/+2" are

@@ -145,7 +145,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   if (!TokenizeCaptions(item, o, tokenizer)) return;
   EncodedSample& e = item->encoded;
   // Raw and uncompressed (the default): the pixels are the chunk, moved rather than copied
-  // (a 150 KB allocation and copy a sample at 224 px; issue 30, fewer copies). The pixel hashes
+  // (saves a 150 KB allocation and copy a sample at 224 px). The pixel hashes
   // of --dedup were taken above.
   const bool raw_none = !jpeg && o.compression == format::Codec::kNone;
   Result<std::vector<uint8_t>> chunk =

@@ -61,8 +61,7 @@ struct SinkProgress {
 
 /// What a sample's image was read from, as a number: XXH3-64 of the size and modification time
 /// (ns) of its file (for wds, of its tar), or 0 when it cannot be stat'ed (missing). A file
-/// replaced between a killed build and its --resume almost surely has another (issue 23 item
-/// 7). Thread-safe.
+/// replaced between a killed build and its --resume almost surely has another. Thread-safe.
 uint64_t SourceStamp(const RawSample& s);
 
 /// `chain` extended by the sample at `index` of stamp `stamp` (order matters).
@@ -113,8 +112,8 @@ int64_t CountCheckpoints(const std::filesystem::path& staging);
 
 /// After a build that made the tokenizer (and wrote build.json) failed: removes what is not
 /// finished work (shard files and .tmp files no checkpoint keeps), keeps the finished shards,
-/// their checkpoints and the tokenizer for --resume (issue 23 item 7: a full disk or an NFS
-/// error must not cost the shards already made). When there is nothing worth keeping (no
+/// their checkpoints and the tokenizer for --resume (a full disk or an NFS error must not
+/// cost the shards already made). When there is nothing worth keeping (no
 /// finished shard, and a tokenizer that was given, not trained), removes `staging` whole.
 /// Returns the sentence to add to the failure's message: "; 3 finished shard(s) kept in
 /// STAGING: run the same command with --resume to go on" (or "" when removed).

@@ -53,7 +53,7 @@ bool ParseBytes(const std::string& text, int64_t* bytes) {
   return true;
 }
 
-// --lowercase ... --dedup: text normalisation, field mapping and filters (issue 14).
+// --lowercase ... --dedup: text normalisation, field mapping and filters (curate/filters.h).
 void AddCurate(CLI::App* b, BuildArgs* a) {
   mm::pack::BuildOptions& o = a->options;
   mm::pack::FilterOptions& f = o.filters;

@@ -106,8 +106,8 @@ Result<std::vector<std::string>> ReadMetadataHere(const std::string& path, int64
 }
 
 // `count` strings that `read` returns, run in a bounded child (shard/bounded_query.h): libhdf5
-// loops for ever on some damaged global heaps, where variable-length strings live (issue 9
-// item 1). `what` names the answer in messages.
+// loops for ever on some damaged global heaps, where variable-length strings live. `what` names
+// the answer in messages.
 Result<std::vector<std::string>> ReadStringsBounded(
     const std::string& path, size_t count,
     const std::function<Result<std::vector<std::string>>()>& read, const char* what) {

@@ -23,8 +23,8 @@ struct CaptionRange {
 [[nodiscard]] Result<CaptionRange> LocateCaptions(const mm::reader::ShardSet& set, int64_t i);
 
 /// Captions [first, first + count) of the shard file `path`, read through HDF5 in a bounded
-/// child process (shard/bounded_query.h: libhdf5 can loop for ever on a damaged global heap,
-/// issue 9 item 1), after refusing a `captions` dataset stored outside the file
+/// child process (shard/bounded_query.h: libhdf5 can loop for ever on a damaged global heap),
+/// after refusing a `captions` dataset stored outside the file
 /// (shard/self_contained.h). Errors: IOError / Corruption naming the file.
 [[nodiscard]] Result<std::vector<std::string>> ReadShardCaptions(const std::string& path,
                                                                  int64_t first, int count);

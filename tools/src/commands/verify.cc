@@ -46,7 +46,7 @@ class SetVerifier {
     if (!index.info.has_tokenizer) return Status::OK();  // --tokenizer none: text only
     const std::string file =
         index.tokenizer_file.empty() ? std::string(format::kTokenizerFile) : index.tokenizer_file;
-    // A local set's tokenizer must not be a symlink out of the set (issue 9 item 2).
+    // A local set's tokenizer must not be a symlink out of the set (mm/internal/set_path.h).
     if (!files_.remote()) MM_RETURN_NOT_OK(CheckSetPath(files_.root(), file));
     std::string sha;
     if (files_.remote()) {
@@ -73,14 +73,14 @@ class SetVerifier {
     if (e.samples <= 0 || e.captions < e.samples || e.tokens < 0 || entry.bytes <= 0) {
       return Status::Corruption(label + ": index.json counts are not valid");
     }
-    // A local shard must not be a symlink out of the set (issue 9 item 2); a remote shard is
+    // A local shard must not be a symlink out of the set; a remote shard is
     // its cached copy (a file of the cache, checked on arrival), pinned until this check ends.
     if (!files_.remote()) MM_RETURN_NOT_OK(CheckSetPath(files_.root(), e.file));
     MM_ASSIGN_OR_RETURN(mm::reader::internal::LocalShardFile local, files_.Shard(entry));
     const fs::path path = local.path;
     MM_ASSIGN_OR_RETURN(int64_t size, FileSize(path, label, entry.bytes));
     MM_RETURN_NOT_OK(CheckCountsFit(e, size));
-    // Every byte is checked before libhdf5 parses one (issue 9 item 1): a damaged file is
+    // Every byte is checked before libhdf5 parses one: a damaged file is
     // reported by its checksum and never parsed.
     MM_ASSIGN_OR_RETURN(std::string hash, Xxh3HexOfFile(path.string()));
     if (hash != entry.xxh3_64) {
@@ -218,7 +218,7 @@ Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote
   MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index,
                       ReadSetIndexChecked(*files, schema));
   const mm::reader::SetInfo& info = index.info;
-  MM_RETURN_NOT_OK(mm::reader::CheckSetRules(info));  // the reader's rules (issue 9 item 3)
+  MM_RETURN_NOT_OK(mm::reader::CheckSetRules(info));  // the reader's rules (set_rules.h)
   SetVerifier set(*files, schema);
   MM_RETURN_NOT_OK(set.CheckTokenizer(index));
   const ShardExpectation base = BaseExpectation(info);

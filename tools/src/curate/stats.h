@@ -42,7 +42,7 @@ class SetStats {
 
   /// Each figure as counts of its distinct values, so that memory follows how many different
   /// values there are (bounded by the figures' ranges: token counts by --max-tokens, sides by
-  /// 65535 pixels...), not how many samples (issue 13). The aspect ratio is counted to 1/10000.
+  /// 65535 pixels...), not how many samples. The aspect ratio is counted to 1/10000.
   struct Counts {
     std::map<int64_t, int64_t> caption_tokens, caption_chars, captions_per_image, shorter_side,
         aspect, stored_width, stored_height, stored_bytes;  // aspect: longer / shorter * 10000

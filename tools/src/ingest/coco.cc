@@ -1,6 +1,6 @@
 // coco.cc: the COCO captions JSON, images[] and annotations[] (ingest.h, "coco").
 //
-// Read without holding the file or its samples (issue 13): the file is mapped and parsed with
+// Read without holding the file or its samples: the file is mapped and parsed with
 // nlohmann's SAX interface, one element of images[] or annotations[] at a time (each element as
 // a small DOM, so the rules below read as they did on the whole document); images and captions
 // meet through external sorts (spill.h), since annotations may come before images and name them

@@ -95,7 +95,7 @@ struct FieldNames {
   std::vector<std::string> caption;  // every present one adds caption(s)
   std::vector<std::string> extra;    // kept per sample in RawSample::fields, in this order
   // A caption longer than this many bytes is kept as its first max_caption_bytes + 1 bytes:
-  // still over the limit, so `mmpack build` drops it as caption_too_large as before (the size
+  // still over the limit, so `mmpack build` drops it as caption_too_large all the same (the size
   // is checked first: text/caption.h), but megabytes of it do not travel through the ingest's
   // sorts and files (the manifests cut them as they are read; COCO, folders and tars, whose
   // captions are bounded by the file or member, before the key rules). -1: no cap.

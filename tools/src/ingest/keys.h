@@ -46,7 +46,7 @@ void CapCaptions(std::vector<std::string>* captions, int64_t max_bytes);
                                    const std::function<std::string(const RawSample&)>& rekey);
 
 /// The memory each external sort of the ingest may fill before it spills a run: small, so that
-/// a build's peak memory does not depend on its manifest's length (issue 13), large enough that
+/// a build's peak memory does not depend on its manifest's length, large enough that
 /// most manifests never spill. MM_SORT_MEMORY (bytes) overrides it, for the tests.
 size_t SortMemoryBytes();
 

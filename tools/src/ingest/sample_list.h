@@ -1,5 +1,5 @@
 // sample_list.h: the input's samples on disk (a SpillFile, spill.h), read back in order, so that
-// `mmpack build` holds a handful of samples at a time however long its manifest is (issue 13).
+// `mmpack build` holds a handful of samples at a time however long its manifest is.
 // Private to tools/.
 #pragma once
 

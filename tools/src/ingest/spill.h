@@ -1,5 +1,6 @@
 // spill.h: records kept on disk instead of in memory, so that `mmpack build`'s memory does not
-// grow with its input (issue 13: a 100M-line manifest). Private to tools/.
+// grow with its input (a 100M-line manifest builds in the memory of a small one). Private to
+// tools/.
 //
 //   SpillFile       an unnamed temporary file (O_TMPFILE, else a name removed at once: nothing
 //                   is left behind by a crash or a kill) of length-prefixed records, written

@@ -1,6 +1,6 @@
 // report_stream.h: reading a set's report.json (schemas/FORMAT.md "report.json") without
 // holding it. A report lists every dropped sample and caption: a build that drops 1.6 M samples
-// writes 256 MiB of it, and a parsed DOM costs 5-8 times the text (issue 31 item 3). Its other
+// writes 256 MiB of it, and a parsed DOM costs 5-8 times the text. Its other
 // members (counts, "stats", "appends") are small. So the report is read in streaming passes
 // through nlohmann's SAX parser: one for the small members, one per list whose entries are
 // handed out one at a time. Memory: the small members and one entry.

@@ -1,5 +1,5 @@
-// set_lock.h: one `mmpack build` per OUT at a time (issue 9 item 5). Two builds into one OUT
-// used to clear the same staging folder and publish an index of shards the other had deleted.
+// set_lock.h: one `mmpack build` per OUT at a time. Two builds into one OUT would clear the
+// same staging folder and publish an index of shards the other had deleted.
 // The lock is flock(2) on "OUT.mmpack-lock" beside OUT (not inside: OUT is renamed as a whole),
 // held from before OUT is examined until the build returns; the kernel releases it when the
 // process dies, so a killed build never leaves a stale lock. The file is removed on release

@@ -1,4 +1,4 @@
-// set_publish.h: how a finished build replaces OUT (issue 9 item 4), under the build lock
+// set_publish.h: how a finished build replaces OUT, under the build lock
 // (set_lock.h).
 //
 // What --overwrite may delete: an empty folder, or an mmpack shard set: a valid index.json (the
@@ -37,7 +37,7 @@ namespace mm::pack {
 [[nodiscard]] Status Publish(const std::filesystem::path& staging,
                              const std::filesystem::path& out);
 
-/// Publish of the set in `staging`, and of nothing else (issue 31 item 4): the files its
+/// Publish of the set in `staging`, and of nothing else: the files its
 /// index.json lists (shards, tokenizer, report.json, index.json). Anything else found there (a
 /// user's notes.txt, a folder) is not published: the set's files are moved into a fresh folder
 /// "OUT.mmpack-publish", which is published, and the rest is left in `staging`, named in one

@@ -3,7 +3,7 @@
 // with a CPU-time limit (RLIMIT_CPU), an address-space limit (RLIMIT_AS) and a wall-clock
 // deadline. libhdf5 1.10 spins for ever on some damaged global heaps and crashes on others;
 // `mmpack verify` and `mmpack show` run every such parse through RunBounded, so a damaged shard
-// is a Corruption that names it, never a hung or dead process (issue 9 item 1).
+// is a Corruption that names it, never a hung or dead process.
 //
 // The child (mm/internal/run_in_child.h) answers a Status and a byte string the caller encodes;
 // the caller must re-check what it decodes, as it would any input. The child leaves with

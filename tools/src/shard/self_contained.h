@@ -2,7 +2,7 @@
 // dataset with external storage (H5Pset_external) reads raw bytes of any other file, and soft
 // or external links (H5Lcreate_soft, H5Lcreate_external) resolve to other objects or other
 // files. mmpack writes none of them; verify and show refuse a shard that has any, before they
-// read a table (issue 9 item 2: verify printed bytes of other files as token ids).
+// read a table (followed, they would make verify print bytes of other files as token ids).
 // HDF5 from one thread at a time.
 #pragma once
 

@@ -1,6 +1,6 @@
 // shard_rules.h: the reader's rules (mm/internal/set_rules.h: CheckTableType,
 // CheckTokenTables) applied by `mmpack verify` to one shard read through HDF5, so that what
-// verify accepts the reader and mmtrain accept (issue 9 item 3): native little-endian table
+// verify accepts the reader and mmtrain accept: native little-endian table
 // dtypes, offsets, no caption over max_tokens, every token id in [0, vocab_size).
 // HDF5 from one thread at a time; run inside the bounded child (bounded_verify.h).
 #pragma once

@@ -2,7 +2,7 @@
 // the set's own folder. index.json's names are already plain names (mm/filename.h refuses "/",
 // "..", NUL), but the folder entry may be a symlink: `shard-000000.h5 -> /home/x/secret.h5` or
 // `tokenizer.model -> ../other/tokenizer.model` would make verify, show or the reader read a
-// file outside the set (issue 9 item 2). CheckSetPath resolves the path through every symlink
+// file outside the set. CheckSetPath resolves the path through every symlink
 // and refuses it unless it lands in the set's folder (itself resolved). A symlink to another
 // file of the same folder is allowed: it reads nothing outside.
 //
