@@ -115,7 +115,7 @@ struct OpenOptions {
   /// Do NOT use it while any other thread of the process may be inside HDF5 (mmpack's writer,
   /// h5py, the application's own HDF5 calls): the child inherits libhdf5's global lock held
   /// by that thread and blocks forever; the parent then gives up after 30 s per shard
-  /// (kHdf5QueryTimeoutMs in reader/src/shard/shard.h), kills the child and returns Corruption
+  /// (kHdf5QueryTimeoutMs in reader/src/shard.h), kills the child and returns Corruption
   /// ("HDF5 metadata query timed out"). Cost: one fork per shard, about 22 ms per GB of the
   /// caller's resident memory (page-table copy) on top of the query itself: a 20 GB process
   /// opening 10,000 shards spends over an hour. Use it for untrusted shards in a small
