@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "mm/reader.h"
-#include "shard_set_impl.h"
+#include "set/shard_set_impl.h"
 
 namespace {
 

@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "chunk_index.h"
-#include "mapped_file.h"
 #include "mm/internal/index_json.h"
 #include "mm/internal/set_rules.h"
 #include "mm/reader.h"
+#include "shard/chunk_index.h"
+#include "shard/mapped_file.h"
 #include "shard/shard_writer.h"
 
 namespace {

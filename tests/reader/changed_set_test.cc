@@ -1,4 +1,4 @@
-// A set changed under its reader (reader/src/mapping_guard.h, shard.h): a shard truncated or
+// A set changed under its reader (reader/src/shard/mapping_guard.h, shard.h): a shard truncated or
 // zeroed while mapped is reported as Corruption naming it. Before, truncation killed the
 // process with SIGBUS and zeroed tables with SIGFPE (a division by a caption count read from
 // the mapping), so each test here failed by killing the test binary.

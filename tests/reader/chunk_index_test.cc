@@ -1,6 +1,6 @@
-// The chunk index walk (reader/src/chunk_index.h): equal to HDF5's own per-chunk answers on real
-// shards, and an error, never a loop, a crash or an unbounded allocation, on damaged ones.
-#include "chunk_index.h"
+// The chunk index walk (reader/src/shard/chunk_index.h): equal to HDF5's own per-chunk answers on
+// real shards, and an error, never a loop, a crash or an unbounded allocation, on damaged ones.
+#include "shard/chunk_index.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>

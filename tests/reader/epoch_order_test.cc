@@ -1,7 +1,7 @@
-// EpochOrder (reader/src/epoch_order.h): the block shuffle is a permutation of the epoch,
+// EpochOrder (reader/src/order/epoch_order.h): the block shuffle is a permutation of the epoch,
 // deterministic per (seed, epoch), local to W shards per window; and its shuffle quality
 // measured against the global permutation (the figures reader/README.md quotes, printed here).
-#include "epoch_order.h"
+#include "order/epoch_order.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "mm/reader.h"
-#include "sampler.h"
+#include "order/sampler.h"
 #include "shard_fixture.h"
 
 namespace mm::reader {

@@ -15,8 +15,8 @@
 
 #include "mm/internal/index_json.h"
 #include "mm/reader.h"
+#include "set/shard_set_impl.h"
 #include "shard_fixture.h"
-#include "shard_set_impl.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MM_ASAN 1

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "mm/internal/jpeg_encode.h"
+#include "image/jpeg_encode.h"
 #include "mm/internal/resample.h"
-#include "sampler.h"
+#include "order/sampler.h"
 #include "shard_fixture.h"
 #include "transforms/crop_resize.h"
 #include "transforms/crop_window.h"

@@ -1,4 +1,4 @@
-// zstd_filter.cc: registers the zstd HDF5 filter (id 32015, tools/plugin/h5z_zstd.c, linked in
+// zstd_filter.cc: registers the zstd HDF5 filter (id 32015, reader/plugin/h5z_zstd.c, linked in
 // as the object library mm_h5z_zstd) with the libhdf5 this module is linked against, when
 // `import mmpack` loads it.
 //
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "bindings.h"
-#include "h5z_zstd.h"  // the zstd filter of tools/plugin, linked in (mm_h5z_zstd)
+#include "h5z_zstd.h"  // the zstd filter of reader/plugin, linked in (mm_h5z_zstd)
 #include "mm/internal/h5.h"
 
 namespace py = pybind11;

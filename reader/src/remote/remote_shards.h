@@ -23,7 +23,7 @@
 #include "mm/reader.h"
 #include "remote/cache.h"
 #include "remote/location.h"
-#include "shard.h"
+#include "shard/shard.h"
 
 namespace mm::reader::internal {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sampler.h"
+#include "order/sampler.h"
 
 namespace mm::reader::internal {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "transforms/libjpeg_error.h"
+#include "mm/internal/libjpeg_error.h"
 
 namespace mm::reader::internal {
 namespace {

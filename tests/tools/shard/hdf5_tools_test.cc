@@ -1,5 +1,5 @@
 // Shards as other HDF5 programs read them: h5dump and Debian's h5py (/usr/bin/python3), both
-// through the zstd filter plugin (tools/plugin), and the plugin's own encoder and decoder.
+// through the zstd filter plugin (reader/plugin), and the plugin's own encoder and decoder.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <zstd.h>

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/c_handles.h"
 #include "image/image_pipeline.h"
 #include "image/png.h"
 #include "image/vips_errors.h"
-#include "mm/internal/c_handles.h"
 
 namespace mm::pack {
 namespace {

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <string>
 
+#include "base/c_handles.h"
 #include "image/image_pipeline.h"
 #include "image/sniff.h"
-#include "mm/internal/c_handles.h"
 
 namespace mm::pack {
 

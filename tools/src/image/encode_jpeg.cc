@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "base/c_handles.h"
 #include "image/image_pipeline.h"
-#include "mm/internal/c_handles.h"
-#include "mm/internal/jpeg_encode.h"
+#include "image/jpeg_encode.h"
 
 namespace mm::pack {
 

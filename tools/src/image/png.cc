@@ -3,9 +3,9 @@
 
 #include <vips/vips.h>
 
+#include "base/c_handles.h"
 #include "image/image_pipeline.h"
 #include "image/vips_errors.h"
-#include "mm/internal/c_handles.h"
 
 namespace mm::pack {
 

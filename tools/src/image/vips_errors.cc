@@ -9,7 +9,7 @@
 #include <shared_mutex>
 #include <utility>
 
-#include "mm/internal/c_handles.h"
+#include "base/c_handles.h"
 #include "text/ascii.h"
 
 namespace mm::pack {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "mm/internal/c_handles.h"
+#include "base/c_handles.h"
 #include "mm/status.h"
 
 namespace mm::pack {

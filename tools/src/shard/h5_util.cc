@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "h5z_zstd.h"  // the zstd filter of tools/plugin, linked in (mm_h5z_zstd)
+#include "h5z_zstd.h"  // the zstd filter of reader/plugin, linked in (mm_h5z_zstd)
 
 namespace mm::h5 {
 

@@ -16,7 +16,7 @@
 
 namespace mm::h5 {
 
-/// Registers the zstd filter (id 32015, the code of tools/plugin/h5z_zstd.c) with this process's
+/// Registers the zstd filter (id 32015, the code of reader/plugin/h5z_zstd.c) with this process's
 /// HDF5, so that reads and writes need no HDF5_PLUGIN_PATH. Idempotent. Errors: Internal.
 Status RegisterZstdFilter();
 

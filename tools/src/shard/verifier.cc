@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mm/internal/c_handles.h"
+#include "base/c_handles.h"
 #include "mm/internal/set_rules.h"
 #include "mm/internal/utf8.h"
 #include "mm/internal/zstd_codec.h"

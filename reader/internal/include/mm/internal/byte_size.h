@@ -3,7 +3,7 @@
 // `mmpack` and `mmtrain`.
 //
 // Internal (reader/internal/include, through the mm_reader_internal target); compiled into
-// mm_reader (reader/src/byte_size.cc). Thread-safe: a pure function.
+// mm_reader (reader/src/base/byte_size.cc). Thread-safe: a pure function.
 #pragma once
 
 #include <cstdint>

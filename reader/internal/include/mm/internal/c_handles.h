@@ -1,28 +1,18 @@
-// mm/internal/c_handles.h: one owner per C handle type that mmpack holds, all in one place
-// (after llama.cpp's ggml-cpp.h): a std::unique_ptr whose deleter is the library's own free
-// function, one line each. Integer handles (file descriptors, HDF5's hid_t) have move-only
-// owners of the same shape in mm/internal/unique_handle.h.
+// mm/internal/c_handles.h: one owner per C handle type that the reader's libraries hold, all in
+// one place (after llama.cpp's ggml-cpp.h): a std::unique_ptr whose deleter is the library's own
+// free function, one line each. Integer handles (file descriptors, HDF5's hid_t) have move-only
+// owners of the same shape in mm/internal/unique_handle.h; the handles only the tools hold
+// (libarchive, TurboJPEG, libvips) have theirs in tools/src/base/c_handles.h.
 //
 // Internal (reader/internal/include, through the mm_reader_internal target). Including this
 // header links nothing: a deleter's library is linked by the code that creates the handle.
 #pragma once
 
-#include <archive.h>
 #include <openssl/evp.h>
-#include <turbojpeg.h>
 #include <xxhash.h>
 #include <zstd.h>
 
 #include <memory>
-
-// libvips and GLib are declared here, not included: their headers need GLib's include
-// directories, which only the image code has. These are the declarations of <glib.h>
-// (gpointer is void*) and <vips/vips.h> (VipsImage is struct _VipsImage).
-struct _VipsImage;
-extern "C" {
-void g_object_unref(void* object);
-void g_free(void* memory);
-}
 
 namespace mm {
 
@@ -39,10 +29,5 @@ using ZstdCCtxPtr = std::unique_ptr<ZSTD_CCtx, CDeleter<ZSTD_freeCCtx>>;       /
 using ZstdDCtxPtr = std::unique_ptr<ZSTD_DCtx, CDeleter<ZSTD_freeDCtx>>;       // zstd_codec.h
 using Xxh3StatePtr = std::unique_ptr<XXH3_state_t, CDeleter<XXH3_freeState>>;  // checksum.h
 using EvpMdCtxPtr = std::unique_ptr<EVP_MD_CTX, CDeleter<EVP_MD_CTX_free>>;    // checksum.h
-using ArchiveReadPtr = std::unique_ptr<archive, CDeleter<archive_read_free>>;  // ingest/wds.h
-using TjHandlePtr = std::unique_ptr<void, CDeleter<tjDestroy>>;  // tjhandle is void*; image/
-using VipsImagePtr = std::unique_ptr<_VipsImage, CDeleter<g_object_unref>>;  // one reference
-using GMemoryPtr = std::unique_ptr<void, CDeleter<g_free>>;  // memory libvips hands out
-using GStringPtr = std::unique_ptr<char, CDeleter<g_free>>;  // text libvips hands out
 
 }  // namespace mm

@@ -7,7 +7,7 @@
 // Both as lowercase hex, the form index.json stores.
 //
 // Internal (reader/internal/include, through the mm_reader_internal target); compiled into
-// mm_reader (reader/src/checksum.cc). Thread-safe: no shared state.
+// mm_reader (reader/src/base/checksum.cc). Thread-safe: no shared state.
 #pragma once
 
 #include <cstddef>

@@ -8,7 +8,7 @@
 // file; ReadRegularFile also checks the size before reading a byte.
 //
 // Internal (reader/internal/include, through the mm_reader_internal target); compiled into
-// mm_reader (reader/src/file.cc). Thread-safe: no shared state.
+// mm_reader (reader/src/base/file.cc). Thread-safe: no shared state.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // reader's chunk-table query in mm_reader, the writer and info/verify in mm_pack).
 //
 // Internal: not part of mm_reader's public face (reader/include/mm never includes hdf5.h).
-// mm_reader compiles it (reader/src/h5.cc); other targets get it by linking mm_reader_internal
+// mm_reader compiles it (reader/src/base/h5.cc); other targets get it by linking mm_reader_internal
 // PRIVATE (reader/CMakeLists.txt).
 //
 // HDF5 reports failure as a negative return value plus an error stack kept per thread; by
@@ -13,7 +13,7 @@
 //
 // Thread safety: Debian 12's libhdf5 (1.10.8, serial) is built thread-safe (H5_HAVE_THREADSAFE:
 // one library-wide lock, so calls from several threads are safe but run one at a time). The
-// reader still queries shards one at a time under its own mutex (reader/src/shard.cc), so it
+// reader still queries shards one at a time under its own mutex (reader/src/shard/shard.cc), so it
 // stays safe with an HDF5 built without that option. Handle objects are move-only values.
 #pragma once
 

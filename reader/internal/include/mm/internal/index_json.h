@@ -4,7 +4,7 @@
 // with the same strict decoder.
 //
 // Internal (reader/internal/include, through the mm_reader_internal target); compiled into
-// mm_reader (reader/src/index_json.cc); the reader's tests and fuzz target call it too.
+// mm_reader (reader/src/set/index_json.cc); the reader's tests and fuzz target call it too.
 // Thread-safe: pure functions (ReadIndexText reads a file).
 #pragma once
 

@@ -1,6 +1,6 @@
 // mm/internal/run_in_child.h: the one way to run a parse of untrusted bytes in a short-lived
 // forked child with a deadline, and to bring its answer back through a pipe. The reader's
-// isolated HDF5 query (reader/src/isolated_query.cc) and tools' bounded queries
+// isolated HDF5 query (reader/src/shard/isolated_query.cc) and tools' bounded queries
 // (tools/src/shard/bounded_query.cc) are thin callers: each encodes its own answer, sets its
 // own limits in the child, and words its own errors from the ChildRun.
 //
@@ -13,7 +13,7 @@
 // the fork) keeps the callers' own threads out of the library the child uses.
 //
 // Internal (reader/internal/include, through the mm_reader_internal target); compiled into
-// mm_reader (reader/src/run_in_child.cc).
+// mm_reader (reader/src/base/run_in_child.cc).
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 // and refuses it unless it lands in the set's folder (itself resolved). A symlink to another
 // file of the same folder is allowed: it reads nothing outside.
 //
-// Internal (mm_reader_internal); compiled into mm_reader (reader/src/set_path.cc). Thread-safe.
+// Internal (mm_reader_internal); compiled into mm_reader (reader/src/set/set_path.cc). Thread-safe.
 #pragma once
 
 #include <string>

@@ -4,7 +4,7 @@
 // same functions, so what verify accepts the reader accepts, and the reverse.
 //
 // Internal: other mmpack libraries get it by linking mm_reader_internal PRIVATE
-// (reader/CMakeLists.txt); it is compiled into mm_reader (reader/src/set_rules.cc).
+// (reader/CMakeLists.txt); it is compiled into mm_reader (reader/src/shard/set_rules.cc).
 //
 // The rules (schemas/FORMAT.md says the same):
 //   - image sides in [1, kMaxImageSide] pixels, 3 channels; format 2: codec raw or jpeg, a jpeg

@@ -4,7 +4,7 @@
 // captions).
 //
 // Internal (reader/internal/include, through the mm_reader_internal target); compiled into
-// mm_reader (reader/src/utf8.cc). Thread-safe: pure functions.
+// mm_reader (reader/src/base/utf8.cc). Thread-safe: pure functions.
 #pragma once
 
 #include <cstddef>

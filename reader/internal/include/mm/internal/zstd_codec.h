@@ -3,11 +3,11 @@
 //
 // An image chunk is one zstd frame that carries its content size (the reader, `mmpack verify`
 // and the HDF5 filter size their output from it) and a 4-byte content checksum (any flipped
-// bit fails the decode). The HDF5 filter plugin (tools/plugin/h5z_zstd.c) is C and reports
+// bit fails the decode). The HDF5 filter plugin (reader/plugin/h5z_zstd.c) is C and reports
 // through HDF5's error stack instead.
 //
 // Internal (reader/internal/include, through the mm_reader_internal target); compiled into
-// mm_reader (reader/src/zstd_codec.cc). Thread-safe: each thread has its own contexts.
+// mm_reader (reader/src/base/zstd_codec.cc). Thread-safe: each thread has its own contexts.
 #pragma once
 
 #include <cstddef>
