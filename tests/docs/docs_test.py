@@ -12,7 +12,7 @@ no_history: product code, its comments and the Markdown describe what is, not ho
 be: no "issue N" (the issue tracker is not the code's documentation; say the reason instead).
 Tests may name the defect they guard against; they are not scanned.
 
-paths: a file named by its path from the repository's root (`reader/src/shard.h`), anywhere in
+paths: a file named by its path from the repository's root (`reader/src/shard/shard.h`), anywhere in
 product code, tests or Markdown, exists; in a README, a backticked path from the README's own
 folder (`src/shard.h` in reader/README.md) exists too. So a moved or deleted file cannot leave
 a description pointing at nothing.
