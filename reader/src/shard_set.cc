@@ -93,8 +93,9 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
   MM_ASSIGN_OR_RETURN(part.location, ParseLocation(location));
   if (!part.location.remote()) {
     MM_ASSIGN_OR_RETURN(std::string text, ReadIndexText(location));  // never blocks on a FIFO
-    MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, location));
-    MM_RETURN_NOT_OK(CheckSetRules(part.info));
+    MM_ASSIGN_OR_RETURN(IndexDocument index, DecodeIndex(text, location));
+    MM_RETURN_NOT_OK(CheckSetRules(index));
+    part.info = std::move(index.info);
     for (const ShardEntry& e : part.info.shards) {
       MM_RETURN_NOT_OK(CheckSetPath(location, e.file));  // no symlink out of the set (issue 9)
       MM_ASSIGN_OR_RETURN(auto shard, Shard::Open(location + "/" + e.file, e, part.info, options));
@@ -106,8 +107,9 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
                       RequestFor(part.location, std::string(mm::format::kIndexFile)));
   MM_ASSIGN_OR_RETURN(std::string text,
                       ThreadHttpClient().GetText(request, options.remote, kMaxRemoteIndexBytes));
-  MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, part.location.text));
-  MM_RETURN_NOT_OK(CheckSetRules(part.info).WithContext(part.location.text));
+  MM_ASSIGN_OR_RETURN(IndexDocument index, DecodeIndex(text, part.location.text));
+  MM_RETURN_NOT_OK(CheckSetRules(index).WithContext(part.location.text));
+  part.info = std::move(index.info);
   MM_ASSIGN_OR_RETURN(part.remote, RemoteShards::Create(part.location, part.info, options));
   return part;
 }

@@ -87,7 +87,7 @@ TEST(ShardSet, ReadsUncompressedSetByCopy) {
   o.compression = "none";
   auto set = OpenOk(CocoSet(o));
   ASSERT_TRUE(set);
-  EXPECT_EQ(set->info().compression, "none");
+  EXPECT_EQ(set->info().compression, mm::format::Codec::kNone);
   EXPECT_EQ(set->StoredImageBytes(7), static_cast<int64_t>(set->image_bytes()));
   ExpectMatchesSamples(*set);
 }

@@ -18,10 +18,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mm/format.h"
 #include "mm/span.h"
 #include "mm/status.h"
 
@@ -46,14 +48,17 @@ struct SetInfo {
   int image_height = 0;
   int image_width = 0;
   int channels = 3;
-  // "center-crop" | "pad" | "stretch" | "keep-ratio" | "keep-ratio-largest" (mm/format.h).
-  std::string resize_mode;
-  // How images are stored (index.json "image.codec", format 2): "raw" pixels, or "jpeg" bytes
+  // How images were fitted (index.json "image.resize_mode"). nullopt: index.json names no mode
+  // this reader knows (a format 1 set may omit it or name another: its pixels are what they
+  // are); a jpeg set's is always known (ShardSet::Open checks it).
+  std::optional<mm::format::ResizeMode> resize_mode;
+  // How images are stored (index.json "image.codec", format 2): raw pixels, or JPEG bytes
   // decoded by the Loader's threads. Raw sets are format version 1.
-  std::string image_codec = "raw";
-  int jpeg_quality = 0;     // codec jpeg: libjpeg quality 1..100; 0 otherwise
-  int max_size = 0;         // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
-  std::string compression;  // raw pixels' HDF5 filter: "zstd" | "none" (jpeg sets: "none")
+  mm::format::ImageCodec image_codec = mm::format::ImageCodec::kRaw;
+  int jpeg_quality = 0;  // codec jpeg: libjpeg quality 1..100; 0 otherwise
+  int max_size = 0;      // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
+  // Raw pixels' HDF5 filter (index.json "compression.codec"; jpeg sets: kNone).
+  mm::format::Codec compression = mm::format::Codec::kNone;
   int compression_level = 0;
   // Tokenizer (the ids the shards hold). has_tokenizer false: built with `--tokenizer none`
   // (index.json "tokenizer": null): captions are text only, every token table is empty, the
