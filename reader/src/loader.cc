@@ -135,7 +135,7 @@ class LoaderImpl final : public Loader {
   LoaderImpl(std::shared_ptr<const ShardSet> set, const LoaderOptions& options,
              const internal::ResolvedOrder& order)
       : set_(std::move(set)),
-        impl_(dynamic_cast<const internal::ShardSetImpl&>(*set_)),
+        impl_(set_->impl()),
         options_(WithOrder(options, order)),
         order_(order),
         shape_(internal::MakeOrderShape(impl_, options.caption_mode)),
@@ -640,11 +640,10 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
                                    " outside [1, " + std::to_string(kMaxPrefetchBatches) + "]");
   }
   MM_RETURN_NOT_OK(CheckTransformOptions(options));
-  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
-  if (!impl) return Status::InvalidArgument("Loader::Create: not a set opened by ShardSet::Open");
-  MM_RETURN_NOT_OK(CheckOutputShape(*impl, options));
-  MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(*impl, options));
-  const auto shape = internal::MakeOrderShape(*impl, options.caption_mode);
+  const internal::ShardSetImpl& impl = set->impl();
+  MM_RETURN_NOT_OK(CheckOutputShape(impl, options));
+  MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(impl, options));
+  const auto shape = internal::MakeOrderShape(impl, options.caption_mode);
   MM_RETURN_NOT_OK(internal::CheckOrderSize(*shape));  // before any order is allocated
   const int64_t items = internal::EpochItems(*shape);
   if (items == 0) return Status::InvalidArgument("the shard set is empty");

@@ -189,8 +189,7 @@ TEST(ShardSet, VerifiesChecksumsOnRequest) {
   mm::testing::CopySet(good, tmp.path());
   auto set = OpenOk(tmp.path());
   ASSERT_TRUE(set);
-  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
-  ASSERT_NE(impl, nullptr);
+  const internal::ShardSetImpl* impl = &set->impl();
   bool compressed = false;
   auto chunk = impl->shard(1).StoredChunk(3, &compressed);
   // Offset of the chunk's middle byte in the file: the chunk view points into the mapping.
@@ -357,7 +356,7 @@ TEST(ShardSet, CorruptFrameGivesCorruptionNamingShardAndSample) {
   {
     auto set = OpenOk(tmp.path());
     ASSERT_TRUE(set);
-    auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
+    const internal::ShardSetImpl* impl = &set->impl();
     bool compressed = false;
     auto chunk = impl->shard(1).StoredChunk(4, &compressed);
     ASSERT_TRUE(compressed);
