@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const mm::reader::SetInfo& info = (*set)->info();
-  if (info.image_codec == "jpeg") {
+  if (info.image_codec == mm::format::ImageCodec::kJpeg) {
     std::fprintf(stderr, "%s: a jpeg set; this benchmark needs a raw one\n", argv[1]);
     return 1;
   }

@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mm_reader_ceiling: %s\n", opened.status().ToString().c_str());
     return 1;
   }
-  auto* set = dynamic_cast<const mm::reader::internal::ShardSetImpl*>(opened.value().get());
-  const size_t image_bytes = set->image_bytes();
+  const mm::reader::internal::ShardSetImpl* set = &opened.value()->impl();
+  const size_t image_bytes = opened.value()->image_bytes();
   using Clock = std::chrono::steady_clock;
 
   std::atomic<int64_t> samples{0};

@@ -84,8 +84,8 @@ mm::Status WriteSet(const std::string& dir, int64_t n) {
   mm::reader::SetInfo& info = index.info;
   info.image_height = o.image_height;
   info.image_width = o.image_width;
-  info.resize_mode = std::string(mm::format::ToString(o.resize_mode));
-  info.compression = std::string(mm::format::ToString(o.compression));
+  info.resize_mode = o.resize_mode;
+  info.compression = o.compression;
   info.compression_level = o.compression_level;
   info.vocab_size = 30000;
   info.pad_id = 0;

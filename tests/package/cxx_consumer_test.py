@@ -25,7 +25,7 @@ class CxxPackage(u.TempDirTest):
     def test_installs_programs_library_headers_and_config(self):
         p = self.prefix
         for path in ("bin/mmpack", "lib/libmm_reader.so", "include/mm/reader.h",
-                     "include/mm/status.h", "include/mm/version.h",
+                     "include/mm/format.h", "include/mm/status.h", "include/mm/version.h",
                      "lib/cmake/mmpack/mmpackConfig.cmake",
                      "lib/cmake/mmpack/mmpackConfigVersion.cmake",
                      "lib/hdf5/plugins/libh5z_zstd.so"):

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <string>
 
+#include "mm/internal/set_rules.h"
 #include "mm/reader.h"
 #include "shard_fixture.h"
 
@@ -22,8 +23,8 @@ IndexDocument Example() {
   SetInfo& info = doc.info;
   info.image_height = 32;
   info.image_width = 40;
-  info.resize_mode = "pad";
-  info.compression = "zstd";
+  info.resize_mode = mm::format::ResizeMode::kPad;
+  info.compression = mm::format::Codec::kZstd;
   info.compression_level = -1;
   info.vocab_size = 8000;
   info.pad_id = 0;
@@ -50,8 +51,9 @@ TEST(IndexJson, DecodesWhatItEncodesAndEncodesItAgainByteForByte) {
   EXPECT_EQ(info.format_version, mm::format::FormatVersionFor(mm::format::ImageCodec::kRaw));
   EXPECT_EQ(info.image_height, 32);
   EXPECT_EQ(info.image_width, 40);
-  EXPECT_EQ(info.resize_mode, "pad");
-  EXPECT_EQ(info.compression, "zstd");
+  EXPECT_EQ(info.resize_mode, mm::format::ResizeMode::kPad);
+  EXPECT_EQ(info.compression, mm::format::Codec::kZstd);
+  EXPECT_EQ(info.image_codec, mm::format::ImageCodec::kRaw);
   EXPECT_EQ(info.compression_level, -1);
   EXPECT_EQ(info.bos_id, 2);
   EXPECT_EQ(info.eos_id, 3);
@@ -75,10 +77,10 @@ TEST(IndexJson, DecodesWhatItEncodesAndEncodesItAgainByteForByte) {
 
 TEST(IndexJson, UncompressedSetsStoreNoFilter) {
   IndexDocument doc = Example();
-  doc.info.compression = "none";
+  doc.info.compression = mm::format::Codec::kNone;
   auto back = DecodeIndex(EncodeIndex(doc), "/x");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(back->info.compression, "none");
+  EXPECT_EQ(back->info.compression, mm::format::Codec::kNone);
   EXPECT_EQ(back->info.compression_level, 0);
   EXPECT_EQ(back->hdf5_filter_id, 0);
 }
@@ -110,6 +112,39 @@ TEST(IndexJson, TokenizerKindRoundTripsAndIsSentencePieceWhenAbsent) {
   auto unknown = DecodeIndex(j.dump(), "/x");
   EXPECT_EQ(unknown.status().code(), mm::StatusCode::kUnsupported);
   EXPECT_NE(unknown.status().message().find("wordpiece-v9"), std::string::npos);
+}
+
+// image.resize_mode is optional in format 1: a raw set naming none, or one this reader does not
+// know, still opens; what the file says is kept for `mmpack info` and `verify` and written back
+// unchanged. A jpeg set's mode must be known, and the error quotes it.
+TEST(IndexJson, KeepsAResizeModeItDoesNotKnowInARawSetAndRefusesItInAJpegSet) {
+  nlohmann::json j = nlohmann::json::parse(EncodeIndex(Example()));
+  for (const char* mode : {"squash", ""}) {
+    if (*mode) {
+      j["image"]["resize_mode"] = mode;
+    } else {
+      j["image"].erase("resize_mode");
+    }
+    auto doc = DecodeIndex(j.dump(), "/x");
+    ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+    EXPECT_FALSE(doc->info.resize_mode.has_value()) << mode;
+    EXPECT_EQ(ResizeModeText(*doc), mode);
+    EXPECT_TRUE(mm::reader::CheckSetRules(*doc).ok()) << mode;
+    auto again = DecodeIndex(EncodeIndex(*doc), "/x");
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(ResizeModeText(*again), mode);
+  }
+  j["image"]["resize_mode"] = "squash";
+  j["format_version"] = 2;
+  j["image"]["codec"] = "jpeg";
+  j["image"]["quality"] = 90;
+  j["compression"] = {{"codec", "none"}, {"level", 0}, {"hdf5_filter_id", 0}};
+  auto jpeg = DecodeIndex(j.dump(), "/x");
+  ASSERT_TRUE(jpeg.ok()) << jpeg.status().ToString();
+  EXPECT_EQ(jpeg->info.image_codec, mm::format::ImageCodec::kJpeg);
+  const Status st = mm::reader::CheckSetRules(*jpeg);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_EQ(st.message(), "index.json: resize_mode \"squash\"");
 }
 
 TEST(ReadIndexText, RefusesAFifoAtOnceAndNamesAMissingIndex) {

@@ -92,7 +92,7 @@ TEST(MmpackSet, ReaderEqualsH5pyOnMixedModesAndUncompressed) {
   ExpectEqualsH5py(none, tmp);
   auto a = ShardSet::Open(zstd), b = ShardSet::Open(none);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
-  EXPECT_EQ(b.value()->info().compression, "none");
+  EXPECT_EQ(b.value()->info().compression, mm::format::Codec::kNone);
   std::vector<uint8_t> x(a.value()->image_bytes()), y(b.value()->image_bytes());
   for (int64_t i = 0; i < a.value()->num_samples(); ++i) {
     ASSERT_TRUE(a.value()->ReadImage(i, x.data()).ok());
@@ -129,7 +129,7 @@ TEST(MmpackSet, JpegSetOpensAlikeIsolatedAndMixesWithARawSet) {
   const ShardSet& x = *a.value();
   const ShardSet& y = *b.value();
   EXPECT_EQ(x.info().format_version, 2);
-  EXPECT_EQ(x.info().image_codec, "jpeg");
+  EXPECT_EQ(x.info().image_codec, mm::format::ImageCodec::kJpeg);
   EXPECT_EQ(x.info().max_size, 64);
   ASSERT_EQ(x.num_shards(), 4u);
   std::set<std::pair<int, int>> sizes;

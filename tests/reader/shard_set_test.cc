@@ -87,7 +87,7 @@ TEST(ShardSet, ReadsUncompressedSetByCopy) {
   o.compression = "none";
   auto set = OpenOk(CocoSet(o));
   ASSERT_TRUE(set);
-  EXPECT_EQ(set->info().compression, "none");
+  EXPECT_EQ(set->info().compression, mm::format::Codec::kNone);
   EXPECT_EQ(set->StoredImageBytes(7), static_cast<int64_t>(set->image_bytes()));
   ExpectMatchesSamples(*set);
 }
@@ -189,8 +189,7 @@ TEST(ShardSet, VerifiesChecksumsOnRequest) {
   mm::testing::CopySet(good, tmp.path());
   auto set = OpenOk(tmp.path());
   ASSERT_TRUE(set);
-  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
-  ASSERT_NE(impl, nullptr);
+  const internal::ShardSetImpl* impl = &set->impl();
   bool compressed = false;
   auto chunk = impl->shard(1).StoredChunk(3, &compressed);
   // Offset of the chunk's middle byte in the file: the chunk view points into the mapping.
@@ -357,7 +356,7 @@ TEST(ShardSet, CorruptFrameGivesCorruptionNamingShardAndSample) {
   {
     auto set = OpenOk(tmp.path());
     ASSERT_TRUE(set);
-    auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
+    const internal::ShardSetImpl* impl = &set->impl();
     bool compressed = false;
     auto chunk = impl->shard(1).StoredChunk(4, &compressed);
     ASSERT_TRUE(compressed);

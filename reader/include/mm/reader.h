@@ -18,10 +18,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mm/format.h"
 #include "mm/span.h"
 #include "mm/status.h"
 
@@ -46,14 +48,17 @@ struct SetInfo {
   int image_height = 0;
   int image_width = 0;
   int channels = 3;
-  // "center-crop" | "pad" | "stretch" | "keep-ratio" | "keep-ratio-largest" (mm/format.h).
-  std::string resize_mode;
-  // How images are stored (index.json "image.codec", format 2): "raw" pixels, or "jpeg" bytes
+  // How images were fitted (index.json "image.resize_mode"). nullopt: index.json names no mode
+  // this reader knows (a format 1 set may omit it or name another: its pixels are what they
+  // are); a jpeg set's is always known (ShardSet::Open checks it).
+  std::optional<mm::format::ResizeMode> resize_mode;
+  // How images are stored (index.json "image.codec", format 2): raw pixels, or JPEG bytes
   // decoded by the Loader's threads. Raw sets are format version 1.
-  std::string image_codec = "raw";
-  int jpeg_quality = 0;     // codec jpeg: libjpeg quality 1..100; 0 otherwise
-  int max_size = 0;         // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
-  std::string compression;  // raw pixels' HDF5 filter: "zstd" | "none" (jpeg sets: "none")
+  mm::format::ImageCodec image_codec = mm::format::ImageCodec::kRaw;
+  int jpeg_quality = 0;  // codec jpeg: libjpeg quality 1..100; 0 otherwise
+  int max_size = 0;      // keep-ratio modes: the bound of the shorter / longer side; 0 otherwise
+  // Raw pixels' HDF5 filter (index.json "compression.codec"; jpeg sets: kNone).
+  mm::format::Codec compression = mm::format::Codec::kNone;
   int compression_level = 0;
   // Tokenizer (the ids the shards hold). has_tokenizer false: built with `--tokenizer none`
   // (index.json "tokenizer": null): captions are text only, every token table is empty, the
@@ -158,6 +163,10 @@ struct MixtureSet {
   SetInfo info;               // its own index.json (root: its location)
 };
 
+namespace internal {
+class ShardSetImpl;  // reader/src/shard_set_impl.h
+}  // namespace internal
+
 /// An opened shard set. Immutable after Open; all const methods are thread-safe.
 ///
 /// Local sets (a directory): every shard is mapped at Open; every method works on any sample,
@@ -174,6 +183,10 @@ struct MixtureSet {
 ///
 /// Memory: the shard files are mapped read-only (page cache, not anonymous memory); the
 /// per-sample tables (keys, offsets) are read from the mapping in place.
+///
+/// One concrete class over a private implementation (pimpl, as Arrow's ReadRangeCache): a
+/// single set, a remote one and a mixture are all one internal::ShardSetImpl, whose parts
+/// (reader/src/shard_set_impl.h) are the sets opened. Not meant to be derived from.
 class ShardSet {
  public:
   /// Opens the set at `location`:
@@ -195,9 +208,11 @@ class ShardSet {
   /// size, so that every batch has one shape (Loader::Create).
   static Result<std::shared_ptr<ShardSet>> Open(const std::string& location,
                                                 const OpenOptions& options = {});
-  virtual ~ShardSet() = default;
+  ~ShardSet();
+  ShardSet(const ShardSet&) = delete;
+  ShardSet& operator=(const ShardSet&) = delete;
 
-  virtual const SetInfo& info() const = 0;
+  const SetInfo& info() const;
   int64_t num_samples() const { return info().num_samples; }
   /// Bytes of one image of the set's size: image_height * image_width * 3 (in the keep-ratio
   /// modes the Loader's default output, not each stored image: ImageSize).
@@ -207,41 +222,41 @@ class ShardSet {
 
   /// The sets opened: a mixture's in its order (Batch::set_index indexes this), else one. Global
   /// sample indices run through the sets one after the other, whatever the weights.
-  virtual const std::vector<MixtureSet>& sets() const = 0;
+  const std::vector<MixtureSet>& sets() const;
   /// Which of sets() holds global sample `i`. Precondition: 0 <= i < num_samples().
   int SetOfSample(int64_t i) const;
 
   /// True when some shard is fetched through the cache (see the class comment).
-  virtual bool remote() const { return false; }
+  bool remote() const;
   /// Shards of the set: info().shards in order (a mixture's sets one after the other).
   size_t num_shards() const { return info().shards.size(); }
   /// The shard holding global sample `i`. Precondition: 0 <= i < num_samples().
-  virtual size_t ShardOfSample(int64_t i) const = 0;
+  size_t ShardOfSample(int64_t i) const;
   /// Makes shard `k` resident and keeps it so while the pin lives (see the class comment):
   /// downloads it into the cache unless some process already did, waiting for cache space
   /// other pins hold (at most RemoteOptions::cache_wait_s). A local shard: an empty pin.
   /// Errors: OutOfRange (k >= num_shards()); for a remote shard, those of the download
   /// (NotFound, IOError naming the URL after the retries, Corruption: XXH3-64 or size unlike
   /// index.json's), of the cache (IOError: no room within the limit) and of opening the shard.
-  virtual Result<ShardPin> PinShard(size_t k) const = 0;
+  Result<ShardPin> PinShard(size_t k) const;
   Result<ShardPin> PinSample(int64_t i) const { return PinShard(ShardOfSample(i)); }
   /// What the cache did so far (zeros for a local set).
-  virtual CacheStats cache_stats() const { return {}; }
+  CacheStats cache_stats() const;
 
   /// Number of captions of global sample `i` (>= 1). Precondition: 0 <= i < num_samples().
-  virtual int NumCaptions(int64_t i) const = 0;
+  int NumCaptions(int64_t i) const;
   /// Token ids of caption `c` of sample `i`, a view into the mapping, valid while the set
   /// lives (remote: while the shard is pinned).
-  virtual Span<const int32_t> Tokens(int64_t i, int c) const = 0;
+  Span<const int32_t> Tokens(int64_t i, int c) const;
   /// The sample's key (UTF-8), a view into the mapping (lifetime as Tokens).
-  virtual std::string_view Key(int64_t i) const = 0;
+  std::string_view Key(int64_t i) const;
   /// Shard file name and index within the shard of global sample `i`, for messages.
-  virtual std::string Locate(int64_t i) const = 0;
+  std::string Locate(int64_t i) const;
   /// Stored bytes of sample i's image: its compressed chunk (codec raw) or its JPEG.
-  virtual int64_t StoredImageBytes(int64_t i) const = 0;
+  int64_t StoredImageBytes(int64_t i) const;
   /// Width and height of sample i's stored image, pixels: the set's image size, except in the
   /// keep-ratio modes (the shard's image_size table). Precondition as Key.
-  virtual void ImageSize(int64_t i, int* width, int* height) const = 0;
+  void ImageSize(int64_t i, int* width, int* height) const;
 
   /// OK, or Corruption naming the shard of sample `i` when its file changed while mapped (it
   /// was truncated: its pages past the new end read as zeros; or a value read from it broke
@@ -258,7 +273,17 @@ class ShardSet {
   /// Thread-safe; uses per-thread decoder contexts.
   /// Errors: Corruption naming the shard and sample (bad frame, wrong decoded size, a damaged
   /// JPEG or one whose header disagrees with image_size), OutOfRange.
-  virtual Status ReadImage(int64_t i, uint8_t* dst) const = 0;
+  Status ReadImage(int64_t i, uint8_t* dst) const;
+
+  /// The implementation, for mm_reader's own code only (internal::ShardSetImpl is declared in
+  /// reader/src/shard_set_impl.h, private to the library): the Loader, the epoch order and the
+  /// transforms reach the shards through it.
+  const internal::ShardSetImpl& impl() const { return *impl_; }
+
+ private:
+  explicit ShardSet(std::unique_ptr<const internal::ShardSetImpl> impl);
+
+  std::unique_ptr<const internal::ShardSetImpl> impl_;
 };
 
 /// How captions become training pairs.

@@ -38,11 +38,9 @@ namespace {
 
 Status TransformStored(const ShardSet& set, const LoaderOptions& options, int64_t epoch,
                        int64_t sample, int out_w, int out_h, uint8_t* dst) {
-  // ShardSetImpl is the one ShardSet (shard_set_impl.h); its shard knows the sample's codec
-  // (a mixture may hold raw and jpeg sets).
-  const auto& impl = static_cast<const ShardSetImpl&>(set);
+  // The sample's shard knows its codec (a mixture may hold raw and jpeg sets).
   int64_t local = 0;
-  const Shard& shard = impl.ShardOf(sample, &local);
+  const Shard& shard = set.impl().ShardOf(sample, &local);
   int width = 0, height = 0;
   shard.ImageSize(local, &width, &height);
   const bool flip = SampleFlip(options, epoch, sample);
@@ -78,7 +76,7 @@ Status TransformImage(const ShardSet& set, const LoaderOptions& options, int64_t
   const Status st = TransformStored(set, options, epoch, sample, out_w, out_h, dst);
   if (st.ok()) return st;
   // A chunk that does not decode because its file changed under the reader: say that.
-  const Status changed = static_cast<const ShardSetImpl&>(set).CheckIntact(sample);
+  const Status changed = set.CheckIntact(sample);
   return changed.ok() ? st : changed;
 }
 

@@ -28,15 +28,13 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <iterator>
-#include <limits>
-#include <map>
 #include <mutex>
 #include <system_error>
 #include <thread>
 
 #include "load/image_transform.h"
+#include "load/loader_batches.h"
 #include "load/loader_state.h"
 #include "load/prefetcher.h"
 #include "mm/reader.h"
@@ -47,102 +45,28 @@
 namespace mm::reader {
 namespace {
 
-struct Slot {
-  std::unique_ptr<Batch> batch;
-  Status status;
-};
+using internal::LoaderShared;
+using internal::OpenBatch;
+using internal::Slot;
 
 // Rows a thread claims at once: about kRangesPerThread ranges per thread and batch, so that at
 // the end of a batch (prefetch_batches 1: nothing else to do) the other threads wait for at
 // most a few rows, while the claims stay rare next to the decoding.
 constexpr int kRangesPerThread = 16;
 
-// A batch being decoded (see the file comment). Fields marked "mu" are guarded by Shared::mu;
-// rows [lo, hi) of batch and tokens are written only by the thread that claimed their range.
-struct OpenBatch {
-  uint64_t gen = 0;   // the run it belongs to
-  int64_t k = 0;      // its index in the run
-  int rows = 0;       // batch_size, or fewer: a short last batch (even_batches false)
-  LoaderOptions run;  // the options with the run's seed
-  int64_t epoch = 0, start = 0;
-  std::shared_ptr<const internal::EpochOrder> order;
-  std::unique_ptr<Batch> batch;
-  std::vector<Span<const int32_t>> tokens;  // [B] each row's ids, views into the mapping
-  int ranges = 0;                           // mu: 0 while the opening thread sizes the buffers
-  int next_range = 0;                       // mu: the next range a thread claims
-  int finished = 0;                         // mu: ranges decoded, failed or skipped
-  // mu: the batch's error and its row: a shard's download (row -1) before the lowest failed
-  // row, as a single thread reporting the first error would (pins first, then rows in order).
-  int failed_row = std::numeric_limits<int>::max();
-  Status status;
-  std::vector<ShardPin> pins;  // mu: a remote set's shards the rows read, kept until complete
-};
-
-// Everything the worker threads and the batch deleters share with the loader. Owned by a
-// shared_ptr so that a BatchPtr outliving its loader still returns (or frees) its buffer safely.
-struct Shared {
-  std::mutex mu;
-  std::condition_variable work_cv;   // workers: a range, a batch to open, or stop
-  std::condition_variable ready_cv;  // consumer: a batch is ready, or stop
-  bool stop = false;
-  size_t capacity = 4;  // batches open or ready, at most
-  int grain = 1;        // rows per range
-  std::vector<std::unique_ptr<Batch>> free;
-  // The current run (an epoch from `start`), replaced by StartEpoch/Restore (gen changes).
-  uint64_t gen = 0;
-  uint64_t seed = 0;
-  int64_t epoch = 0;
-  int64_t start = 0;
-  int64_t total = 0;       // batches in the run
-  int64_t next_claim = 0;  // next batch a worker opens
-  // Batches being decoded, in the order they were opened (a replaced run's first); a replaced
-  // run's batches stay until their claimed ranges return, their other ranges are skipped.
-  std::deque<std::unique_ptr<OpenBatch>> open;
-  std::map<int64_t, Slot> ready;
-  std::shared_ptr<const internal::EpochOrder> order;  // the run's epoch order
-
-  // Caller holds mu.
-  void RecycleLocked(std::unique_ptr<Batch> b) {
-    if (b && !stop && free.size() < capacity) free.push_back(std::move(b));
-  }
-  void Recycle(std::unique_ptr<Batch> b) {
-    std::lock_guard<std::mutex> lock(mu);
-    RecycleLocked(std::move(b));
-  }
-  // Caller holds mu. The first open batch with an unclaimed range, that range claimed, or null.
-  OpenBatch* ClaimRangeLocked(int* range) {
-    for (auto& ob : open) {
-      if (ob->next_range < ob->ranges) {
-        *range = ob->next_range++;
-        return ob.get();
-      }
-    }
-    return nullptr;
-  }
-  // Caller holds mu. Whether a thread may open the run's next batch.
-  bool CanOpenLocked() const { return next_claim < total && open.size() + ready.size() < capacity; }
-  // Caller holds mu. Removes `ob` (no thread works on it any more) from `open`.
-  std::unique_ptr<OpenBatch> TakeOpenLocked(const OpenBatch* ob) {
-    auto it = std::find_if(open.begin(), open.end(), [&](const auto& p) { return p.get() == ob; });
-    std::unique_ptr<OpenBatch> taken = std::move(*it);
-    open.erase(it);
-    return taken;
-  }
-};
-
 class LoaderImpl final : public Loader {
  public:
   LoaderImpl(std::shared_ptr<const ShardSet> set, const LoaderOptions& options,
              const internal::ResolvedOrder& order)
       : set_(std::move(set)),
-        impl_(dynamic_cast<const internal::ShardSetImpl&>(*set_)),
+        impl_(set_->impl()),
         options_(WithOrder(options, order)),
         order_(order),
         shape_(internal::MakeOrderShape(impl_, options.caption_mode)),
         items_(internal::EpochItems(*shape_)),
         global_batch_(static_cast<int64_t>(options.world_size) * options.batch_size),
         shard_set_(ShardSets(impl_)),
-        shared_(std::make_shared<Shared>()) {
+        shared_(std::make_shared<LoaderShared>()) {
     // A set without a tokenizer (`--tokenizer none`): batches carry caption text instead.
     if (!set_->info().has_tokenizer) text_ = std::make_unique<SampleText>(set_);
     shared_->capacity = static_cast<size_t>(options.prefetch_batches);
@@ -222,7 +146,7 @@ class LoaderImpl final : public Loader {
       shared_->Recycle(std::move(slot.batch));
       return slot.status;
     }
-    std::shared_ptr<Shared> owner = shared_;
+    std::shared_ptr<LoaderShared> owner = shared_;
     return BatchPtr(slot.batch.release(), [owner](const Batch* b) {
       owner->Recycle(std::unique_ptr<Batch>(const_cast<Batch*>(b)));
     });
@@ -351,7 +275,7 @@ class LoaderImpl final : public Loader {
   // A decode thread: claims ranges of open batches (the lowest first), else opens the run's
   // next batch when there is room, else waits.
   void Work() {
-    Shared& sh = *shared_;
+    LoaderShared& sh = *shared_;
     std::unique_lock<std::mutex> lock(sh.mu);
     while (!sh.stop) {
       int range = 0;
@@ -415,7 +339,7 @@ class LoaderImpl final : public Loader {
 
   // Caller holds mu. Opens the run's next batch with a buffer from the pool (or a new one).
   OpenBatch* OpenLocked() {
-    Shared& sh = *shared_;
+    LoaderShared& sh = *shared_;
     auto ob = std::make_unique<OpenBatch>();
     ob->gen = sh.gen;
     ob->k = sh.next_claim++;
@@ -466,7 +390,7 @@ class LoaderImpl final : public Loader {
   // Caller holds mu (through `lock`); every range of `ob` has finished. Completes the batch
   // outside the lock, then queues it for Next() (or recycles it: a replaced run).
   void Complete(OpenBatch* ob, std::unique_lock<std::mutex>& lock) {
-    Shared& sh = *shared_;
+    LoaderShared& sh = *shared_;
     const bool current = ob->gen == sh.gen;
     std::vector<ShardPin> pins = std::move(ob->pins);
     lock.unlock();
@@ -579,7 +503,7 @@ class LoaderImpl final : public Loader {
   const int64_t items_;
   const int64_t global_batch_;
   const std::vector<int32_t> shard_set_;  // [shards] the mixture's set of each shard
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<LoaderShared> shared_;
   std::vector<std::thread> threads_;
   std::unique_ptr<internal::Prefetcher> prefetcher_;  // a remote set only
   const pid_t creator_ = ::getpid();                  // the process whose threads decode
@@ -640,11 +564,10 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const ShardSet> s
                                    " outside [1, " + std::to_string(kMaxPrefetchBatches) + "]");
   }
   MM_RETURN_NOT_OK(CheckTransformOptions(options));
-  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
-  if (!impl) return Status::InvalidArgument("Loader::Create: not a set opened by ShardSet::Open");
-  MM_RETURN_NOT_OK(CheckOutputShape(*impl, options));
-  MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(*impl, options));
-  const auto shape = internal::MakeOrderShape(*impl, options.caption_mode);
+  const internal::ShardSetImpl& impl = set->impl();
+  MM_RETURN_NOT_OK(CheckOutputShape(impl, options));
+  MM_ASSIGN_OR_RETURN(internal::ResolvedOrder order, internal::ResolveOrder(impl, options));
+  const auto shape = internal::MakeOrderShape(impl, options.caption_mode);
   MM_RETURN_NOT_OK(internal::CheckOrderSize(*shape));  // before any order is allocated
   const int64_t items = internal::EpochItems(*shape);
   if (items == 0) return Status::InvalidArgument("the shard set is empty");

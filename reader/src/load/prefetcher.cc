@@ -14,18 +14,13 @@ namespace {
 
 constexpr auto kYieldPoll = std::chrono::milliseconds(200);
 
-std::shared_ptr<CacheDir> CacheOf(const ShardSet& set) {
-  auto* impl = dynamic_cast<const ShardSetImpl*>(&set);
-  return impl ? impl->cache_dir() : nullptr;
-}
-
 }  // namespace
 
 Prefetcher::Prefetcher(std::shared_ptr<const ShardSet> set, OrderFor order_for, int64_t limit)
     : set_(std::move(set)),
       order_for_(std::move(order_for)),
       limit_(limit),
-      cache_(CacheOf(*set_)) {}
+      cache_(set_->impl().cache_dir()) {}
 
 Prefetcher::~Prefetcher() { Stop(); }
 

@@ -3,6 +3,7 @@
 #include "mm/internal/index_json.h"
 
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "mm/internal/file.h"
@@ -106,19 +107,25 @@ Status DecodeImage(const json& doc, IndexDocument* out) {
   MM_RETURN_NOT_OK(GetInt32(*image, "height", 1, 1 << 15, &out->info.image_height, "image: "));
   MM_RETURN_NOT_OK(GetInt32(*image, "width", 1, 1 << 15, &out->info.image_width, "image: "));
   MM_RETURN_NOT_OK(GetInt32(*image, "channels", 3, 3, &out->info.channels, "image: "));
-  OptString(*image, "resize_mode", &out->info.resize_mode);
+  SetInfo& info = out->info;
+  std::string mode;  // optional: a format 1 reader never needed it (CheckSetRules)
+  OptString(*image, "resize_mode", &mode);
+  info.resize_mode = mm::format::ParseResizeMode(mode);
+  out->other_resize_mode = info.resize_mode ? std::string() : mode;
   OptString(*image, "background", &out->background);
   // Format 2: how images are stored (absent: raw), and the keep-ratio bound.
-  SetInfo& info = out->info;
-  info.image_codec = "raw";
+  info.image_codec = mm::format::ImageCodec::kRaw;
   if (image->contains("codec")) {
-    MM_RETURN_NOT_OK(GetString(*image, "codec", &info.image_codec, "image: "));
-    if (!mm::format::ParseImageCodec(info.image_codec).has_value()) {
-      return Status::Unsupported("index.json: image codec \"" + info.image_codec +
+    std::string codec;
+    MM_RETURN_NOT_OK(GetString(*image, "codec", &codec, "image: "));
+    const std::optional<mm::format::ImageCodec> parsed = mm::format::ParseImageCodec(codec);
+    if (!parsed) {
+      return Status::Unsupported("index.json: image codec \"" + codec +
                                  "\" (this reader reads raw and jpeg)");
     }
+    info.image_codec = *parsed;
   }
-  if (info.image_codec == "jpeg") {
+  if (info.image_codec == mm::format::ImageCodec::kJpeg) {
     MM_RETURN_NOT_OK(GetInt32(*image, "quality", 1, 100, &info.jpeg_quality, "image: "));
   }
   if (image->contains("max_size")) {
@@ -130,11 +137,14 @@ Status DecodeImage(const json& doc, IndexDocument* out) {
 Status DecodeCompression(const json& doc, IndexDocument* out) {
   MM_ASSIGN_OR_RETURN(const json* comp, GetObject(doc, "compression"));
   SetInfo& info = out->info;
-  MM_RETURN_NOT_OK(GetString(*comp, "codec", &info.compression, "compression: "));
-  if (!mm::format::ParseCodec(info.compression).has_value()) {
-    return Status::Unsupported("index.json: compression codec \"" + info.compression +
+  std::string codec;
+  MM_RETURN_NOT_OK(GetString(*comp, "codec", &codec, "compression: "));
+  const std::optional<mm::format::Codec> parsed = mm::format::ParseCodec(codec);
+  if (!parsed) {
+    return Status::Unsupported("index.json: compression codec \"" + codec +
                                "\" (this reader reads zstd and none)");
   }
+  info.compression = *parsed;
   info.compression_level = 0;
   if (comp->contains("level")) {
     MM_RETURN_NOT_OK(
@@ -311,12 +321,13 @@ Status Decode(const json& doc, IndexDocument* out) {
 }
 
 ojson EncodeCompression(const SetInfo& info) {
-  if (info.compression == mm::format::ToString(mm::format::Codec::kZstd)) {
-    return {{"codec", info.compression},
+  const std::string codec(mm::format::ToString(info.compression));
+  if (info.compression == mm::format::Codec::kZstd) {
+    return {{"codec", codec},
             {"level", info.compression_level},
             {"hdf5_filter_id", mm::format::kZstdFilterId}};
   }
-  return {{"codec", info.compression}, {"level", 0}, {"hdf5_filter_id", 0}};
+  return {{"codec", codec}, {"level", 0}, {"hdf5_filter_id", 0}};
 }
 
 ojson EncodeTokenizer(const IndexDocument& doc) {
@@ -372,21 +383,25 @@ ojson EncodeDropped(const std::map<std::string, int64_t>& dropped_by_reason) {
 
 }  // namespace
 
+std::string ResizeModeText(const IndexDocument& doc) {
+  const std::optional<mm::format::ResizeMode>& mode = doc.info.resize_mode;
+  return mode ? std::string(mm::format::ToString(*mode)) : doc.other_resize_mode;
+}
+
 std::string EncodeIndex(const IndexDocument& doc) {
   const SetInfo& info = doc.info;
   ojson index;
   index["format"] = std::string(mm::format::kFormatName);
-  const bool jpeg = info.image_codec == mm::format::ToString(mm::format::ImageCodec::kJpeg);
-  index["format_version"] = mm::format::FormatVersionFor(jpeg ? mm::format::ImageCodec::kJpeg
-                                                              : mm::format::ImageCodec::kRaw);
+  const bool jpeg = info.image_codec == mm::format::ImageCodec::kJpeg;
+  index["format_version"] = mm::format::FormatVersionFor(info.image_codec);
   index["created_by"] = doc.created_by;
   index["image"] = {{"height", info.image_height},
                     {"width", info.image_width},
                     {"channels", 3},
-                    {"resize_mode", info.resize_mode},
+                    {"resize_mode", ResizeModeText(doc)},
                     {"background", doc.background}};
   if (jpeg) {  // format 2 (absent from a raw set, which stays format 1)
-    index["image"]["codec"] = info.image_codec;
+    index["image"]["codec"] = std::string(mm::format::ToString(info.image_codec));
     index["image"]["quality"] = info.jpeg_quality;
     index["image"]["chroma_subsampling"] = std::string(mm::format::kJpegSubsampling);
   }

@@ -182,15 +182,14 @@ Item ResolveDraw(const ShardSetImpl& set, const LoaderOptions& options, int64_t 
 }  // namespace internal
 
 Item GlobalItem(const ShardSet& set, const LoaderOptions& options, int64_t epoch, int64_t pos) {
-  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(&set);
-  if (!impl) return Item{-1, -1};
-  Result<internal::ResolvedOrder> resolved = internal::ResolveOrder(*impl, options);
+  const internal::ShardSetImpl& impl = set.impl();
+  Result<internal::ResolvedOrder> resolved = internal::ResolveOrder(impl, options);
   if (!resolved.ok()) return Item{-1, -1};
-  auto shape = internal::MakeOrderShape(*impl, options.caption_mode);
+  auto shape = internal::MakeOrderShape(impl, options.caption_mode);
   if (!internal::CheckOrderSize(*shape).ok()) return Item{-1, -1};
   const internal::EpochOrder order(std::move(shape), resolved->arrangement, resolved->window,
                                    options.seed, epoch);
-  return internal::ResolveDraw(*impl, options, epoch, order.At(pos));
+  return internal::ResolveDraw(impl, options, epoch, order.At(pos));
 }
 
 }  // namespace mm::reader

@@ -141,8 +141,7 @@ struct SampleText::Impl {
     auto s = std::make_unique<OpenShard>();
     // A remote shard is read from its cached copy, pinned as long as it stays open here.
     MM_ASSIGN_OR_RETURN(s->pin, set->PinShard(k));
-    const auto* impl = dynamic_cast<const internal::ShardSetImpl*>(set.get());
-    const std::string path = impl ? impl->LocalPath(k) : info.root + "/" + e.file;
+    const std::string path = set->impl().LocalPath(k);
     s->shard = k;
     s->last_use = ++clock;
     MM_ASSIGN_OR_RETURN(

@@ -18,8 +18,30 @@ namespace mm::reader {
 
 Result<std::shared_ptr<ShardSet>> ShardSet::Open(const std::string& location,
                                                  const OpenOptions& options) {
-  return internal::ShardSetImpl::Open(location, options);
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<const internal::ShardSetImpl> impl,
+                      internal::ShardSetImpl::Open(location, options));
+  return std::shared_ptr<ShardSet>(new ShardSet(std::move(impl)));
 }
+
+ShardSet::ShardSet(std::unique_ptr<const internal::ShardSetImpl> impl) : impl_(std::move(impl)) {}
+ShardSet::~ShardSet() = default;
+
+const SetInfo& ShardSet::info() const { return impl_->info(); }
+const std::vector<MixtureSet>& ShardSet::sets() const { return impl_->sets(); }
+bool ShardSet::remote() const { return impl_->remote(); }
+size_t ShardSet::ShardOfSample(int64_t i) const { return impl_->ShardOfSample(i); }
+Result<ShardPin> ShardSet::PinShard(size_t k) const { return impl_->PinShard(k); }
+CacheStats ShardSet::cache_stats() const { return impl_->cache_stats(); }
+int ShardSet::NumCaptions(int64_t i) const { return impl_->NumCaptions(i); }
+Span<const int32_t> ShardSet::Tokens(int64_t i, int c) const { return impl_->Tokens(i, c); }
+std::string_view ShardSet::Key(int64_t i) const { return impl_->Key(i); }
+std::string ShardSet::Locate(int64_t i) const { return impl_->Locate(i); }
+int64_t ShardSet::StoredImageBytes(int64_t i) const { return impl_->StoredImageBytes(i); }
+void ShardSet::ImageSize(int64_t i, int* width, int* height) const {
+  impl_->ImageSize(i, width, height);
+}
+Status ShardSet::CheckIntact(int64_t i) const { return impl_->CheckIntact(i); }
+Status ShardSet::ReadImage(int64_t i, uint8_t* dst) const { return impl_->ReadImage(i, dst); }
 
 int ShardSet::SetOfSample(int64_t i) const {
   const std::vector<MixtureSet>& s = sets();
@@ -29,11 +51,6 @@ int ShardSet::SetOfSample(int64_t i) const {
     if (s[p].first_sample <= i && s[p].info.num_samples > 0) lo = p;
   }
   return static_cast<int>(lo);
-}
-
-Status ShardSet::CheckIntact(int64_t i) const {
-  auto* impl = dynamic_cast<const internal::ShardSetImpl*>(this);
-  return impl ? impl->CheckIntact(i) : Status::OK();  // another implementation maps nothing
 }
 
 namespace internal {
@@ -93,8 +110,9 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
   MM_ASSIGN_OR_RETURN(part.location, ParseLocation(location));
   if (!part.location.remote()) {
     MM_ASSIGN_OR_RETURN(std::string text, ReadIndexText(location));  // never blocks on a FIFO
-    MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, location));
-    MM_RETURN_NOT_OK(CheckSetRules(part.info));
+    MM_ASSIGN_OR_RETURN(IndexDocument index, DecodeIndex(text, location));
+    MM_RETURN_NOT_OK(CheckSetRules(index));
+    part.info = std::move(index.info);
     for (const ShardEntry& e : part.info.shards) {
       MM_RETURN_NOT_OK(CheckSetPath(location, e.file));  // no symlink out of the set
       MM_ASSIGN_OR_RETURN(auto shard, Shard::Open(location + "/" + e.file, e, part.info, options));
@@ -106,8 +124,9 @@ Result<ShardSetImpl::Part> ShardSetImpl::OpenPart(const std::string& location,
                       RequestFor(part.location, std::string(mm::format::kIndexFile)));
   MM_ASSIGN_OR_RETURN(std::string text,
                       ThreadHttpClient().GetText(request, options.remote, kMaxRemoteIndexBytes));
-  MM_ASSIGN_OR_RETURN(part.info, ParseIndex(text, part.location.text));
-  MM_RETURN_NOT_OK(CheckSetRules(part.info).WithContext(part.location.text));
+  MM_ASSIGN_OR_RETURN(IndexDocument index, DecodeIndex(text, part.location.text));
+  MM_RETURN_NOT_OK(CheckSetRules(index).WithContext(part.location.text));
+  part.info = std::move(index.info);
   MM_ASSIGN_OR_RETURN(part.remote, RemoteShards::Create(part.location, part.info, options));
   return part;
 }
@@ -134,10 +153,10 @@ Status ShardSetImpl::AddPart(Part part, std::vector<std::unique_ptr<Shard>> open
   return Status::OK();
 }
 
-Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& location,
-                                                     const OpenOptions& options) {
+Result<std::unique_ptr<const ShardSetImpl>> ShardSetImpl::Open(const std::string& location,
+                                                               const OpenOptions& options) {
   MM_ASSIGN_OR_RETURN(std::optional<MixtureSpec> mixture, ParseMixture(location));
-  std::shared_ptr<ShardSetImpl> set(new ShardSetImpl());
+  std::unique_ptr<ShardSetImpl> set(new ShardSetImpl());
   set->first_sample_.push_back(0);
   set->first_caption_.push_back(0);
   const std::vector<MixtureSpec::Set> single = {{location, 0}};
@@ -172,7 +191,7 @@ Result<std::shared_ptr<ShardSet>> ShardSetImpl::Open(const std::string& location
   if (set->remote_) set->cache_limit_ = options.remote.cache_limit;
   set->identity_ = Identity(*set);
   set->DescribeSets();
-  return std::shared_ptr<ShardSet>(std::move(set));
+  return std::unique_ptr<const ShardSetImpl>(std::move(set));
 }
 
 // sets_: each part's location, weight, first sample, index.json and its share of an epoch under

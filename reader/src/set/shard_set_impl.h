@@ -1,6 +1,6 @@
-// shard_set_impl.h: the one implementation of mm::reader::ShardSet: one set (local or remote)
-// or a mixture of sets, each a Part with its own index.json. Private to mm_reader (and its
-// tests and benchmarks, which reach the stored chunk bytes through it).
+// shard_set_impl.h: the implementation behind mm::reader::ShardSet (its pimpl): one set (local
+// or remote) or a mixture of sets, each a Part with its own index.json. Private to mm_reader
+// (and its tests and benchmarks, which reach the stored chunk bytes through ShardSet::impl()).
 //
 // A local part's shards are opened at Open and stay open; a remote part's shards are resident
 // only while pinned (remote/remote_shards.h). Global sample i is found by binary search over
@@ -22,7 +22,7 @@ namespace mm::reader::internal {
 class CacheDir;      // remote/cache.h
 class RemoteShards;  // remote/remote_shards.h
 
-class ShardSetImpl final : public ShardSet {
+class ShardSetImpl final {
  public:
   /// One set of the ShardSet (a single set: the only part).
   struct Part {
@@ -33,23 +33,27 @@ class ShardSetImpl final : public ShardSet {
     std::shared_ptr<RemoteShards> remote;  // null: a local set
   };
 
-  static Result<std::shared_ptr<ShardSet>> Open(const std::string& location,
-                                                const OpenOptions& options);
+  /// ShardSet::Open's work: the set (or every set of a mixture) opened and checked.
+  static Result<std::unique_ptr<const ShardSetImpl>> Open(const std::string& location,
+                                                          const OpenOptions& options);
 
-  const SetInfo& info() const override { return info_; }
-  const std::vector<MixtureSet>& sets() const override { return sets_; }
-  bool remote() const override { return remote_; }
-  size_t ShardOfSample(int64_t i) const override;
-  Result<ShardPin> PinShard(size_t k) const override;
-  CacheStats cache_stats() const override;
-  int NumCaptions(int64_t i) const override;
-  Span<const int32_t> Tokens(int64_t i, int c) const override;
-  std::string_view Key(int64_t i) const override;
-  std::string Locate(int64_t i) const override;
-  int64_t StoredImageBytes(int64_t i) const override;
-  void ImageSize(int64_t i, int* width, int* height) const override;
-  Status ReadImage(int64_t i, uint8_t* dst) const override;
-  /// ShardSet::CheckIntact: the sample's shard's Shard::CheckIntact.
+  // What ShardSet's methods of the same names return (mm/reader.h).
+  const SetInfo& info() const { return info_; }
+  int64_t num_samples() const { return info_.num_samples; }
+  size_t num_shards() const { return info_.shards.size(); }
+  const std::vector<MixtureSet>& sets() const { return sets_; }
+  bool remote() const { return remote_; }
+  size_t ShardOfSample(int64_t i) const;
+  Result<ShardPin> PinShard(size_t k) const;
+  CacheStats cache_stats() const;
+  int NumCaptions(int64_t i) const;
+  Span<const int32_t> Tokens(int64_t i, int c) const;
+  std::string_view Key(int64_t i) const;
+  std::string Locate(int64_t i) const;
+  int64_t StoredImageBytes(int64_t i) const;
+  void ImageSize(int64_t i, int* width, int* height) const;
+  Status ReadImage(int64_t i, uint8_t* dst) const;
+  /// The sample's shard's Shard::CheckIntact.
   Status CheckIntact(int64_t i) const;
 
   /// The shard holding global sample `i` and `i`'s index in it (resident: see the file comment).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "mm/format.h"
@@ -160,38 +161,39 @@ MetadataValue::Type MetadataColumnType(hid_t type) {
 namespace {
 
 // Format 2: codec, quality, resize mode and max_size agree with each other and the version.
-Status CheckImageRules(const SetInfo& info) {
-  const auto bad = [](const std::string& what) { return Status::Corruption("index.json: " + what); };
-  const auto codec = mm::format::ParseImageCodec(info.image_codec);
-  if (!codec) return bad("image codec \"" + info.image_codec + "\"");
-  const bool jpeg = *codec == mm::format::ImageCodec::kJpeg;
-  if (info.format_version < mm::format::FormatVersionFor(*codec)) {
-    return bad("image codec \"" + info.image_codec + "\" needs format_version 2, the set says " +
-               std::to_string(info.format_version));
+Status CheckImageRules(const internal::IndexDocument& doc) {
+  const auto bad = [](const std::string& what) {
+    return Status::Corruption("index.json: " + what);
+  };
+  const SetInfo& info = doc.info;
+  const bool jpeg = info.image_codec == mm::format::ImageCodec::kJpeg;
+  if (info.format_version < mm::format::FormatVersionFor(info.image_codec)) {
+    return bad("image codec \"" + std::string(mm::format::ToString(info.image_codec)) +
+               "\" needs format_version 2, the set says " + std::to_string(info.format_version));
   }
   if (jpeg && (info.jpeg_quality < 1 || info.jpeg_quality > 100)) {
     return bad("JPEG quality " + std::to_string(info.jpeg_quality) + " outside [1, 100]");
   }
-  if (jpeg && info.compression != "none") {
-    return bad("a jpeg set's compression is \"" + info.compression + "\", not \"none\"");
+  if (jpeg && info.compression != mm::format::Codec::kNone) {
+    return bad("a jpeg set's compression is \"" +
+               std::string(mm::format::ToString(info.compression)) + "\", not \"none\"");
   }
-  const auto mode = mm::format::ParseResizeMode(info.resize_mode);
-  if (!mode) {
-    if (jpeg) return bad("resize_mode \"" + info.resize_mode + "\"");
+  if (!info.resize_mode) {
+    if (jpeg) return bad("resize_mode \"" + doc.other_resize_mode + "\"");
     return Status::OK();  // version 1 readers never needed it; the pixels are what they are
   }
-  if (mm::format::IsFixedSize(*mode)) {
-    if (info.max_size != 0) return bad("max_size in the fixed-size mode " + info.resize_mode);
+  const std::string mode(mm::format::ToString(*info.resize_mode));
+  if (mm::format::IsFixedSize(*info.resize_mode)) {
+    if (info.max_size != 0) return bad("max_size in the fixed-size mode " + mode);
     return Status::OK();
   }
-  if (!jpeg) return bad("resize_mode " + info.resize_mode + " needs image codec \"jpeg\"");
+  if (!jpeg) return bad("resize_mode " + mode + " needs image codec \"jpeg\"");
   if (info.max_size < 1 || info.max_size > kMaxImageSide || info.image_width != info.max_size ||
       info.image_height != info.max_size) {
-    return bad("resize_mode " + info.resize_mode + " with max_size " +
-               std::to_string(info.max_size) + " and image size " +
-               std::to_string(info.image_width) + "x" + std::to_string(info.image_height) +
-               " (both sides must equal max_size, within [1, " + std::to_string(kMaxImageSide) +
-               "])");
+    return bad("resize_mode " + mode + " with max_size " + std::to_string(info.max_size) +
+               " and image size " + std::to_string(info.image_width) + "x" +
+               std::to_string(info.image_height) + " (both sides must equal max_size, within [1, " +
+               std::to_string(kMaxImageSide) + "])");
   }
   return Status::OK();
 }
@@ -200,7 +202,7 @@ Status CheckImageRules(const SetInfo& info) {
 
 Status CheckImageSizes(const std::string& shard, const int32_t* sizes, int64_t n,
                        const SetInfo& info) {
-  const auto mode = mm::format::ParseResizeMode(info.resize_mode);
+  const std::optional<mm::format::ResizeMode>& mode = info.resize_mode;
   const bool fixed = !mode || mm::format::IsFixedSize(*mode);
   for (int64_t i = 0; i < n; ++i) {
     const int32_t w = sizes[2 * i], h = sizes[2 * i + 1];
@@ -216,18 +218,19 @@ Status CheckImageSizes(const std::string& shard, const int32_t* sizes, int64_t n
                 std::to_string(info.image_height));
     }
     if (!fixed) {
-      const int32_t bounded = *mode == mm::format::ResizeMode::kKeepRatio ? std::min(w, h)
-                                                                          : std::max(w, h);
+      const int32_t bounded =
+          *mode == mm::format::ResizeMode::kKeepRatio ? std::min(w, h) : std::max(w, h);
       if (bounded > info.max_size) {
-        return at("exceeds max_size " + std::to_string(info.max_size) + " (" + info.resize_mode +
-                  ")");
+        return at("exceeds max_size " + std::to_string(info.max_size) + " (" +
+                  std::string(mm::format::ToString(*mode)) + ")");
       }
     }
   }
   return Status::OK();
 }
 
-Status CheckSetRules(const SetInfo& info) {
+Status CheckSetRules(const internal::IndexDocument& doc) {
+  const SetInfo& info = doc.info;
   if (Status st = CheckMetadataFieldNames(info.metadata_fields); !st.ok()) {
     return Status::Corruption("index.json: metadata.fields: " + st.message());
   }
@@ -238,7 +241,7 @@ Status CheckSetRules(const SetInfo& info) {
                               std::to_string(info.channels) + "; sides must be within [1, " +
                               std::to_string(kMaxImageSide) + "] pixels, 3 channels");
   }
-  MM_RETURN_NOT_OK(CheckImageRules(info));
+  MM_RETURN_NOT_OK(CheckImageRules(doc));
   if (!info.has_tokenizer) return Status::OK();  // text only: no ids to check
   if (info.vocab_size < 1) {
     return Status::Corruption("index.json: tokenizer vocab_size " +

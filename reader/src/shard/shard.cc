@@ -50,7 +50,7 @@ Status Shard::Init(const ShardEntry& entry, const SetInfo& info) {
   image_bytes_ = static_cast<size_t>(info.image_height) * info.image_width * info.channels;
   width_ = info.image_width;
   height_ = info.image_height;
-  jpeg_ = info.image_codec == mm::format::ToString(mm::format::ImageCodec::kJpeg);
+  jpeg_ = info.image_codec == mm::format::ImageCodec::kJpeg;
   if (image_bytes_ >= kSizeMask) {
     return Status::Unsupported(name_ + ": images of " + std::to_string(image_bytes_) +
                                " bytes are too large for this reader");

@@ -58,10 +58,11 @@ Status CheckImagesFilter(const ShardQuery& q, hid_t dcpl, const std::string& whe
     }
     *compressed = true;
   }
-  const std::string& codec = q.info->compression;
-  if (*compressed != (codec == "zstd")) {
+  const mm::format::Codec codec = q.info->compression;
+  if (*compressed != (codec == mm::format::Codec::kZstd)) {
     return Status::Corruption(where + (*compressed ? " is zstd-compressed" : " is uncompressed") +
-                              " but index.json says compression \"" + codec + "\"");
+                              " but index.json says compression \"" +
+                              std::string(mm::format::ToString(codec)) + "\"");
   }
   return Status::OK();
 }

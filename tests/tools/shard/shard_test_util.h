@@ -183,8 +183,8 @@ inline void WriteIndex(const WriterOptions& o, const std::vector<mm::reader::Sha
   mm::reader::SetInfo& info = doc.info;
   info.image_height = o.image_height;
   info.image_width = o.image_width;
-  info.resize_mode = ToString(o.resize_mode);
-  info.compression = ToString(o.compression);
+  info.resize_mode = o.resize_mode;
+  info.compression = o.compression;
   info.compression_level = o.compression_level;
   info.tokenizer_sha256 = o.tokenizer_sha256;
   info.vocab_size = 30000;

@@ -184,11 +184,9 @@ Result<BuildOptions> AppendOptions(const BuildOptions& o, const fs::path& out,
         "--append: OUT's captions have token ids; --tokenizer none would store none");
   }
   if (!o.compression_given) {  // OUT's chunk codec and level, not today's default
-    if (const auto codec = format::ParseCodec(base.index.info.compression)) {
-      a.compression = *codec;
-      if (a.compression == format::Codec::kZstd) {
-        a.compression_level = base.index.info.compression_level;
-      }
+    a.compression = base.index.info.compression;
+    if (a.compression == format::Codec::kZstd) {
+      a.compression_level = base.index.info.compression_level;
     }
   }
   if (!has) {
@@ -203,10 +201,14 @@ Result<BuildOptions> AppendOptions(const BuildOptions& o, const fs::path& out,
 Status CheckAppendable(const BuildOptions& o, const ImageOptions& image,
                        const std::string& tokenizer_sha256, const AppendBase& base) {
   const mm::reader::SetInfo& set = base.index.info;
-  const std::string codec(ToString(o.image_codec));
-  if (codec != set.image_codec) return Differs("image codec", set.image_codec, codec);
-  const std::string mode(ToString(o.resize_mode));
-  if (mode != set.resize_mode) return Differs("resize mode", set.resize_mode, mode);
+  if (o.image_codec != set.image_codec) {
+    return Differs("image codec", std::string(ToString(set.image_codec)),
+                   std::string(ToString(o.image_codec)));
+  }
+  if (o.resize_mode != set.resize_mode) {
+    return Differs("resize mode", mm::reader::internal::ResizeModeText(base.index),
+                   std::string(ToString(o.resize_mode)));
+  }
   const auto size = [](int w, int h) { return std::to_string(w) + "x" + std::to_string(h); };
   if (o.image_width != set.image_width || o.image_height != set.image_height) {
     return Differs("images of", size(set.image_width, set.image_height),
@@ -219,8 +221,10 @@ Status CheckAppendable(const BuildOptions& o, const ImageOptions& image,
     return Differs("JPEG quality", std::to_string(set.jpeg_quality),
                    std::to_string(o.jpeg_quality));
   }
-  const std::string compression(ToString(o.compression));
-  if (compression != set.compression) return Differs("compression", set.compression, compression);
+  if (o.compression != set.compression) {
+    return Differs("compression", std::string(ToString(set.compression)),
+                   std::string(ToString(o.compression)));
+  }
   if (o.compression == format::Codec::kZstd && o.compression_level != set.compression_level) {
     return Differs("zstd level", std::to_string(set.compression_level),
                    std::to_string(o.compression_level));

@@ -86,10 +86,10 @@ Status Build::WriteIndex() const {
   mm::reader::SetInfo& set = index.info;
   set.image_height = o.image_height;
   set.image_width = o.image_width;
-  set.resize_mode = ToString(o.resize_mode);
-  set.compression = ToString(o.compression);
+  set.resize_mode = o.resize_mode;
+  set.compression = o.compression;
   set.compression_level = o.compression_level;
-  set.image_codec = ToString(o.image_codec);
+  set.image_codec = o.image_codec;
   if (o.image_codec == mm::format::ImageCodec::kJpeg) set.jpeg_quality = o.jpeg_quality;
   set.max_size = o.max_size;
   set.has_tokenizer = tok.tokenizer != nullptr;

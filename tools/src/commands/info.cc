@@ -19,6 +19,7 @@ namespace mm::pack {
 namespace {
 
 namespace fs = std::filesystem;
+using mm::reader::internal::ResizeModeText;
 using nlohmann::json;
 
 // Bytes of report.json read at most.
@@ -67,15 +68,15 @@ void PrintImages(const mm::reader::internal::IndexDocument& index, const Result<
   const int64_t height = info.image_height, width = info.image_width;
   const bool keep_ratio = info.max_size > 0;
   if (keep_ratio) {
-    out << "images:       own aspect ratio, " << info.resize_mode << " "
-        << (info.resize_mode == "keep-ratio" ? "shorter" : "longer") << " side <= " << info.max_size
-        << " px (loader default output " << width << "x" << height << "), background "
-        << Known(index.background) << "\n";
+    out << "images:       own aspect ratio, " << ResizeModeText(index) << " "
+        << (info.resize_mode == format::ResizeMode::kKeepRatio ? "shorter" : "longer")
+        << " side <= " << info.max_size << " px (loader default output " << width << "x" << height
+        << "), background " << Known(index.background) << "\n";
   } else {
     out << "images:       " << width << "x" << height << "x" << info.channels << " uint8, resize "
-        << Known(info.resize_mode) << ", background " << Known(index.background) << "\n";
+        << Known(ResizeModeText(index)) << ", background " << Known(index.background) << "\n";
   }
-  if (info.image_codec == "jpeg") {
+  if (info.image_codec == format::ImageCodec::kJpeg) {
     const json stats = report.ok() ? report->value("stats", json::object()) : json::object();
     const int64_t samples = Or0(index.totals.samples);
     out << "codec:        jpeg quality " << info.jpeg_quality << ", " << format::kJpegSubsampling
@@ -88,8 +89,8 @@ void PrintImages(const mm::reader::internal::IndexDocument& index, const Result<
     return;
   }
   out << "codec:        raw pixels (format 1)\n";
-  out << "compression:  " << info.compression;
-  if (format::ParseCodec(info.compression) == format::Codec::kZstd) {
+  out << "compression:  " << format::ToString(info.compression);
+  if (info.compression == format::Codec::kZstd) {
     out << " level " << info.compression_level << " (HDF5 filter "
         << (index.hdf5_filter_id >= 0 ? index.hdf5_filter_id : format::kZstdFilterId) << ")";
   }
@@ -188,16 +189,17 @@ nlohmann::ordered_json InfoJson(const std::string& set, bool remote,
   j["tokens"] = Or0(index.totals.tokens);
   j["bytes"] = bytes;
   j["bytes_per_sample"] = Ratio(static_cast<double>(bytes), static_cast<double>(samples));
-  const bool zstd = format::ParseCodec(info.compression) == format::Codec::kZstd;
+  const bool zstd = info.compression == format::Codec::kZstd;
+  const bool jpeg = info.image_codec == format::ImageCodec::kJpeg;
   j["image"] = {{"width", info.image_width},
                 {"height", info.image_height},
                 {"channels", info.channels},
-                {"resize_mode", info.resize_mode},
+                {"resize_mode", ResizeModeText(index)},
                 {"max_size", info.max_size},
                 {"background", index.background},
-                {"codec", info.image_codec},
-                {"jpeg_quality", info.image_codec == "jpeg" ? ojson(info.jpeg_quality) : ojson()},
-                {"compression", info.compression},
+                {"codec", std::string(format::ToString(info.image_codec))},
+                {"jpeg_quality", jpeg ? ojson(info.jpeg_quality) : ojson()},
+                {"compression", std::string(format::ToString(info.compression))},
                 {"compression_level", zstd ? ojson(info.compression_level) : ojson()}};
   if (info.has_tokenizer) {
     j["tokenizer"] = {{"file", index.tokenizer_file.empty() ? std::string(format::kTokenizerFile)

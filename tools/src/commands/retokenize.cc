@@ -128,10 +128,10 @@ WriterOptions WriterOptionsOf(const IndexDocument& index, const std::string& sta
   w.output_dir = staging;
   w.image_width = info.image_width;
   w.image_height = info.image_height;
-  w.resize_mode = format::ParseResizeMode(info.resize_mode).value_or(w.resize_mode);
-  w.compression = format::ParseCodec(info.compression).value_or(format::Codec::kNone);
+  w.resize_mode = info.resize_mode.value_or(w.resize_mode);
+  w.compression = info.compression;
   w.compression_level = info.compression_level;
-  w.image_codec = format::ParseImageCodec(info.image_codec).value_or(format::ImageCodec::kRaw);
+  w.image_codec = info.image_codec;
   w.jpeg_quality = info.jpeg_quality;
   w.max_size = info.max_size;
   const auto& b = index.build_options;
@@ -153,7 +153,7 @@ Status CopyShard(const mm::reader::ShardSet& set, const mm::reader::SampleText& 
                  ShardWriter* writer, TokenCounts* counts) {
   const mm::reader::ShardEntry& entry = set.info().shards[k];
   const std::string path = (fs::path(set.info().root) / entry.file).string();
-  const bool jpeg = set.info().image_codec == format::ToString(format::ImageCodec::kJpeg);
+  const bool jpeg = set.info().image_codec == format::ImageCodec::kJpeg;
   MM_ASSIGN_OR_RETURN(h5::File file,
                       h5::Own<h5::File>(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path,
                                         StatusCode::kCorruption));

@@ -52,10 +52,11 @@ Status RunShow(const ShowOptions& options, std::ostream& out) {
   set->ImageSize(i, &stored_w, &stored_h);
   out << "image: " << stored_w << "x" << stored_h << " RGB, " << set->StoredImageBytes(i)
       << " stored bytes ("
-      << (info.image_codec == "jpeg" ? std::string("jpeg") : info.compression)
-      << ") -> loader crop "
-      << options.crop << (options.flip ? " flip" : "") << " seed " << options.seed << " epoch "
-      << options.epoch << ": " << width << "x" << height << " -> " << options.output_png << "\n";
+      << (info.image_codec == format::ImageCodec::kJpeg ? format::ToString(info.image_codec)
+                                                        : format::ToString(info.compression))
+      << ") -> loader crop " << options.crop << (options.flip ? " flip" : "") << " seed "
+      << options.seed << " epoch " << options.epoch << ": " << width << "x" << height << " -> "
+      << options.output_png << "\n";
   // The shard file HDF5 reads the captions from: the set's, or its cached copy (pinned above).
   MM_ASSIGN_OR_RETURN(auto files,
                       mm::reader::internal::SetFiles::Open(options.dir, options.remote));

@@ -159,15 +159,17 @@ class SetVerifier {
 };
 
 // What index.json expects of every shard (ShardExpectation) before its own counts.
-ShardExpectation BaseExpectation(const mm::reader::SetInfo& info) {
+ShardExpectation BaseExpectation(const mm::reader::internal::IndexDocument& index) {
+  const mm::reader::SetInfo& info = index.info;
   ShardExpectation base;
   base.height = info.image_height;
   base.width = info.image_width;
-  base.compression = format::ParseCodec(info.compression).value();  // the decoder checked it
+  base.compression = info.compression;
   base.format_version = info.format_version;
-  base.codec = format::ParseImageCodec(info.image_codec).value();  // so did CheckSetRules
+  base.codec = info.image_codec;
   base.jpeg_quality = info.jpeg_quality;
   base.resize_mode = info.resize_mode;
+  base.resize_mode_text = mm::reader::internal::ResizeModeText(index);
   base.max_size = info.max_size;
   base.vocab_size = info.vocab_size;
   base.tokenizer_sha256 = info.tokenizer_sha256;
@@ -218,10 +220,10 @@ Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote
   MM_ASSIGN_OR_RETURN(mm::reader::internal::IndexDocument index,
                       ReadSetIndexChecked(*files, schema));
   const mm::reader::SetInfo& info = index.info;
-  MM_RETURN_NOT_OK(mm::reader::CheckSetRules(info));  // the reader's rules (set_rules.h)
+  MM_RETURN_NOT_OK(mm::reader::CheckSetRules(index));  // the reader's rules (set_rules.h)
   SetVerifier set(*files, schema);
   MM_RETURN_NOT_OK(set.CheckTokenizer(index));
-  const ShardExpectation base = BaseExpectation(info);
+  const ShardExpectation base = BaseExpectation(index);
   Totals totals;
   int64_t set_bytes = 0;
   for (const auto& s : info.shards) set_bytes += s.bytes;
@@ -245,8 +247,9 @@ Status VerifySet(const std::string& dir, const mm::reader::RemoteOptions& remote
   bar.Finish();
   MM_RETURN_NOT_OK(CheckTotals(index.totals, totals));
   MM_RETURN_NOT_OK(set.CheckNoLeftover(totals.shards));
-  const std::string checked = std::string("checksums, schema, offsets, keys and every ") +
-                              (info.image_codec == "jpeg" ? "JPEG decoded" : "image chunk checked");
+  const std::string checked =
+      std::string("checksums, schema, offsets, keys and every ") +
+      (info.image_codec == format::ImageCodec::kJpeg ? "JPEG decoded" : "image chunk checked");
   if (report.json) {
     nlohmann::ordered_json j;
     j["ok"] = true;

@@ -23,7 +23,7 @@ Status CheckType(hid_t file, const std::string& name, const char* table, TableTy
 
 Status CheckShardRules(hid_t file, const std::string& name, int64_t samples, int64_t captions,
                        int64_t tokens, const mm::reader::SetInfo& info) {
-  if (info.image_codec == format::ToString(format::ImageCodec::kJpeg)) {  // format 2
+  if (info.image_codec == format::ImageCodec::kJpeg) {  // format 2
     MM_RETURN_NOT_OK(CheckType(file, name, format::kImageBytes, TableType::kUint8));
     MM_RETURN_NOT_OK(CheckType(file, name, format::kImageOffsets, TableType::kInt64));
     // Their values' rules (CheckImageSizes) the verifier applies, in the same bounded child.

@@ -384,9 +384,9 @@ Status ShardVerifier::CheckAttributes(hid_t file, const ShardExpectation& e) {
         return Status::Corruption("attribute 'tokenizer_sha256' is '" + value +
                                   "', the index says '" + e.tokenizer_sha256 + "'");
       }
-      if (name == format::kAttrResizeMode && value != e.resize_mode) {
+      if (name == format::kAttrResizeMode && value != e.resize_mode_text) {
         return Status::Corruption("attribute 'resize_mode' is '" + value + "', the index says '" +
-                                  e.resize_mode + "'");
+                                  e.resize_mode_text + "'");
       }
       if (name == format::kAttrCompression && value != ToString(e.compression)) {
         return Status::Corruption("attribute 'compression' is '" + value + "', the index says '" +

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -34,7 +35,8 @@ struct ShardExpectation {
   int format_version = 1;
   format::ImageCodec codec = format::ImageCodec::kRaw;
   int jpeg_quality = 0;
-  std::string resize_mode;
+  std::optional<format::ResizeMode> resize_mode;  // nullopt: index.json names none known
+  std::string resize_mode_text;                   // what index.json says (ResizeModeText)
   int max_size = 0;
   int64_t jpeg_bytes = 0;  // codec jpeg: image_offsets[N] (the "B" of the schema), read by Verify
   std::string tokenizer_sha256;

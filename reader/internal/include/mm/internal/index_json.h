@@ -26,7 +26,10 @@ namespace mm::reader::internal {
 struct IndexDocument {
   SetInfo info;
   std::string created_by = "mmpack " + std::string(kVersion);
-  std::string background;      // image.background, "#rrggbb"; empty when absent
+  std::string background;  // image.background, "#rrggbb"; empty when absent
+  // image.resize_mode when it names no mode this reader knows (info.resize_mode is then
+  // nullopt), kept so that `mmpack info` and `verify` say what the file says; empty otherwise.
+  std::string other_resize_mode;
   int hdf5_filter_id = -1;     // compression.hdf5_filter_id as stored; -1 when absent
   std::string tokenizer_file;  // tokenizer.file as stored (not checked: a name or a path)
   // tokenizer.kind: which tokenizer made the ids (absent in the file: sentencepiece)
@@ -43,6 +46,10 @@ struct IndexDocument {
   int64_t dropped_total = -1;
 };
 
+/// image.resize_mode as index.json says it: ToString(*doc.info.resize_mode), else
+/// doc.other_resize_mode ("" when absent).
+std::string ResizeModeText(const IndexDocument& doc);
+
 /// The text of index.json for `doc`: format name and version (mm/format.h), created_by, image,
 /// compression (codec info.compression; for zstd its level and filter id 32015, for none 0 and
 /// 0), tokenizer (file kTokenizerFile when tokenizer_file is empty), build_options, shards,
@@ -52,10 +59,11 @@ std::string EncodeIndex(const IndexDocument& doc);
 
 /// Parses the text of index.json; info.root is set to `root`.
 /// Checks: valid JSON; "format" is "mmpack-shard"; "format_version" in
-/// [kMinReadableVersion, kFormatVersion]; image size positive with 3 channels; codec "zstd" or
-/// "none"; the tokenizer's ids present; every shard entry complete, its file a plain name (no
-/// directory part), its counts non-negative with captions >= samples; totals.shards, .samples
-/// and .captions, where present, equal the sums over shards. Optional fields (created_by,
+/// [kMinReadableVersion, kFormatVersion]; image size positive with 3 channels; image.codec (when
+/// present) "raw" or "jpeg"; compression.codec "zstd" or "none" (each parsed here into
+/// mm/format.h's enum); the tokenizer's ids present; every shard entry complete, its file a plain
+/// name (no directory part), its counts non-negative with captions >= samples; totals.shards,
+/// .samples and .captions, where present, equal the sums over shards. Optional fields (created_by,
 /// image.resize_mode and .background, compression.level and .hdf5_filter_id, tokenizer.file,
 /// .kind, .sha256 and .trained, build_options, dropped) are taken when present with the right
 /// type; a tokenizer.kind this reader does not know is Unsupported.

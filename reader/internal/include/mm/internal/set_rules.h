@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "mm/internal/index_json.h"
 #include "mm/metadata.h"
 #include "mm/reader.h"
 #include "mm/status.h"
@@ -52,7 +53,7 @@ MetadataValue::Type MetadataColumnType(hid_t type);
 /// Checks the set-level rules on index.json's contents (also CheckMetadataFieldNames, as a
 /// Corruption).
 /// Errors: Corruption ("index.json: tokenizer pad_id 30000 outside [0, 30000)").
-Status CheckSetRules(const SetInfo& info);
+Status CheckSetRules(const internal::IndexDocument& doc);
 
 /// Checks one shard's image_size table ([n, 2] int32 [width, height], codec jpeg): each side in
 /// [1, kMaxImageSide]; the set's size in the fixed-size modes; the bounded side (shorter for
