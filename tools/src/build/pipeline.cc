@@ -115,7 +115,7 @@ void ProcessItem(Item* item, const BuildOptions& o, const ImageOptions& image_op
   };
   item->source_stamp = SourceStamp(raw);  // before the read: a change after it is seen later
   if (!item->have_bytes) {
-    item->read_status = ReadRegularFile(raw.path, &item->bytes, MaxImageFileBytes(o.max_pixels));
+    item->read_status = ReadImageFile(raw.path, &item->bytes, MaxImageFileBytes(o.max_pixels));
   }
   if (!item->read_status.ok()) {
     drop(ReadFailureReason(item->read_status), item->read_status.message());
