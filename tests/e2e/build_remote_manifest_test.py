@@ -12,7 +12,9 @@ import csv
 import json
 import os
 import shutil
+import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -200,6 +202,24 @@ class BuildRemoteManifestTest(u.TempDirTest):
         r = self.build(s.url + "/bucket/coco/none.jsonl")
         self.assertNotEqual(r.rc, 0)
         self.assertIn("no such object: " + s.url + "/bucket/coco/none.jsonl", r.stderr)
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_a_manifest_replaced_while_it_is_read_fails_the_build(self):
+        # Each request held 2 s; the manifest is rewritten once its first HEAD is answered, so
+        # its GET and the HEAD after it see another object than that HEAD did.
+        self.write_manifest("changing.jsonl", self.rows)
+        s = self.server("--delay", "/bucket/coco/changing.jsonl:2")
+        proc = subprocess.Popen(
+            [u.MMPACK, "build", s.url + "/bucket/coco/changing.jsonl", "-o", self.out,
+             "--tokenizer", "none", *BUILD_ARGS], env=self.env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while not [l for l in s.lines() if l[0] == "HEAD"] and time.time() < deadline:
+            time.sleep(0.05)
+        self.write_manifest("changing.jsonl", self.rows[:10])
+        _, err = proc.communicate(timeout=u.TIMEOUT_S)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("changing.jsonl changed while it was read", err.decode())
         self.assertFalse(os.path.exists(self.out))
 
     def test_a_url_in_a_local_manifest_is_refused_by_line(self):

@@ -179,19 +179,26 @@ Result<UniqueFd> FetchRemoteFile(const std::string& url, const std::filesystem::
   if (!info.exists) return Status::NotFound("no such object: " + url);
   MM_ASSIGN_OR_RETURN(UniqueFd fd, OpenSpillFile(dir));
   const std::string what = "cannot write the copy of " + url + " in " + (dir / "").string();
-  // Blocks up to the size HEAD gave (a short block before it is an error); without a size,
-  // until a block comes short. A server without ranges sends a small file whole at once.
+  // Blocks up to the size HEAD gave; without a size, until a block comes short. A server without
+  // ranges sends a small file whole at once. A short block before the end, or another size or
+  // ETag at a HEAD after the end, is an object replaced meanwhile: blocks of two versions would
+  // make a manifest that never was.
+  const std::string changed = url + " changed while it was read; build again (";
   for (int64_t offset = 0; info.size < 0 || offset < info.size;) {
-    MM_ASSIGN_OR_RETURN(std::string block,
-                        file.folder->ReadRange(file.name, offset, kRemoteBlockBytes));
-    if (block.empty()) {
-      if (info.size < 0) break;
-      return Status::IOError(url + ": the object ended at byte " + std::to_string(offset) +
-                             " of the " + std::to_string(info.size) + " its HEAD gave");
-    }
+    const int64_t want =
+        info.size < 0 ? kRemoteBlockBytes : std::min(kRemoteBlockBytes, info.size - offset);
+    MM_ASSIGN_OR_RETURN(std::string block, file.folder->ReadRange(file.name, offset, want));
     MM_RETURN_NOT_OK(WriteAll(fd.get(), block.data(), block.size(), what));
     offset += static_cast<int64_t>(block.size());
-    if (info.size < 0 && static_cast<int64_t>(block.size()) < kRemoteBlockBytes) break;
+    if (static_cast<int64_t>(block.size()) < want) {
+      if (info.size < 0) break;
+      return Status::IOError(changed + "it ended at byte " + std::to_string(offset) + " of the " +
+                             std::to_string(info.size) + " its HEAD gave)");
+    }
+  }
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::RemoteFileInfo after, file.folder->Stat(file.name));
+  if (after.size != info.size || after.etag != info.etag) {
+    return Status::IOError(changed + "size or ETag)");
   }
   if (::lseek(fd.get(), 0, SEEK_SET) != 0) return ErrnoStatus(errno, what);
   return fd;

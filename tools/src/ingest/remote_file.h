@@ -45,7 +45,8 @@ uint64_t RemoteFileStamp(const std::string& url);
 /// The file at `url` copied into a new unnamed file in `dir` (OpenSpillFile, spill.h: nothing is
 /// left behind) by range requests of kRemoteBlockBytes, each retried: memory holds one block.
 /// The descriptor is at offset 0 of the copy. Errors: NotFound (no such object),
-/// InvalidArgument (a malformed URL), IOError (naming the URL after the retries; `dir` full),
+/// InvalidArgument (a malformed URL), IOError (naming the URL after the retries; `dir` full; the
+/// object's size or ETag changed while it was read: HEAD before and after),
 /// Unsupported (a file over one block on a server without range requests).
 [[nodiscard]] Result<UniqueFd> FetchRemoteFile(const std::string& url,
                                                const std::filesystem::path& dir);
