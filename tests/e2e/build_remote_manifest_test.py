@@ -140,6 +140,19 @@ class BuildRemoteManifestTest(u.TempDirTest):
         self.assertFalse(os.path.exists(self.out))
         self.assertTrue(s.lines())
 
+    def test_an_hf_dataset_folder_is_read_by_its_metadata(self):
+        # The Hub's layout (http_server.py --hf): images resolved below the folder of
+        # hf://datasets/org/cc@v1.0/coco/metadata.jsonl, with the token.
+        shutil.copytree(self.coco, os.path.join(self.www, "datasets", "org", "cc", "v1.0", "coco"))
+        s = self.server("--hf", "--bearer", "hf_testtoken")
+        self.env.update({"HF_ENDPOINT": s.url, "HF_TOKEN": "hf_testtoken"})
+        r = self.build("hf://datasets/org/cc@v1.0/coco")
+        self.assertEqual(r.rc, 0, r.stderr)
+        self.assertEqual(set_files(self.out), self.want["metadata.jsonl"])
+        images = [l for l in s.lines() if l[0] == "GET" and "/images/" in l[1]]
+        self.assertEqual(len(images), 51)
+        self.assertTrue(all("/resolve/v1.0/coco/images/" in l[1] for l in images), images[:3])
+
     def test_absolute_image_urls_of_the_same_store(self):
         s = self.server()
         # As on the web: percent-encoded ("_" as %5F), decoded before the remote layer encodes.
