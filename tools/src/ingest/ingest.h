@@ -50,11 +50,12 @@
 //
 // Memory: IngestToList keeps the samples on disk (ingest/sample_list.h) and does every grouping
 // and key rule through external sorts (ingest/spill.h), so its memory does not grow with the
-// input's length, in every format: JSONL line by line, CSV/TSV and COCO from a read-only mapping
-// given back as it is read (COCO through nlohmann's SAX interface, one element of images[] or
-// annotations[] at a time), folders listed through a sort, tars one at a time. What remains in
-// memory is bounded by one item: the longest manifest line or caption file, one tar's members,
-// one folder's subfolders; and the issues (report.json's dropped entries). Image bytes are
+// input's length, in every format: JSONL, CSV/TSV and COCO from a read-only mapping given back
+// as it is read (JSONL line by line; COCO through nlohmann's SAX interface, one element of
+// images[] or annotations[] at a time; a manifest at a URL from its copy in `spill_dir`),
+// folders listed through a sort, tars one at a time. What remains in memory is bounded by one
+// item: the longest manifest line or caption file, one tar's members, one folder's subfolders;
+// and the issues (report.json's dropped entries). Image bytes are
 // never held here.
 #pragma once
 
