@@ -1,8 +1,9 @@
 // pipeline.h: the parallel middle of `mmpack build` (commands/build.cc), a TBB
-// parallel_pipeline with at most 4 samples per thread in flight (and as many read ahead):
-//   source     serial in order : the next sample (tar members read here, sequentially), read
-//                                up to 4 a thread ahead: the GETs of images at URLs start
-//                                here, on the fetch threads (ingest/remote_fetcher.h)
+// parallel_pipeline with at most 4 samples per thread in flight (and 16 a thread read ahead):
+//   source     serial in order : the next sample (tar members read here, sequentially),
+//                                other samples read up to 16 a thread ahead: the GETs of
+//                                images at URLs start here, on the fetch threads
+//                                (ingest/remote_fetcher.h)
 //   processor  parallel        : read the file (or wait for its GET), decode + fit
 //                                (image/image_pipeline.h), tokenize (text/tokenizer.h),
 //                                compress the chunk
