@@ -135,9 +135,12 @@ class BuildRemoteTest(u.TempDirTest):
 
     def test_other_remote_inputs_and_outputs_are_refused_clearly(self):
         s = self.server()
-        r = self.build(s.url + "/bucket/laion/captions.jsonl")
+        r = self.build(s.url + "/bucket/laion/captions.jsonl")  # manifests: build_remote_manifest
         self.assertNotEqual(r.rc, 0)
-        self.assertIn("reads WebDataset tars from object stores", r.stderr)
+        self.assertIn("no such object: " + s.url + "/bucket/laion/captions.jsonl", r.stderr)
+        r = self.build(s.url + "/bucket/laion/00000.tar", "--input-format", "coco")
+        self.assertNotEqual(r.rc, 0)
+        self.assertIn("--input-format coco is not read from a URL", r.stderr)
         r = run([u.MMPACK, "build", os.path.join(self.tars, "00000.tar"), "-o",
                  "s3://bucket/set", "--tokenizer", "none"], self.env)
         self.assertNotEqual(r.rc, 0)

@@ -1,8 +1,12 @@
 // pipeline.h: the parallel middle of `mmpack build` (commands/build.cc), a TBB
-// parallel_pipeline with at most 4 samples per thread in flight:
-//   source     serial in order : the next sample (tar members read here, sequentially)
-//   processor  parallel        : read the file, decode + fit (image/image_pipeline.h),
-//                                tokenize (text/tokenizer.h), compress the chunk
+// parallel_pipeline with at most 4 samples per thread in flight (and 16 a thread read ahead):
+//   source     serial in order : the next sample (tar members read here, sequentially),
+//                                other samples read up to 16 a thread ahead: the GETs of
+//                                images at URLs start here, on the fetch threads
+//                                (ingest/remote_fetcher.h)
+//   processor  parallel        : read the file (or wait for its GET), decode + fit
+//                                (image/image_pipeline.h), tokenize (text/tokenizer.h),
+//                                compress the chunk
 //   consumer   serial in order : a SampleSink (ShardWriter::Add, or a report entry for a
 //                                dropped sample), or a part's spool (build_parts.h)
 // The sink sees samples in input order whatever --threads is, and whether they come straight

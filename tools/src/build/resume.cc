@@ -248,7 +248,11 @@ Result<std::string> BuildFingerprint(const BuildOptions& o, const std::string& t
 }
 
 uint64_t SourceStamp(const RawSample& s) {
-  if (IsRemoteUrl(s.path)) return RemoteFileStamp(s.path);  // size and ETag
+  if (IsRemoteUrl(s.path)) {
+    // A tar: its size and ETag (a HEAD per tar). An image at a URL: not asked (a HEAD per image
+    // would double the build's requests), so a resume does not see one replaced.
+    return s.tar_member_index >= 0 ? RemoteFileStamp(s.path) : 1;
+  }
   struct stat st {};
   if (s.path.empty() || ::stat(s.path.c_str(), &st) != 0) return 0;
   const int64_t fields[2] = {

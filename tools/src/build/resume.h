@@ -60,8 +60,9 @@ struct SinkProgress {
 };
 
 /// What a sample's image was read from, as a number: XXH3-64 of the size and modification time
-/// (ns) of its file (for wds, of its tar), or 0 when it cannot be stat'ed (missing). A file
-/// replaced between a killed build and its --resume almost surely has another. Thread-safe.
+/// (ns) of its file (for wds, of its tar; a tar at a URL: its size and ETag), or 0 when it
+/// cannot be stat'ed (missing); 1 for an image at a URL (not asked). A file replaced between a
+/// killed build and its --resume almost surely has another. Thread-safe.
 uint64_t SourceStamp(const RawSample& s);
 
 /// `chain` extended by the sample at `index` of stamp `stamp` (order matters).

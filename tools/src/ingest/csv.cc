@@ -10,6 +10,7 @@
 #include "ingest/common.h"
 #include "ingest/fields.h"
 #include "ingest/formats.h"
+#include "ingest/image_url.h"
 #include "ingest/keys.h"
 #include "mm/internal/file.h"
 
@@ -144,10 +145,11 @@ class DelimitedParser {
 
 }  // namespace
 
-Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat format,
+Result<IngestResult> IngestDelimited(const ManifestFile& manifest, InputFormat format,
                                      const FieldNames& names, const fs::path& spill_dir) {
+  char sep = format == InputFormat::kTsv ? '\t' : ',';
   MappedText mapped;
-  MM_RETURN_NOT_OK(mapped.Open(file));
+  MM_RETURN_NOT_OK(mapped.Open(manifest.display, manifest.fd.get()));
   std::string_view text = mapped.text();
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   IngestResult result;
@@ -158,13 +160,13 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
   if (sep == ',' && first_line.find(',') == std::string::npos &&
       first_line.find(';') != std::string::npos) {
     sep = ';';
-    result.notes.push_back(file.filename().string() +
+    result.notes.push_back(manifest.name +
                            ": read as ';'-separated (the header has "
                            "no comma)");
   }
   const FieldPlan plan(names);
-  const std::string where = file.filename().string();
-  Grouper grouper(file.parent_path(), spill_dir, names.max_caption_bytes);
+  const std::string& where = manifest.name;
+  Grouper grouper(manifest.base, spill_dir, names.max_caption_bytes);
   std::vector<BadRecord> bad;
   std::vector<IngestIssue> row_issues;  // after the malformed records', as they were reported
   std::optional<ColumnPlan> cols;       // from the header row
@@ -175,12 +177,13 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
         mapped.DoneBefore(done);
         if (!cols) {
           if (!bad.empty() && bad[0].line == 1) {
-            st = Status::InvalidArgument(file.string() + ": malformed header row: " + bad[0].why);
+            st =
+                Status::InvalidArgument(manifest.display + ": malformed header row: " + bad[0].why);
             return false;
           }
           cols = PlanColumns(row, plan);
           if (cols->image < 0 || cols->captions.empty()) {
-            st = Status::InvalidArgument(file.string() + ": header needs an image column (" +
+            st = Status::InvalidArgument(manifest.display + ": header needs an image column (" +
                                          FieldPlan::List(plan.image) + ") and a text column (" +
                                          FieldPlan::List(plan.caption) + "); its first line is '" +
                                          first_line.substr(0, 200) + "'");
@@ -196,10 +199,8 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
                                 "row has " + std::to_string(row.size()) + " fields"});
           return true;
         }
-        if (IsRemoteUrl(row[cols->image])) {
-          row_issues.push_back({source, "", "remote_image_not_supported",
-                                "image '" + row[cols->image] +
-                                    "' is a URL; mmpack reads local files (download first)"});
+        if (ResolvedImage r = ResolveImagePath(manifest.base, row[cols->image]); r.reason) {
+          row_issues.push_back({source, "", r.reason, std::move(r.detail)});
           return true;
         }
         // Every non-empty caption cell; an all-empty row keeps its first (reported as empty).
@@ -219,9 +220,9 @@ Result<IngestResult> IngestDelimited(const fs::path& file, char sep, InputFormat
   MM_RETURN_NOT_OK(st);
   if (!cols) {
     if (!bad.empty() && bad[0].line == 1) {
-      return Status::InvalidArgument(file.string() + ": malformed header row: " + bad[0].why);
+      return Status::InvalidArgument(manifest.display + ": malformed header row: " + bad[0].why);
     }
-    return Status::InvalidArgument(file.string() + ": no header row");
+    return Status::InvalidArgument(manifest.display + ": no header row");
   }
   for (const BadRecord& b : bad) {
     result.issues.push_back({where + ":" + std::to_string(b.line), "", "invalid_manifest_line",

@@ -39,6 +39,21 @@ std::string ManifestInFolder(const fs::path& dir) {
   return "";
 }
 
+InputFormat JsonManifestFormat(std::string head) {
+  // A COCO file is one JSON object; a JSONL file named .json has one object a line (a first
+  // JSONL line over 1 MiB reads as COCO: name it .jsonl).
+  const size_t newline = head.find('\n');
+  if (newline == std::string::npos && head.size() == (size_t{1} << 20)) return InputFormat::kCoco;
+  head.resize(std::min(head.size(), newline));
+  json line = json::parse(head, nullptr, false);
+  if (!line.is_discarded() && line.is_object() &&
+      (line.contains("image") || line.contains("image_path") || line.contains("file_name")) &&
+      !line.contains("images")) {
+    return InputFormat::kJsonl;
+  }
+  return InputFormat::kCoco;
+}
+
 Result<InputFormat> DetectInputFormat(const std::string& input) {
   std::error_code ec;
   fs::path p(input);
@@ -62,25 +77,12 @@ Result<InputFormat> DetectInputFormat(const std::string& input) {
   if (ext == ".tsv" || ext == ".tab") return InputFormat::kTsv;
   if (ext == ".tar") return InputFormat::kWds;
   if (ext == ".json") {
-    // A COCO file is one JSON object; a JSONL file named .json has one object a line. Only the
-    // first MiB is read: a COCO file is often one line of a hundred MB, which would otherwise be
-    // read and parsed whole here (a first JSONL line over 1 MiB reads as COCO: name it .jsonl).
+    // Only the first MiB is read: a COCO file is often one line of a hundred MB.
     std::ifstream in(p, std::ios::binary);
     std::string first(size_t{1} << 20, '\0');
     in.read(first.data(), static_cast<std::streamsize>(first.size()));
     first.resize(static_cast<size_t>(in.gcount()));
-    const size_t newline = first.find('\n');
-    if (newline == std::string::npos && first.size() == (size_t{1} << 20)) {
-      return InputFormat::kCoco;
-    }
-    first.resize(std::min(first.size(), newline));
-    json line = json::parse(first, nullptr, false);
-    if (!line.is_discarded() && line.is_object() &&
-        (line.contains("image") || line.contains("image_path") || line.contains("file_name")) &&
-        !line.contains("images")) {
-      return InputFormat::kJsonl;
-    }
-    return InputFormat::kCoco;
+    return JsonManifestFormat(std::move(first));
   }
   return Status::InvalidArgument("cannot tell the input format of " + input +
                                  " (expected a folder, .jsonl, .csv, .tsv, .json or .tar); "

@@ -8,21 +8,23 @@
 #include <string>
 
 #include "ingest/ingest.h"
+#include "ingest/manifest.h"
 #include "ingest/sample_list.h"
 
 namespace mm::pack {
 
-/// jsonl.cc: into IngestResult::list (finished), grouped through sorts in `spill_dir`.
-/// Errors: IOError (the file cannot be opened or read; spill files).
-[[nodiscard]] Result<IngestResult> IngestJsonl(const std::filesystem::path& file,
+/// jsonl.cc: into IngestResult::list (finished), grouped through sorts in `spill_dir`; image
+/// paths resolved against `manifest.base` (image_url.h). Errors: IOError (the file cannot be
+/// mapped; spill files).
+[[nodiscard]] Result<IngestResult> IngestJsonl(const ManifestFile& manifest,
                                                const FieldNames& fields,
                                                const std::filesystem::path& spill_dir);
-/// csv.cc: CSV (`sep` ',' or ';', RFC 4180 quoting) and TSV (`sep` '\t', no quoting); `format`
-/// is kCsv or kTsv. Into IngestResult::list (finished), as jsonl. Errors: those of
-/// ReadRegularFile; InvalidArgument (no header row, or one without an image and a text column);
-/// IOError (spill files).
-[[nodiscard]] Result<IngestResult> IngestDelimited(const std::filesystem::path& file, char sep,
-                                                   InputFormat format, const FieldNames& fields,
+/// csv.cc: CSV (`format` kCsv: ',' separated, or ';' when the header has ';' and no ','; RFC
+/// 4180 quoting) and TSV (kTsv: '\t', no quoting). Into IngestResult::list (finished), as jsonl.
+/// Errors: IOError (the file cannot be mapped; spill files); InvalidArgument (no header row, or
+/// one without an image and a text column).
+[[nodiscard]] Result<IngestResult> IngestDelimited(const ManifestFile& manifest, InputFormat format,
+                                                   const FieldNames& fields,
                                                    const std::filesystem::path& spill_dir);
 /// coco.cc: into IngestResult::list (finished), parsed with a SAX reader and joined through
 /// sorts in `spill_dir`. Errors: those of OpenRegularFile; InvalidArgument (not a COCO captions
@@ -40,6 +42,21 @@ namespace mm::pack {
 /// IOError, InvalidArgument (a folder without .tar files, a malformed brace list).
 [[nodiscard]] Result<IngestResult> IngestWds(const std::string& input, const FieldNames& fields,
                                              const std::filesystem::path& spill_dir);
+
+/// remote_manifest.cc: the JSONL, CSV or TSV manifest at `url` (kAuto: from its extension;
+/// a URL without one, or ending in '/', is a folder whose Hugging Face `metadata.jsonl` or
+/// `metadata.csv` is read: a remote folder is never listed), fetched into `spill_dir` and read
+/// as a local one, its image paths resolved against its URL (image_url.h).
+/// Errors: NotFound (no such object; a folder without metadata), InvalidArgument (a format
+/// that is not a manifest of lines or rows; COCO), those of FetchManifest and IngestManifest.
+[[nodiscard]] Result<IngestResult> IngestRemoteManifest(const std::string& url, InputFormat format,
+                                                        const FieldNames& fields,
+                                                        const std::filesystem::path& spill_dir);
+
+/// detect.cc: a .json manifest's format from its first MiB `head`: kJsonl when its first line
+/// is a sample object (an image field and no `images`), else kCoco (also when the first MiB
+/// holds no newline: a COCO file is often one line).
+InputFormat JsonManifestFormat(std::string head);
 
 /// detect.cc: the manifest of a Hugging Face `imagefolder` (`metadata.jsonl`, else
 /// `metadata.csv`, at its top level, beside the images or above them), else the one manifest of

@@ -1,5 +1,5 @@
-// image_reader.cc: ImageReader (ingest.h), the encoded bytes of each sample: a plain file, or
-// a tar member read in one sequential pass over the tar.
+// image_reader.cc: ImageReader (ingest.h), the encoded bytes of each sample: a plain file (local
+// or at a URL), or a tar member read in one sequential pass over the tar.
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ingest/ingest.h"
+#include "ingest/remote_file.h"
 #include "ingest/wds.h"
 #include "mm/internal/file.h"
 
@@ -18,11 +19,16 @@ struct ImageReader::Tar {
   int64_t next_index = 0;  // index of the header the next archive_read_next_header returns
 };
 
+Status ReadImageFile(const std::string& path, std::string* bytes, int64_t max_bytes) {
+  if (IsRemoteUrl(path)) return ReadRemoteFile(path, bytes, max_bytes);
+  return ReadRegularFile(path, bytes, max_bytes);
+}
+
 ImageReader::ImageReader() = default;
 ImageReader::~ImageReader() = default;
 
 Status ImageReader::Read(const RawSample& sample, std::string* bytes, int64_t max_bytes) {
-  if (sample.tar_member_index < 0) return ReadRegularFile(sample.path, bytes, max_bytes);
+  if (sample.tar_member_index < 0) return ReadImageFile(sample.path, bytes, max_bytes);
   if (!tar_ || tar_->path != sample.path || tar_->next_index > sample.tar_member_index) {
     MM_ASSIGN_OR_RETURN(TarArchive a, OpenTar(sample.path));
     tar_ = std::make_unique<Tar>();

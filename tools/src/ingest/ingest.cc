@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,20 +21,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A URL: WebDataset tars (remote_file.h) or a manifest (IngestRemoteManifest).
+Result<IngestResult> IngestUrl(const std::string& input, InputFormat format,
+                               const FieldNames& fields, const fs::path& spill_dir) {
+  const bool tars = HasBraceGroup(input) || fs::path(input).extension() == ".tar";
+  if (format == InputFormat::kWds || (format == InputFormat::kAuto && tars)) {
+    return IngestWds(input, fields, spill_dir);
+  }
+  return IngestRemoteManifest(input, format, fields, spill_dir);
+}
+
 Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
                                const FieldNames& fields, const fs::path& spill_dir) {
   std::error_code ec;
   fs::path p(input);
-  if (IsRemoteUrl(input)) {  // s3://bucket/laion/{00000..00099}.tar (remote_file.h)
-    const bool tars = HasBraceGroup(input) || p.extension() == ".tar";
-    if ((format != InputFormat::kAuto && format != InputFormat::kWds) || !tars) {
-      return Status::InvalidArgument(
-          "'" + input + "': mmpack build reads WebDataset tars from object stores and web "
-          "servers (a .tar URL, or a brace list such as s3://bucket/dir/{00000..00099}.tar); "
-          "download other inputs first");
-    }
-    return IngestWds(input, fields, spill_dir);
-  }
+  if (IsRemoteUrl(input)) return IngestUrl(input, format, fields, spill_dir);
   if (!fs::exists(p, ec) && HasBraceGroup(input)) {  // shards-{00000..00099}.tar
     if (format != InputFormat::kAuto && format != InputFormat::kWds) {
       return Status::InvalidArgument("'" + input + "' is a brace list of WebDataset tars; " +
@@ -61,32 +61,9 @@ Result<IngestResult> IngestAny(const std::string& input, InputFormat format,
     return Status::InvalidArgument(input + " is a folder; --input-format " +
                                    std::string(ToString(format)) + " needs a file");
   }
-  {
-    // A manifest saved as UTF-16 ("Unicode" in some editors) fails every line as "not JSON"
-    // or every header name; say what it is instead.
-    char head[2] = {0, 0};
-    std::ifstream in(p, std::ios::binary);
-    in.read(head, 2);
-    const unsigned char b0 = static_cast<unsigned char>(head[0]),
-                        b1 = static_cast<unsigned char>(head[1]);
-    if (in.gcount() == 2 && ((b0 == 0xFF && b1 == 0xFE) || (b0 == 0xFE && b1 == 0xFF))) {
-      return Status::InvalidArgument(
-          input + " is UTF-16 text (byte-order mark " + (b0 == 0xFF ? "FF FE" : "FE FF") +
-          "); mmpack reads UTF-8 manifests: convert it, e.g. iconv -f UTF-16 -t UTF-8");
-    }
-  }
-  switch (format) {
-    case InputFormat::kJsonl:
-      return IngestJsonl(p, fields, spill_dir);
-    case InputFormat::kCsv:
-      return IngestDelimited(p, ',', InputFormat::kCsv, fields, spill_dir);
-    case InputFormat::kTsv:
-      return IngestDelimited(p, '\t', InputFormat::kTsv, fields, spill_dir);
-    case InputFormat::kCoco:
-      return IngestCoco(p, spill_dir);
-    default:
-      return Status::Internal("input format " + std::string(ToString(format)) + " not handled");
-  }
+  MM_ASSIGN_OR_RETURN(ManifestFile manifest, OpenLocalManifest(p));  // UTF-16 refused there
+  if (format == InputFormat::kCoco) return IngestCoco(p, spill_dir);
+  return IngestManifest(manifest, format, fields, spill_dir);
 }
 
 // "caf\xE9.jpg": the bytes of `s` with each byte that breaks UTF-8 written as \xHH, so a

@@ -15,8 +15,9 @@
 //          `title`; a JSON array of strings is several captions). Lines naming the same image
 //          are that sample's captions, in line order; samples in order of first appearance. A
 //          line that is not valid JSON or lacks the fields is reported (reason
-//          `invalid_manifest_line`) and skipped. An image that is a URL (`scheme://...`) is
-//          reported as `remote_image_not_supported` (mmpack reads local files only).
+//          `invalid_manifest_line`) and skipped. Which image paths and URLs a local manifest or
+//          one at a URL may name: image_url.h (others are `remote_image_not_supported` or
+//          `invalid_manifest_line`).
 //   csv    a header row, then rows (RFC 4180 quoting, "," separated; ";" when the header has
 //          ";" and no ","); the same field names as jsonl, matched without regard to ASCII case
 //          and surrounding blanks. A malformed row (a quote never closed, text after a closing
@@ -39,7 +40,9 @@
 //   imagefolder  a Hugging Face `imagefolder`: a folder with `metadata.jsonl` (or
 //          `metadata.csv`) at its top level, whose `file_name` names each image relative to it:
 //          read as that jsonl (or csv) manifest.
-// Relative image paths resolve against the manifest's folder. JSON text that no UTF-8 string
+// Relative image paths resolve against the manifest's folder, or for a manifest at a URL (jsonl,
+// csv, tsv; a remote folder's metadata.jsonl/.csv: IngestRemoteManifest) against its URL's
+// folder (image_url.h); such images are read by ReadImageFile. JSON text that no UTF-8 string
 // can hold (invalid bytes, lone surrogate escapes such as "\ud800") makes only the caption
 // holding it invalid (reported as invalid_utf8 by the caption check), in JSONL and COCO. A
 // sample whose image path (or tar member name) is not valid UTF-8 or holds a NUL cannot be
@@ -47,11 +50,12 @@
 //
 // Memory: IngestToList keeps the samples on disk (ingest/sample_list.h) and does every grouping
 // and key rule through external sorts (ingest/spill.h), so its memory does not grow with the
-// input's length, in every format: JSONL line by line, CSV/TSV and COCO from a read-only mapping
-// given back as it is read (COCO through nlohmann's SAX interface, one element of images[] or
-// annotations[] at a time), folders listed through a sort, tars one at a time. What remains in
-// memory is bounded by one item: the longest manifest line or caption file, one tar's members,
-// one folder's subfolders; and the issues (report.json's dropped entries). Image bytes are
+// input's length, in every format: JSONL, CSV/TSV and COCO from a read-only mapping given back
+// as it is read (JSONL line by line; COCO through nlohmann's SAX interface, one element of
+// images[] or annotations[] at a time; a manifest at a URL from its copy in `spill_dir`),
+// folders listed through a sort, tars one at a time. What remains in memory is bounded by one
+// item: the longest manifest line or caption file, one tar's members, one folder's subfolders;
+// and the issues (report.json's dropped entries). Image bytes are
 // never held here.
 #pragma once
 
@@ -120,7 +124,7 @@ struct IngestIssue {
   std::string key;
   // invalid_manifest_line | missing_caption | missing_file | duplicate_key | unreadable |
   // invalid_utf8 (a name that is not UTF-8) | file_too_large (a caption file over 16 MiB) |
-  // remote_image_not_supported (the image field holds a URL)
+  // remote_image_not_supported (a URL the manifest may not name: image_url.h)
   std::string reason;
   std::string detail;
 };
@@ -151,9 +155,8 @@ struct IngestResult {
 [[nodiscard]] Result<InputFormat> DetectInputFormat(const std::string& input);
 
 /// Whether `path` is a URL ("http://...", "s3://..."): letters, digits, '+', '-' or '.'
-/// then "://", as RFC 3986 schemes are written. A Windows path "C:\x" is not. mmpack reads
-/// and writes local files only: such an image is remote_image_not_supported, such an output
-/// refused (commands/output_dir.h).
+/// then "://", as RFC 3986 schemes are written. A Windows path "C:\x" is not. Such an input is
+/// read through the remote layer (remote_file.h), such an output refused (set/output_dir.h).
 bool IsRemoteUrl(const std::string& path);
 
 /// Enumerates `input` in `format` (kAuto: DetectInputFormat), reading manifests' `fields`,
@@ -170,6 +173,14 @@ bool IsRemoteUrl(const std::string& path);
 /// IngestResult::samples: for small inputs and the tests.
 [[nodiscard]] Result<IngestResult> Ingest(const std::string& input, InputFormat format,
                                           const FieldNames& fields = {});
+
+/// The encoded image of a sample read from a file of its own (not a tar member): the local file
+/// `path`, or the object at the URL `path` (ReadRemoteFile, remote_file.h: one GET, retried), of
+/// at most `max_bytes` (-1: no limit). Thread-safe. Errors: NotFound (missing file; HTTP 404),
+/// IOError (unreadable; a fetch that failed after its retries, naming the URL), OutOfRange (over
+/// `max_bytes`), InvalidArgument (a malformed URL).
+[[nodiscard]] Status ReadImageFile(const std::string& path, std::string* bytes,
+                                   int64_t max_bytes = -1);
 
 /// Reads the image bytes of samples in order. For plain files it reads the file; for wds it
 /// keeps the tar open and moves forward to the member (reopening only if asked to go back),

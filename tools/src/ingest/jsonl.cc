@@ -1,15 +1,16 @@
 // jsonl.cc: the JSONL manifest, one JSON object a line (ingest.h, "jsonl").
-#include <cerrno>
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ingest/common.h"
 #include "ingest/fields.h"
 #include "ingest/formats.h"
+#include "ingest/image_url.h"
 #include "ingest/keys.h"
 #include "ingest/lenient_json.h"
 #include "mm/internal/file.h"
@@ -31,8 +32,8 @@ struct Line {
 
 // One line's sample, or the issue that keeps it out: false (and `issue` set) when the line is
 // not a usable sample.
-bool ParseLine(const std::string& line, const std::string& source, const FieldPlan& plan, Line* out,
-               IngestIssue* issue) {
+bool ParseLine(const std::string& line, const std::string& source, const FieldPlan& plan,
+               const std::string& base, Line* out, IngestIssue* issue) {
   auto reject = [&](const char* reason, std::string detail) {
     *issue = {source, "", reason, std::move(detail)};
     return false;
@@ -76,9 +77,8 @@ bool ParseLine(const std::string& line, const std::string& source, const FieldPl
     return reject("invalid_utf8",
                   "image path is not valid UTF-8 (an invalid byte or a lone surrogate escape)");
   }
-  if (IsRemoteUrl(path)) {
-    return reject("remote_image_not_supported",
-                  "image '" + path + "' is a URL; mmpack reads local files (download first)");
+  if (ResolvedImage r = ResolveImagePath(base, path); r.reason != nullptr) {
+    return reject(r.reason, std::move(r.detail));
   }
   for (const std::string& name : plan.extra) {
     auto it = obj.find(name);
@@ -93,32 +93,36 @@ bool ParseLine(const std::string& line, const std::string& source, const FieldPl
 
 }  // namespace
 
-Result<IngestResult> IngestJsonl(const fs::path& file, const FieldNames& names,
+Result<IngestResult> IngestJsonl(const ManifestFile& manifest, const FieldNames& names,
                                  const fs::path& spill_dir) {
   const FieldPlan plan(names);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return ErrnoStatus(errno, "cannot open " + file.string());
+  MappedText mapped;
+  MM_RETURN_NOT_OK(mapped.Open(manifest.display, manifest.fd.get()));
+  const std::string_view text = mapped.text();
   IngestResult result;
   result.format = InputFormat::kJsonl;
-  Grouper grouper(file.parent_path(), spill_dir, names.max_caption_bytes);
+  Grouper grouper(manifest.base, spill_dir, names.max_caption_bytes);
   std::string line;
   int64_t line_no = 0;
-  const std::string where = file.filename().string();
-  while (std::getline(in, line)) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    line.assign(text.substr(at, end - at));
+    at = end + 1;
+    mapped.DoneBefore(std::min(at, text.size()));
     ++line_no;
     if (line_no == 1) StripBom(&line);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     Line parsed;
     IngestIssue issue;
-    if (ParseLine(line, where + ":" + std::to_string(line_no), plan, &parsed, &issue)) {
+    if (ParseLine(line, manifest.name + ":" + std::to_string(line_no), plan, manifest.base, &parsed,
+                  &issue)) {
       MM_RETURN_NOT_OK(
           grouper.Add(parsed.image, std::move(parsed.captions), std::move(parsed.fields)));
     } else {
       result.issues.push_back(std::move(issue));
     }
   }
-  if (in.bad()) return Status::IOError("read error in " + file.string());
   MM_ASSIGN_OR_RETURN(result.list, grouper.Take());
   return result;
 }

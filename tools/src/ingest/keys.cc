@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ingest/common.h"
+#include "ingest/image_url.h"
 
 namespace mm::pack {
 
@@ -205,7 +206,7 @@ void CapCaptions(std::vector<std::string>* captions, int64_t max_bytes) {
   }
 }
 
-Grouper::Grouper(std::filesystem::path base, const std::filesystem::path& spill_dir,
+Grouper::Grouper(std::string base, const std::filesystem::path& spill_dir,
                  int64_t max_caption_bytes)
     : base_(std::move(base)),
       spill_dir_(spill_dir),
@@ -233,7 +234,7 @@ Result<std::unique_ptr<SampleList>> Grouper::Take() {
     bool open = false;
     auto close = [&]() -> Status {
       sample.source = image;
-      sample.path = Resolve(base_, image);
+      sample.path = ResolveImagePath(base_, image).path;
       EncodeSample(sample, &scratch_);
       return groups.Add(Be64(first), scratch_);
     };

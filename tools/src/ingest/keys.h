@@ -52,14 +52,13 @@ size_t SortMemoryBytes();
 
 /// Groups (image, caption) pairs by image, first-appearance order, captions in pair order
 /// (the JSONL and CSV/TSV manifests), with keys assigned by AssignKeysByStem's rule. Image paths
-/// resolve against `base`. Bounded memory however far apart the lines of one image are: lines
-/// go through an external sort by (image, line), groups through one by first line, stems
-/// through one by stem (spill.h, in `spill_dir`).
+/// resolve against `base`, a folder or a URL (ResolveImagePath, image_url.h). Bounded memory
+/// however far apart the lines of one image are: lines go through an external sort by (image,
+/// line), groups through one by first line, stems through one by stem (spill.h, in `spill_dir`).
 class Grouper {
  public:
   /// Captions over `max_caption_bytes` (-1: no cap) are cut as FieldNames says.
-  Grouper(std::filesystem::path base, const std::filesystem::path& spill_dir,
-          int64_t max_caption_bytes);
+  Grouper(std::string base, const std::filesystem::path& spill_dir, int64_t max_caption_bytes);
   /// One line or row: its captions, and `fields` (kept when it is the image's first).
   [[nodiscard]] Status Add(const std::string& image, std::vector<std::string> captions,
                            std::vector<FieldValue> fields);
@@ -67,7 +66,8 @@ class Grouper {
   [[nodiscard]] Result<std::unique_ptr<SampleList>> Take();
 
  private:
-  std::filesystem::path base_, spill_dir_;
+  std::string base_;
+  std::filesystem::path spill_dir_;
   ExternalSorter lines_;
   int64_t max_caption_bytes_;
   uint64_t line_ = 0;

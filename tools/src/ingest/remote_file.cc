@@ -2,6 +2,7 @@
 #include "ingest/remote_file.h"
 
 #include <archive.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <utility>
 
+#include "ingest/spill.h"
 #include "mm/internal/set_files.h"
 
 namespace mm::pack {
@@ -87,6 +89,33 @@ la_int64_t SkipBytes(archive*, void* data, la_int64_t request) {
 
 int CloseStream(archive*, void*) { return ARCHIVE_OK; }  // TarArchive::source owns the stream
 
+// `url` (raw) as the root the reader's remote layer opens and the file's name below it: the
+// bucket of s3:// and gs://, the host of http(s)://, the folder of hf:// (whose revision may
+// hold slashes). Empty when `url` names no file.
+struct RootAndName {
+  std::string root, name;
+};
+RootAndName SplitAtRoot(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return {};
+  size_t slash =
+      url.compare(0, scheme_end, "hf") == 0 ? url.find_last_of('/') : url.find('/', scheme_end + 3);
+  if (slash == std::string::npos || slash < scheme_end + 3 || slash + 1 >= url.size()) return {};
+  return {url.substr(0, slash), url.substr(slash + 1)};
+}
+
+// This thread's handle of the remote layer for `root` (one SetFiles per thread: set_files.h).
+// At most a few dozen are kept: a manifest's images lie under one bucket or host.
+Result<const SetFiles*> ThreadRoot(const std::string& root) {
+  thread_local std::map<std::string, std::unique_ptr<SetFiles>> open;
+  auto it = open.find(root);
+  if (it != open.end()) return it->second.get();
+  if (open.size() >= 32) open.clear();
+  mm::reader::RemoteOptions options;  // the reader's defaults: 5 tries, backoff, timeouts
+  MM_ASSIGN_OR_RETURN(std::unique_ptr<SetFiles> files, SetFiles::Open(root, options));
+  return open.emplace(root, std::move(files)).first->second.get();
+}
+
 }  // namespace
 
 Result<RemoteFileStat> StatRemoteFile(const std::string& url) {
@@ -142,6 +171,48 @@ uint64_t RemoteFileStamp(const std::string& url) {
   std::lock_guard<std::mutex> lock(mutex);
   stamps[url] = stamp;
   return stamp;
+}
+
+Result<UniqueFd> FetchRemoteFile(const std::string& url, const std::filesystem::path& dir) {
+  MM_ASSIGN_OR_RETURN(RemoteFile file, OpenRemoteFile(url));
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::RemoteFileInfo info, file.folder->Stat(file.name));
+  if (!info.exists) return Status::NotFound("no such object: " + url);
+  MM_ASSIGN_OR_RETURN(UniqueFd fd, OpenSpillFile(dir));
+  const std::string what = "cannot write the copy of " + url + " in " + (dir / "").string();
+  // Blocks up to the size HEAD gave; without a size, until a block comes short. A server without
+  // ranges sends a small file whole at once. A short block before the end, or another size or
+  // ETag at a HEAD after the end, is an object replaced meanwhile: blocks of two versions would
+  // make a manifest that never was.
+  const std::string changed = url + " changed while it was read; build again (";
+  for (int64_t offset = 0; info.size < 0 || offset < info.size;) {
+    const int64_t want =
+        info.size < 0 ? kRemoteBlockBytes : std::min(kRemoteBlockBytes, info.size - offset);
+    MM_ASSIGN_OR_RETURN(std::string block, file.folder->ReadRange(file.name, offset, want));
+    MM_RETURN_NOT_OK(WriteAll(fd.get(), block.data(), block.size(), what));
+    offset += static_cast<int64_t>(block.size());
+    if (static_cast<int64_t>(block.size()) < want) {
+      if (info.size < 0) break;
+      return Status::IOError(changed + "it ended at byte " + std::to_string(offset) + " of the " +
+                             std::to_string(info.size) + " its HEAD gave)");
+    }
+  }
+  MM_ASSIGN_OR_RETURN(mm::reader::internal::RemoteFileInfo after, file.folder->Stat(file.name));
+  if (after.size != info.size || after.etag != info.etag) {
+    return Status::IOError(changed + "size or ETag)");
+  }
+  if (::lseek(fd.get(), 0, SEEK_SET) != 0) return ErrnoStatus(errno, what);
+  return fd;
+}
+
+Status ReadRemoteFile(const std::string& url, std::string* bytes, int64_t max_bytes) {
+  bytes->clear();
+  const RootAndName at = SplitAtRoot(url);
+  if (at.name.empty()) {
+    return Status::InvalidArgument("'" + url + "' does not name a file (scheme://host/path/NAME)");
+  }
+  MM_ASSIGN_OR_RETURN(const SetFiles* root, ThreadRoot(at.root));
+  MM_ASSIGN_OR_RETURN(*bytes, root->Read(at.name, max_bytes));
+  return Status::OK();
 }
 
 }  // namespace mm::pack

@@ -1,0 +1,46 @@
+// remote_fetcher.cc: see remote_fetcher.h.
+#include "ingest/remote_fetcher.h"
+
+#include <utility>
+
+#include "ingest/remote_file.h"
+
+namespace mm::pack {
+
+RemoteFetcher::~RemoteFetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+std::future<Status> RemoteFetcher::Fetch(std::string url, std::string* bytes, int64_t max_bytes) {
+  std::packaged_task<Status()> task(
+      [url = std::move(url), bytes, max_bytes]() { return ReadRemoteFile(url, bytes, max_bytes); });
+  std::future<Status> done = task.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(task));
+    if (static_cast<int>(threads_.size()) < max_threads_) threads_.emplace_back([this] { Work(); });
+  }
+  ready_.notify_one();
+  return done;
+}
+
+void RemoteFetcher::Work() {
+  for (;;) {
+    std::packaged_task<Status()> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left to fetch
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+}  // namespace mm::pack
