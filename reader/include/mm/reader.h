@@ -164,7 +164,7 @@ struct MixtureSet {
 };
 
 namespace internal {
-class ShardSetImpl;  // reader/src/shard_set_impl.h
+class ShardSetImpl;  // reader/src/set/shard_set_impl.h
 }  // namespace internal
 
 /// An opened shard set. Immutable after Open; all const methods are thread-safe.
@@ -186,7 +186,7 @@ class ShardSetImpl;  // reader/src/shard_set_impl.h
 ///
 /// One concrete class over a private implementation (pimpl, as Arrow's ReadRangeCache): a
 /// single set, a remote one and a mixture are all one internal::ShardSetImpl, whose parts
-/// (reader/src/shard_set_impl.h) are the sets opened. Not meant to be derived from.
+/// (reader/src/set/shard_set_impl.h) are the sets opened. Not meant to be derived from.
 class ShardSet {
  public:
   /// Opens the set at `location`:
@@ -276,7 +276,7 @@ class ShardSet {
   Status ReadImage(int64_t i, uint8_t* dst) const;
 
   /// The implementation, for mm_reader's own code only (internal::ShardSetImpl is declared in
-  /// reader/src/shard_set_impl.h, private to the library): the Loader, the epoch order and the
+  /// reader/src/set/shard_set_impl.h, private to the library): the Loader, the epoch order and the
   /// transforms reach the shards through it.
   const internal::ShardSetImpl& impl() const { return *impl_; }
 
