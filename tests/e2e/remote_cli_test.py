@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""End-to-end: `mmpack info|verify|show|bench` and `mmtrain --shards` on remote sets, served by
+"""End-to-end: `mmpack info|verify|show|bench|upload`, `mmpack build` of a tar and a manifest in a
+bucket, and `mmtrain --shards` on remote sets, served by
 real servers on 127.0.0.1 only: s3rver (S3; installed into the build tree by the ctest fixture
 remote_servers_setup) and tests/remote/http_server.py (plain HTTP).
 
@@ -12,8 +13,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import unittest
 
@@ -313,6 +316,51 @@ class RemoteCliTest(u.TempDirTest):
         missing = run([u.MMPACK, "info", "s3://bkt/up/broken"] + self.cache("broken"), self.env)
         self.assertNotEqual(missing.rc, 0)
         self.assertIn("NotFound", missing.stderr)
+
+    def test_build_reads_a_tar_and_a_manifest_from_s3rver_as_from_local_disk(self):
+        # 17 of coco-cc's photos as a WebDataset tar (key.jpg, key.txt) and as a JSONL manifest
+        # beside its images, put on s3rver; each remote build gives the local build's shards.
+        src = os.path.join(u.DATA_DIR, "coco-cc")
+        first = {}
+        with open(os.path.join(src, "captions.jsonl"), encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                first.setdefault(row["image"], row["text"])
+        images = sorted(first)[:17]
+        local = os.path.join(self.tmp, "build-in")
+        os.makedirs(os.path.join(local, "images"))
+        tar_path = os.path.join(local, "00000.tar")
+        with tarfile.open(tar_path, "w") as tar, \
+                open(os.path.join(local, "captions.jsonl"), "w", encoding="utf-8") as manifest:
+            for i, image in enumerate(images):
+                key = "%09d" % i
+                tar.add(os.path.join(src, image), arcname=key + ".jpg")
+                text = os.path.join(local, key + ".txt")
+                with open(text, "w", encoding="utf-8") as f:
+                    f.write(first[image])
+                tar.add(text, arcname=key + ".txt")
+                name = "images/" + os.path.basename(image)
+                shutil.copyfile(os.path.join(src, image), os.path.join(local, name))
+                s3_put(self.s3.url, "bkt", "in/m/" + name, os.path.join(local, name))
+                manifest.write(json.dumps({"image": name, "text": first[image]}) + "\n")
+        s3_put(self.s3.url, "bkt", "in/00000.tar", tar_path)
+        s3_put(self.s3.url, "bkt", "in/m/captions.jsonl", os.path.join(local, "captions.jsonl"))
+        options = ["--image-size", "64", "--samples-per-shard", "8"]
+        for name, local_input, url in (
+                ("tar", tar_path, "s3://bkt/in/00000.tar"),
+                ("jsonl", os.path.join(local, "captions.jsonl"), "s3://bkt/in/m/captions.jsonl")):
+            want = os.path.join(self.tmp, "build-local-" + name)
+            got = os.path.join(self.tmp, "build-s3-" + name)
+            u.build(local_input, want, *options)  # ALBERT, --lowercase, 2 threads
+            b = run([u.MMPACK, "build", url, "-o", got, "--tokenizer", u.ALBERT, "--lowercase",
+                     "--threads", "2"] + options, self.env)
+            self.assertEqual(b.rc, 0, "%s: %s" % (name, b))
+            index = json.load(open(os.path.join(want, "index.json")))
+            self.assertEqual(index["totals"]["samples"], 17, name)
+            for shard in index["shards"]:
+                self.assertEqual(u.sha256_file(os.path.join(got, shard["file"])),
+                                 u.sha256_file(os.path.join(want, shard["file"])),
+                                 "%s: %s" % (name, shard["file"]))
 
     @unittest.skipIf(not os.access(MMTRAIN, os.X_OK), "mmtrain is not built (MM_BUILD_TRAINER)")
     def test_mmtrain_trains_from_s3_within_a_small_cache(self):
