@@ -19,7 +19,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util as u  # noqa: E402
-from remote_sync_test import AWS_VARIABLES, Server, run  # noqa: E402
+from build_remote_test import ServedBuild  # noqa: E402
+from remote_sync_test import run  # noqa: E402
 
 BUILD_ARGS = ("--image-size", "64", "--samples-per-shard", "20", "--keep-fields", "license")
 
@@ -44,7 +45,7 @@ def dropped(out):
     return load_json(os.path.join(out, "report.json"))["dropped"]
 
 
-class BuildRemoteManifestTest(u.TempDirTest):
+class BuildRemoteManifestTest(ServedBuild, u.TempDirTest):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -70,18 +71,6 @@ class BuildRemoteManifestTest(u.TempDirTest):
             out = os.path.join(cls.tmp, "local-" + name)
             u.build(os.path.join(cls.coco, name), out, *BUILD_ARGS)
             cls.want[name] = set_files(out)
-
-    def setUp(self):
-        self.env = {k: v for k, v in os.environ.items() if k not in AWS_VARIABLES}
-        self.env["HOME"] = os.path.join(self.tmp, "home")
-        self.env["AWS_EC2_METADATA_DISABLED"] = "true"
-        self.out = os.path.join(self.tmp, "out-" + self.id().split(".")[-1])
-
-    def server(self, *args):
-        log = os.path.join(self.tmp, "server-%s.log" % self.id().split(".")[-1])
-        s = Server(self.www, log, *args)
-        self.addCleanup(s.stop)
-        return s
 
     def s3_server(self):
         s = self.server("--sigv4", "AKIDTEST:test-secret")

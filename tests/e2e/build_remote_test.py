@@ -29,7 +29,25 @@ def shard_digests(out):
     return files, index["totals"]["samples"]
 
 
-class BuildRemoteTest(u.TempDirTest):
+class ServedBuild:
+    """For a TempDirTest whose class has `www` (the tree tests/remote/http_server.py serves): each
+    test's environment without AWS variables or IMDS and with its own HOME, its own OUT, and
+    `server(*args)`, a server of that tree stopped at the test's end."""
+
+    def setUp(self):
+        self.env = {k: v for k, v in os.environ.items() if k not in AWS_VARIABLES}
+        self.env["HOME"] = os.path.join(self.tmp, "home")
+        self.env["AWS_EC2_METADATA_DISABLED"] = "true"
+        self.out = os.path.join(self.tmp, "out-" + self.id().split(".")[-1])
+
+    def server(self, *args):
+        log = os.path.join(self.tmp, "server-%s.log" % self.id().split(".")[-1])
+        s = Server(self.www, log, *args)
+        self.addCleanup(s.stop)
+        return s
+
+
+class BuildRemoteTest(ServedBuild, u.TempDirTest):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -58,18 +76,6 @@ class BuildRemoteTest(u.TempDirTest):
         u.build(os.path.join(cls.tars, "{00000..00002}.tar"), cls.reference,
                 "--image-size", "64", "--samples-per-shard", "20", "--keep-fields", "similarity")
         cls.want = shard_digests(cls.reference)
-
-    def setUp(self):
-        self.env = {k: v for k, v in os.environ.items() if k not in AWS_VARIABLES}
-        self.env["HOME"] = os.path.join(self.tmp, "home")
-        self.env["AWS_EC2_METADATA_DISABLED"] = "true"
-        self.out = os.path.join(self.tmp, "out-" + self.id().split(".")[-1])
-
-    def server(self, *args):
-        log = os.path.join(self.tmp, "server-%s.log" % self.id().split(".")[-1])
-        s = Server(self.www, log, *args)
-        self.addCleanup(s.stop)
-        return s
 
     def build(self, url, *extra):
         return run([u.MMPACK, "build", url, "-o", self.out, "--tokenizer", u.ALBERT,
