@@ -191,6 +191,20 @@ class BuildRemoteManifestTest(ServedBuild, u.TempDirTest):
         self.assertIn("5 tries", failing["detail"])  # retried, then dropped
         self.assertEqual(samples(self.out), 50)
 
+    def test_a_store_whose_every_image_fails_stops_the_build_and_publishes_nothing(self):
+        # Expired credentials or a store gone down: every GET of an image fails after its retries.
+        # Dropping them all would publish what came before after hours of retries; the build
+        # stops once 32 in a row have failed, naming the cause.
+        s = self.server("--fail", "GET */images/*:503:always")
+        r = self.build(s.url + "/bucket/coco/captions.jsonl")
+        self.assertNotEqual(r.rc, 0, r.stderr)
+        self.assertIn("the store stopped answering: 32 images at URLs in a row failed", r.stderr)
+        self.assertIn("503", r.stderr)
+        self.assertFalse(os.path.exists(self.out))
+        parent = os.path.dirname(self.out)
+        name = os.path.basename(self.out)
+        self.assertEqual([n for n in os.listdir(parent) if n.startswith(name)], [])
+
     def test_a_dead_manifest_server_fails_and_publishes_nothing(self):
         s = self.server()
         url = s.url + "/bucket/coco/captions.jsonl"

@@ -52,6 +52,14 @@ int64_t MaxImageFileBytes(int64_t max_pixels) {
 // while the threads decode (a store's latency over a decode's time: 50 ms over 5 ms, twice).
 constexpr int kAheadPerThread = 16;
 
+// Images at URLs whose GETs fail in a row (after their retries; a 404 or an answer breaks the
+// run) before the build decides the store, not the images, has failed: its credentials expired,
+// it went down. Dropping every remaining image would publish a set of whatever came before, after
+// hours of retries; failing names the cause and publishes nothing. More than the GETs in flight
+// at once for one thread (kAheadPerThread), so that a burst of errors on a healthy store does
+// not end a build.
+constexpr int kStoreDownAfter = 32;
+
 // The pipeline's threads: --threads, else one a core.
 int BuildThreads(const BuildOptions& o) {
   return o.threads > 0 ? o.threads
@@ -277,7 +285,10 @@ class Pipeline {
   // above all) becomes its drop, naming it in report.json, and the pipeline goes on.
   Item* Process(Item* item) {
     try {
-      if (item->fetch.valid()) item->read_status = item->fetch.get();
+      if (item->fetch.valid()) {
+        item->read_status = item->fetch.get();
+        if (StoreDown(item)) return item;
+      }
       ProcessItem(item, o_, image_options_, tokenizer_);
     } catch (const std::bad_alloc&) {
       DropAfterException(item, "out_of_memory", "memory ran out while processing this sample");
@@ -285,6 +296,23 @@ class Pipeline {
       DropAfterException(item, "unreadable", std::string("internal error: ") + e.what());
     }
     return item;
+  }
+
+  // Counts the GETs that failed in a row (kStoreDownAfter); true, with item->fatal set, once
+  // they are enough to say that the store has failed.
+  bool StoreDown(Item* item) {
+    const Status& st = item->read_status;
+    if (st.code() != StatusCode::kIOError) {
+      failed_gets_in_a_row_.store(0, std::memory_order_relaxed);
+      return false;
+    }
+    const int n = failed_gets_in_a_row_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n < kStoreDownAfter) return false;
+    item->fatal = Status::IOError(
+        "the store stopped answering: " + std::to_string(n) +
+        " images at URLs in a row failed after their retries (the last: " + st.message() +
+        "); the build stops and publishes nothing: run it again once the store answers");
+    return true;
   }
 
   // Hands one sample to the consumer, in input order; a fatal failure stops the pipeline.
@@ -321,6 +349,7 @@ class Pipeline {
   Status source_error_;  // source: the list could not be read
   Status fatal_;         // consumer
   std::atomic<bool> stop_{false};
+  std::atomic<int> failed_gets_in_a_row_{0};  // processors: StoreDown
 };
 
 }  // namespace
