@@ -20,7 +20,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util as u  # noqa: E402
 from build_remote_test import ServedBuild  # noqa: E402
-from remote_sync_test import run  # noqa: E402
+from remote_sync_test import Server, run  # noqa: E402
 
 BUILD_ARGS = ("--image-size", "64", "--samples-per-shard", "20", "--keep-fields", "license")
 
@@ -191,19 +191,57 @@ class BuildRemoteManifestTest(ServedBuild, u.TempDirTest):
         self.assertIn("5 tries", failing["detail"])  # retried, then dropped
         self.assertEqual(samples(self.out), 50)
 
+    def test_an_image_on_another_host_is_refused_and_never_requested(self):
+        # The manifest's server wants a bearer token (MMPACK_HTTP_TOKEN), which goes with every
+        # GET: an image URL on another server (here another port) must not receive it.
+        s = self.server("--bearer", "SECRET-TOKEN")
+        other = Server(self.www, os.path.join(self.tmp, "other-host.log"))
+        self.addCleanup(other.stop)
+        first = self.rows[0]["image"]
+        rows = [dict(r, image=other.url + "/bucket/coco/" + first) if r["image"] == first else r
+                for r in self.rows]  # every caption line of the first image
+        self.write_manifest("other-host.jsonl", rows)
+        self.env["MMPACK_HTTP_TOKEN"] = "SECRET-TOKEN"
+        r = self.build(s.url + "/bucket/coco/other-host.jsonl")
+        self.assertEqual(r.rc, 0, r.stderr)
+        bad = dropped(self.out)
+        lines = [i + 1 for i, r in enumerate(rows) if r["image"] != self.rows[i]["image"]]
+        self.assertEqual([(d["source"], d["reason"]) for d in bad],
+                         [("other-host.jsonl:%d" % i, "remote_image_not_supported") for i in lines])
+        self.assertEqual(other.lines(), [])
+        self.assertEqual(samples(self.out), 50)
+
     def test_a_store_whose_every_image_fails_stops_the_build_and_publishes_nothing(self):
         # Expired credentials or a store gone down: every GET of an image fails after its retries.
         # Dropping them all would publish what came before after hours of retries; the build
-        # stops once 32 in a row have failed, naming the cause.
+        # stops once 64 in a row have failed and none answered for 30 s, naming the cause. 1,200
+        # images take longer than that (at least 1.5 s of retries each, 32 at once).
         s = self.server("--fail", "GET */images/*:503:always")
-        r = self.build(s.url + "/bucket/coco/captions.jsonl")
+        self.write_manifest("down.jsonl", [{"image": "images/x%05d.jpg" % i, "text": "a photo"}
+                                           for i in range(1200)])
+        r = self.build(s.url + "/bucket/coco/down.jsonl")
         self.assertNotEqual(r.rc, 0, r.stderr)
-        self.assertIn("the store stopped answering: 32 images at URLs in a row failed", r.stderr)
+        self.assertRegex(r.stderr, "the store stopped answering: [0-9]+ images at URLs in a row "
+                         "failed after their retries, none answered for 3[0-9] s")
         self.assertIn("503", r.stderr)
         self.assertFalse(os.path.exists(self.out))
         parent = os.path.dirname(self.out)
         name = os.path.basename(self.out)
         self.assertEqual([n for n in os.listdir(parent) if n.startswith(name)], [])
+        gets = [l for l in s.lines() if l[0] == "GET" and "/images/" in l[1]]
+        self.assertLess(len(gets), 5 * 1200, "it stopped before trying every image")
+
+    def test_a_blip_drops_its_images_and_the_build_goes_on(self):
+        # 40 images failing (after their retries) on a store that answers before and after:
+        # dropped and reported, the others built.
+        s = self.server("--fail", "GET */images/x*:503:always")
+        rows = [{"image": "images/x%05d.jpg" % i, "text": "a photo"} for i in range(40)]
+        self.write_manifest("blip.jsonl", self.rows[:5] + rows + self.rows[5:])
+        r = self.build(s.url + "/bucket/coco/blip.jsonl")
+        self.assertEqual(r.rc, 0, r.stderr)
+        self.assertEqual(sorted({d["reason"] for d in dropped(self.out)}), ["unreadable"])
+        self.assertEqual(len(dropped(self.out)), 40)
+        self.assertEqual(samples(self.out), 51)
 
     def test_a_dead_manifest_server_fails_and_publishes_nothing(self):
         s = self.server()

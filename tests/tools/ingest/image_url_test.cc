@@ -41,8 +41,13 @@ TEST(ResolveImagePath, NeverAboveTheBucketHostOrHfFolder) {
 
 TEST(ResolveImagePath, AbsoluteUrlsOfTheSameStoreOnly) {
   EXPECT_EQ(Path("s3://b/p", "s3://other/k/1.jpg"), "s3://other/k/1.jpg");
-  EXPECT_EQ(Path("https://h/p", "http://g/a%20b.jpg"), "http://g/a b.jpg");  // decoded
-  EXPECT_EQ(Path("http://h/p", "HTTPS://g/1.jpg"), "HTTPS://g/1.jpg");
+  EXPECT_EQ(Path("https://h/p", "https://h/a%20b.jpg"), "https://h/a b.jpg");  // decoded
+  EXPECT_EQ(Path("http://h:8/p", "HTTP://H:8/1.jpg"), "http://h:8/1.jpg");  // one origin
+  // A web server's images on its own origin only: the manifest's credentials go with each GET.
+  EXPECT_EQ(Reason("https://h/p", "https://g/1.jpg"), "remote_image_not_supported");
+  EXPECT_EQ(Reason("https://h/p", "http://h/1.jpg"), "remote_image_not_supported");
+  EXPECT_EQ(Reason("http://h:8/p", "http://h:9/1.jpg"), "remote_image_not_supported");
+  EXPECT_EQ(Reason("http://h/p", "http://h@g/1.jpg"), "remote_image_not_supported");
   EXPECT_EQ(Reason("s3://b/p", "http://h/1.jpg"), "remote_image_not_supported");
   EXPECT_EQ(Reason("s3://b/p", "gs://b/1.jpg"), "remote_image_not_supported");
   EXPECT_EQ(Reason("http://h/p", "s3://b/1.jpg"), "remote_image_not_supported");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -52,13 +53,14 @@ int64_t MaxImageFileBytes(int64_t max_pixels) {
 // while the threads decode (a store's latency over a decode's time: 50 ms over 5 ms, twice).
 constexpr int kAheadPerThread = 16;
 
-// Images at URLs whose GETs fail in a row (after their retries; a 404 or an answer breaks the
-// run) before the build decides the store, not the images, has failed: its credentials expired,
-// it went down. Dropping every remaining image would publish a set of whatever came before, after
-// hours of retries; failing names the cause and publishes nothing. More than the GETs in flight
-// at once for one thread (kAheadPerThread), so that a burst of errors on a healthy store does
-// not end a build.
-constexpr int kStoreDownAfter = 32;
+// When the build decides that the store, not the images, has failed (its credentials expired,
+// it went down): kStoreDownAfter GETs of images at URLs failed in a row, after their retries,
+// and none answered for kStoreDownSeconds (a 404 or any answer resets both). Dropping every
+// remaining image would publish a fraction of the set after hours of retries; failing names
+// the cause and publishes nothing. A blip shorter than the window drops the images it failed
+// (report.json names them) and the build goes on. More GETs than are ever in flight at once.
+constexpr int kStoreDownAfter = 64;
+constexpr double kStoreDownSeconds = 30;
 
 // The pipeline's threads: --threads, else one a core.
 int BuildThreads(const BuildOptions& o) {
@@ -298,21 +300,31 @@ class Pipeline {
     return item;
   }
 
-  // Counts the GETs that failed in a row (kStoreDownAfter); true, with item->fatal set, once
-  // they are enough to say that the store has failed.
+  // Counts the GETs that failed in a row (kStoreDownAfter, kStoreDownSeconds); true, with
+  // item->fatal set, once they say that the store has failed.
   bool StoreDown(Item* item) {
     const Status& st = item->read_status;
+    const int64_t now = NowNs();
     if (st.code() != StatusCode::kIOError) {
       failed_gets_in_a_row_.store(0, std::memory_order_relaxed);
+      last_answer_ns_.store(now, std::memory_order_relaxed);
       return false;
     }
     const int n = failed_gets_in_a_row_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (n < kStoreDownAfter) return false;
+    const double silent = static_cast<double>(now - last_answer_ns_.load()) / 1e9;
+    if (n < kStoreDownAfter || silent < kStoreDownSeconds) return false;
     item->fatal = Status::IOError(
         "the store stopped answering: " + std::to_string(n) +
-        " images at URLs in a row failed after their retries (the last: " + st.message() +
+        " images at URLs in a row failed after their retries, none answered for " +
+        std::to_string(static_cast<int>(silent)) + " s (the last: " + st.message() +
         "); the build stops and publishes nothing: run it again once the store answers");
     return true;
+  }
+
+  static int64_t NowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 
   // Hands one sample to the consumer, in input order; a fatal failure stops the pipeline.
@@ -350,6 +362,7 @@ class Pipeline {
   Status fatal_;         // consumer
   std::atomic<bool> stop_{false};
   std::atomic<int> failed_gets_in_a_row_{0};  // processors: StoreDown
+  std::atomic<int64_t> last_answer_ns_{NowNs()};  // processors: StoreDown
 };
 
 }  // namespace

@@ -107,14 +107,22 @@ ResolvedImage AbsoluteUrl(const std::string& base, const std::string& given) {
                                                      ":// URLs or paths relative to it)");
   }
   if (family != "http") return ResolvedImage{given, nullptr, ""};
+  // A web server's images on another host (or scheme, or port) are refused: the manifest's
+  // credentials (MMPACK_HTTP_TOKEN) would go with every GET, and a manifest could point the
+  // build at any host the machine reaches.
+  const std::string origin = AsciiLower(base.substr(0, RootEnd(base)));
+  if (AsciiLower(given.substr(0, RootEnd(given))) != origin) {
+    return Refused("remote_image_not_supported",
+                   "image '" + given + "' is not on " + origin + ", the server of its manifest (" +
+                       base + "/); mmpack fetches a manifest's images from its own server only");
+  }
   if (given.find_first_of("?#") != std::string::npos) {
     return Refused("invalid_manifest_line", "image URL '" + given +
                                                 "' has a query or fragment; mmpack reads "
                                                 "files by path");
   }
-  const size_t root_end = RootEnd(given);
-  return ResolvedImage{given.substr(0, root_end) + PercentDecode(given.substr(root_end)), nullptr,
-                       ""};
+  return ResolvedImage{base.substr(0, RootEnd(base)) + PercentDecode(given.substr(RootEnd(given))),
+                       nullptr, ""};
 }
 
 }  // namespace
