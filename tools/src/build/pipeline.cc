@@ -277,6 +277,7 @@ class Pipeline {
   // Frees the items read ahead and never handed on (the pipeline stopped), once their fetches,
   // which write into them, are done.
   void DropAhead() {
+    fetcher_.CancelQueued();  // no wait for GETs (each up to its retries) of samples never used
     for (std::unique_ptr<Item>& item : ahead_) {
       if (item->fetch.valid()) item->fetch.wait();
     }
@@ -354,8 +355,9 @@ class Pipeline {
   ImageReader tar_reader_;  // source: reads tar members in one pass
   // source: samples read ahead (kAheadPerThread a thread; tar members, whose bytes the source
   // reads itself, one at a time), and the GETs of their images at URLs
+  // (no more than the GETs in flight at once: more would only hold fetched images in memory).
   const size_t ahead_limit_ =
-      from_tar_ ? size_t{1} : static_cast<size_t>(kAheadPerThread * BuildThreads(o_));
+      from_tar_ ? size_t{1} : static_cast<size_t>(std::min(64, kAheadPerThread * BuildThreads(o_)));
   RemoteFetcher fetcher_{std::min(64, kAheadPerThread * BuildThreads(o_))};
   std::deque<std::unique_ptr<Item>> ahead_;
   Status source_error_;  // source: the list could not be read

@@ -22,12 +22,22 @@ std::future<Status> RemoteFetcher::Fetch(std::string url, std::string* bytes, in
   std::future<Status> done = task.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(task));
+    // The thread first: if it cannot be made, nothing is queued that would write into `bytes`
+    // after the caller, seeing the exception, has freed it.
     if (static_cast<int>(threads_.size()) < max_threads_) threads_.emplace_back([this] { Work(); });
+    queue_.push_back(std::move(task));
   }
   ready_.notify_one();
   return done;
 }
+
+void RemoteFetcher::CancelQueued() {
+  std::deque<std::packaged_task<Status()>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped.swap(queue_);
+  }
+}  // `dropped` destroyed here: each future becomes ready with std::future_error (broken_promise)
 
 void RemoteFetcher::Work() {
   for (;;) {

@@ -34,6 +34,10 @@ class RemoteFetcher {
   /// Status. `*bytes` must live, untouched, until the future is ready.
   std::future<Status> Fetch(std::string url, std::string* bytes, int64_t max_bytes);
 
+  /// Drops the fetches not yet started: their futures become ready at once, holding
+  /// std::future_error (broken_promise), and never write their `bytes`. Those in flight finish.
+  void CancelQueued();
+
  private:
   void Work();
   const int max_threads_;
