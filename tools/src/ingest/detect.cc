@@ -16,6 +16,15 @@ namespace mm::pack {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+InputFormat ManifestFormatOfName(const std::string& name) {
+  const std::string ext = AsciiLower(fs::path(name).extension().string());
+  if (ext == ".jsonl" || ext == ".ndjson") return InputFormat::kJsonl;
+  if (ext == ".csv") return InputFormat::kCsv;
+  if (ext == ".tsv" || ext == ".tab") return InputFormat::kTsv;
+  if (ext == ".json") return InputFormat::kCoco;
+  return InputFormat::kAuto;
+}
+
 std::string ManifestInFolder(const fs::path& dir) {
   std::error_code ec;
   for (const char* name : {"metadata.jsonl", "metadata.csv"}) {  // a Hugging Face imagefolder
@@ -71,12 +80,10 @@ Result<InputFormat> DetectInputFormat(const std::string& input) {
     }
     return has_tar && !has_image ? InputFormat::kWds : InputFormat::kFiles;
   }
-  std::string ext = AsciiLower(p.extension().string());
-  if (ext == ".jsonl" || ext == ".ndjson") return InputFormat::kJsonl;
-  if (ext == ".csv") return InputFormat::kCsv;
-  if (ext == ".tsv" || ext == ".tab") return InputFormat::kTsv;
-  if (ext == ".tar") return InputFormat::kWds;
-  if (ext == ".json") {
+  const InputFormat named = ManifestFormatOfName(input);
+  if (named != InputFormat::kAuto && named != InputFormat::kCoco) return named;
+  if (AsciiLower(p.extension().string()) == ".tar") return InputFormat::kWds;
+  if (named == InputFormat::kCoco) {
     // Only the first MiB is read: a COCO file is often one line of a hundred MB.
     std::ifstream in(p, std::ios::binary);
     std::string first(size_t{1} << 20, '\0');

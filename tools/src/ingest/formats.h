@@ -53,6 +53,11 @@ namespace mm::pack {
                                                         const FieldNames& fields,
                                                         const std::filesystem::path& spill_dir);
 
+/// detect.cc: the manifest format a file name's extension says (any case): kJsonl (.jsonl,
+/// .ndjson), kCsv (.csv), kTsv (.tsv, .tab), kCoco for .json (JSONL or COCO: JsonManifestFormat
+/// of its first MiB tells), kAuto for any other name.
+InputFormat ManifestFormatOfName(const std::string& name);
+
 /// detect.cc: a .json manifest's format from its first MiB `head`: kJsonl when its first line
 /// is a sample object (an image field and no `images`), else kCoco (also when the first MiB
 /// holds no newline: a COCO file is often one line).

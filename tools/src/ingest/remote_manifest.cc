@@ -7,30 +7,18 @@
 #include "ingest/formats.h"
 #include "ingest/manifest.h"
 #include "ingest/remote_file.h"
-#include "text/ascii.h"
 
 namespace mm::pack {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The format a manifest's name says (.json: kCoco until its first line is read); kAuto for
-// another name.
-InputFormat FormatOfName(const std::string& name) {
-  const std::string ext = AsciiLower(fs::path(name).extension().string());
-  if (ext == ".jsonl" || ext == ".ndjson") return InputFormat::kJsonl;
-  if (ext == ".csv") return InputFormat::kCsv;
-  if (ext == ".tsv" || ext == ".tab") return InputFormat::kTsv;
-  if (ext == ".json") return InputFormat::kCoco;
-  return InputFormat::kAuto;
-}
-
 // The manifest of the remote folder `folder`: its Hugging Face `metadata.jsonl`, else
 // `metadata.csv` (HEAD each; `format`, when given, picks one). Object stores and web servers
 // are not listed, so no other name is looked for.
 Result<std::string> ManifestInRemoteFolder(const std::string& folder, InputFormat format) {
   for (const char* name : {"metadata.jsonl", "metadata.csv"}) {
-    if (format != InputFormat::kAuto && FormatOfName(name) != format) continue;
+    if (format != InputFormat::kAuto && ManifestFormatOfName(name) != format) continue;
     MM_ASSIGN_OR_RETURN(RemoteFileStat stat, StatRemoteFile(folder + "/" + name));
     if (stat.exists) return folder + "/" + name;
   }
@@ -67,13 +55,13 @@ Result<IngestResult> IngestRemoteManifest(const std::string& url, InputFormat fo
   }
   std::string manifest_url = url;
   while (!manifest_url.empty() && manifest_url.back() == '/') manifest_url.pop_back();
-  const InputFormat named = FormatOfName(manifest_url.substr(manifest_url.find_last_of('/') + 1));
+  const InputFormat named = ManifestFormatOfName(manifest_url);
   const bool folder =
       url.back() == '/' || (format == InputFormat::kAuto && named == InputFormat::kAuto);
   if (folder) {
     MM_ASSIGN_OR_RETURN(manifest_url, ManifestInRemoteFolder(manifest_url, format));
   }
-  if (format == InputFormat::kAuto) format = FormatOfName(manifest_url);
+  if (format == InputFormat::kAuto) format = ManifestFormatOfName(manifest_url);
   MM_ASSIGN_OR_RETURN(ManifestFile manifest, FetchManifest(manifest_url, spill_dir));
   if (format == InputFormat::kCoco) {
     MM_ASSIGN_OR_RETURN(format, JsonFormat(manifest));
